@@ -1,0 +1,20 @@
+// The one explicit list of tests a worker can run (see registry.cc).
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "kernels/test.h"
+
+namespace perfgate::kernels {
+
+// Every registered test, in the order `perfgate-worker list` shows them. Fixture tests
+// (synthetic samples, for the operator's end-to-end tests) are included only when
+// `include_fixtures` is set.
+std::vector<const Test*> AllTests(bool include_fixtures = false);
+
+// nullptr when no test has that type (fixtures are found only when included).
+const Test* FindTest(std::string_view type, bool include_fixtures = false);
+
+}  // namespace perfgate::kernels
