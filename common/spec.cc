@@ -77,7 +77,9 @@ Result<json> ToJson(const YAML::Node& node, const std::string& path, SourceMap* 
       for (const auto& kv : node) {
         std::string key = kv.first.Scalar();
         std::string child = path + "." + key;
-        if (out.contains(key)) return where->Error(child, "duplicate key \"" + key + "\"");
+        if (out.contains(key)) {
+          return where->ErrorAt(LineOf(kv.first), child, "duplicate key \"" + key + "\"");
+        }
         ASSIGN_OR_RETURN(json v, ToJson(kv.second, child, where));
         out[key] = std::move(v);
       }
@@ -169,7 +171,9 @@ Result<json> MessageToJson(const YAML::Node& node, const pb::Descriptor* desc,
     const std::string key = kv.first.Scalar();
     const std::string child = path.empty() ? key : path + "." + key;
     where->Record(child, LineOf(kv.first));
-    if (!seen.insert(key).second) return where->Error(child, "duplicate field \"" + key + "\"");
+    if (!seen.insert(key).second) {
+      return where->ErrorAt(LineOf(kv.first), child, "duplicate field \"" + key + "\"");
+    }
     const pb::FieldDescriptor* field = nullptr;
     for (int i = 0; i < desc->field_count(); ++i) {
       if (desc->field(i)->json_name() == key) field = desc->field(i);
@@ -274,8 +278,11 @@ int SourceMap::Line(const std::string& path) const {
 }
 
 Status SourceMap::Error(const std::string& path, const std::string& message) const {
+  return ErrorAt(Line(path), path, message);
+}
+
+Status SourceMap::ErrorAt(int line, const std::string& path, const std::string& message) const {
   std::string where = source_;
-  int line = Line(path);
   if (line > 0) where += ":" + std::to_string(line);
   return InvalidArgument(where + ": " + (path.empty() ? "" : path + ": ") + message);
 }

@@ -26,6 +26,8 @@ class SourceMap {
   int Line(const std::string& path) const;
   // "file:line: path: message" — the form of every spec error.
   Status Error(const std::string& path, const std::string& message) const;
+  // The same, at an explicit line (a duplicate key: the second occurrence).
+  Status ErrorAt(int line, const std::string& path, const std::string& message) const;
   const std::string& source() const { return source_; }
 
  private:

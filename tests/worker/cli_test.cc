@@ -91,7 +91,9 @@ TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
     }
   }
   EXPECT_TRUE(host);
-  if (report->identity().gpus_size() == 0) EXPECT_EQ(o.exit_code, 0) << o.output;
+  if (report->identity().gpus_size() == 0) {
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+  }
   EXPECT_THAT(o.output, HasSubstr("verdict: "));
   EXPECT_TRUE(fs::file_size(junit) > 0);
 }

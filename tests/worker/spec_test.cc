@@ -48,7 +48,7 @@ TEST(SpecLoad, ReadsEveryFieldAsWritten) {
   ASSERT_EQ(s.tests_size(), 1);
   EXPECT_EQ(s.tests(0).parameters().fields().at("arrayBytes").number_value(), 1048576);
   EXPECT_DOUBLE_EQ(s.tests(0).thresholds(0).value(), 2.5);
-  EXPECT_EQ(loaded->where.Line("spec.tests[0].thresholds[0].value"), 19);
+  EXPECT_EQ(loaded->where.Line("spec.tests[0].thresholds[0].value"), 20);
 }
 
 TEST(SpecLoad, ReadsJsonWithLines) {
@@ -102,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"ListForMapping",
                 "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  policy:\n"
                 "    - a\n",
-                "bad.yaml:5: spec.policy: expected a mapping, got a list"},
+                "bad.yaml:4: spec.policy: expected a mapping, got a list"},
         BadSpec{"BoolGarbage",
                 "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  suspend: yes\n",
                 "bad.yaml:4: spec.suspend: expected true or false, got \"yes\""},
@@ -125,7 +125,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n"
                 "  gpusPerNode: 99999999999\n",
                 "spec.gpusPerNode: integer 99999999999 is out of range"}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& p) { return std::string(p.param.name); });
 
 TEST(SpecLoad, ClassifiesPlainScalarsLikeKubernetes) {
   EXPECT_EQ(ClassifyPlainScalar("12"), ScalarKind::kInt);
