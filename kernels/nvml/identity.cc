@@ -76,8 +76,9 @@ GpuIdentityInfo JoinGpuIdentity(const cuda::CudaDeviceFacts& facts, const nvml::
   }
   if (f.DeviceGetPersistenceMode != nullptr) {
     nvml::nvmlEnableState_t mode = 0;
-    id.persistence_mode =
-        EnableText(f.DeviceGetPersistenceMode(d, &mode) == nvml::kSuccess, mode);
+    // Two statements: argument evaluation order would otherwise read `mode` before the call.
+    const bool ok = f.DeviceGetPersistenceMode(d, &mode) == nvml::kSuccess;
+    id.persistence_mode = EnableText(ok, mode);
   }
   return id;
 }
