@@ -66,11 +66,22 @@ class BurnRun final : public TestRun {
       if (nvml_ != nullptr && Clock::now() - last_probe >= std::chrono::milliseconds(250)) {
         last_probe = Clock::now();
         const nvml::Telemetry t = nvml::ReadTelemetry(*nvml_, nvml_device_);
-        if (t.sm_clock_mhz) clock_sum += *t.sm_clock_mhz, ++clock_n;
-        if (t.power_w) power_sum += *t.power_w, ++power_n;
-        if (t.temperature_c) temperature_max = std::max(temperature_max, *t.temperature_c),
-                                 ++temperature_n;
-        if (t.clocks_event_reasons) reasons |= *t.clocks_event_reasons, reasons_read = true;
+        if (t.sm_clock_mhz) {
+          clock_sum += *t.sm_clock_mhz;
+          ++clock_n;
+        }
+        if (t.power_w) {
+          power_sum += *t.power_w;
+          ++power_n;
+        }
+        if (t.temperature_c) {
+          temperature_max = std::max(temperature_max, *t.temperature_c);
+          ++temperature_n;
+        }
+        if (t.clocks_event_reasons) {
+          reasons |= *t.clocks_event_reasons;
+          reasons_read = true;
+        }
       }
     }
     const double tflops = gpu::Tflops(flops_per_matmul_ * static_cast<double>(matmuls),

@@ -33,8 +33,10 @@ class HealthRun final : public TestRun {
         details_(std::move(details)) {}
 
   Result<Sample> RunSample() override {
+    // Prepare selected the device (cudaSetDevice creates the primary context since CUDA 12),
+    // so this process is among the GPU's processes.
     nvml::HealthReadings readings =
-        nvml::ReadHealth(*nvml_, device_, static_cast<unsigned>(getpid()));
+        nvml::ReadHealth(*nvml_, device_, static_cast<unsigned>(getpid()), true);
     if (xids_) readings.xids = xids_->Poll();
     Sample sample = nvml::HealthMetrics(readings);
     std::lock_guard<std::mutex> lock(mu_);

@@ -250,6 +250,9 @@ class GemmRunnerImpl final : public GemmRunner {
     if (best_index_ < 0) return Internal("every cuBLASLt candidate algorithm failed to run");
     algo_ = results[best_index_].algo;
     tried_ = returned;
+    // The next Time() writes buffer 0 with the chosen algorithm: Sample() and Snapshot() read
+    // buffer 0, and must not see a candidate's output.
+    next_output_ = 0;
     return Status::Ok();
   }
 

@@ -83,8 +83,12 @@ class PeerCopierImpl final : public PeerCopier {
     RETURN_IF_ERROR(SetPeerAccess(dst, src, peer && CanAccessPeer(dst, src)));
     PerDevice& s = devices_[static_cast<std::size_t>(src)];
     PerDevice& d = devices_[static_cast<std::size_t>(dst)];
+    // Clear the destination on its own device (the source may have no access to it), so
+    // Verify cannot pass on an earlier copy's data.
+    PG_CUDA(cudaSetDevice(d.ordinal));
+    PG_CUDA(cudaMemsetAsync(d.dst.get(), 0, d.dst.bytes(), d.stream.get()));
+    PG_CUDA(cudaStreamSynchronize(d.stream.get()));
     PG_CUDA(cudaSetDevice(s.ordinal));
-    PG_CUDA(cudaMemsetAsync(d.dst.get(), 0, d.dst.bytes(), s.stream.get()));
     PG_CUDA(cudaEventRecord(s.start.get(), s.stream.get()));
     for (int i = 0; i < iterations; ++i) {
       PG_CUDA(cudaMemcpyPeerAsync(d.dst.get(), d.ordinal, s.src.get(), s.ordinal,

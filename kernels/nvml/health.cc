@@ -35,7 +35,8 @@ std::optional<std::uint64_t> ReadEcc(const NvmlFunctions& f, Reader& r, nvmlDevi
 // Counts processes from one NVML query, skipping ours. nullopt when unsupported.
 std::optional<unsigned> CountProcesses(
     nvmlReturn_t (*query)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*), Reader& r,
-    nvmlDevice_t device, unsigned self_pid, const char* what, std::vector<unsigned>* pids) {
+    nvmlDevice_t device, unsigned self_pid, bool assume_self, const char* what,
+    std::vector<unsigned>* pids, bool* self_assumed) {
   if (query == nullptr) return std::nullopt;
   // Size first, then fetch; the list can grow in between, so retry with headroom.
   std::vector<nvmlProcessInfo_t> infos(16);
@@ -48,11 +49,21 @@ std::optional<unsigned> CountProcesses(
     }
     if (!r.Ok(rc, what)) return std::nullopt;
     unsigned others = 0;
+    bool self_seen = false;
+    std::vector<unsigned> found;
     for (unsigned i = 0; i < count && i < infos.size(); ++i) {
-      if (infos[i].pid == self_pid) continue;
+      if (infos[i].pid == self_pid) {
+        self_seen = true;
+        continue;
+      }
       ++others;
-      pids->push_back(infos[i].pid);
+      found.push_back(infos[i].pid);
     }
+    if (assume_self && !self_seen && others > 0) {
+      --others;
+      *self_assumed = true;
+    }
+    pids->insert(pids->end(), found.begin(), found.end());
     return others;
   }
   r.Ok(kErrorInsufficientSize, what);
@@ -61,7 +72,8 @@ std::optional<unsigned> CountProcesses(
 
 }  // namespace
 
-HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_pid) {
+HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_pid,
+                          bool self_has_context) {
   HealthReadings h;
   Reader r(nvml, &h);
   const NvmlFunctions& f = nvml.fn();
@@ -139,11 +151,12 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
   }
 
   const std::optional<unsigned> compute =
-      CountProcesses(f.DeviceGetComputeRunningProcesses, r, device, self_pid,
-                     "computeProcesses", &h.other_process_ids);
+      CountProcesses(f.DeviceGetComputeRunningProcesses, r, device, self_pid, self_has_context,
+                     "computeProcesses", &h.other_process_ids, &h.self_assumed);
+  bool unused = false;
   const std::optional<unsigned> graphics =
-      CountProcesses(f.DeviceGetGraphicsRunningProcesses, r, device, self_pid,
-                     "graphicsProcesses", &h.other_process_ids);
+      CountProcesses(f.DeviceGetGraphicsRunningProcesses, r, device, self_pid, false,
+                     "graphicsProcesses", &h.other_process_ids, &unused);
   if (compute || graphics) h.other_processes = compute.value_or(0) + graphics.value_or(0);
   return h;
 }
@@ -252,6 +265,10 @@ std::map<std::string, std::string> HealthDetails(const HealthReadings& h) {
     pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
   }
   d["otherProcesses"] = h.other_processes ? (pids.empty() ? "none" : pids) : kUnsupported;
+  if (h.self_assumed) {
+    d["otherProcesses"] += " (PIDs are not in this namespace: one compute process, not "
+                           "listed above by number, was taken to be this worker)";
+  }
   if (!h.read_errors.empty()) {
     std::string errors;
     for (const std::string& e : h.read_errors) errors += (errors.empty() ? "" : "; ") + e;

@@ -37,6 +37,8 @@ struct HealthReadings {
   // Compute and graphics processes other than this one.
   std::optional<unsigned> other_processes;
   std::vector<unsigned> other_process_ids;
+  // Our PID was not among NVML's (PID namespace): one compute process was counted as ours.
+  bool self_assumed = false;
   // XIDs during the run, from XidWatch; empty optional when events could not be registered.
   std::optional<std::vector<std::uint64_t>> xids;
   std::string driver_version;
@@ -47,8 +49,12 @@ struct HealthReadings {
 
 // Reads every health counter of `device`. Never fails as a whole: unsupported readings stay
 // empty, other failures are listed in read_errors. Blocking (a few ms); thread-safe.
-// `self_pid` is excluded from other_processes.
-HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_pid);
+// Our own process is left out of other_processes: by `self_pid` where NVML reports PIDs in our
+// namespace; in a container NVML reports host PIDs, so when `self_has_context` (this process
+// holds a CUDA context on the device, hence is listed) and no entry matches, one compute
+// process is taken to be ours and Details say so.
+HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_pid,
+                          bool self_has_context);
 
 // The names of the set bits ("HwSlowdown", "SwPowerCap", ...), in bit order.
 std::vector<std::string> ClocksEventReasonNames(std::uint64_t mask);

@@ -237,7 +237,7 @@ TEST_F(NvmlFake, JoinsCudaDeviceByBusIdNotByIndex) {
 
 TEST_F(NvmlFake, HealthyH200ReadsCleanWithRetiredPagesLeftOut) {
   auto nvml = Load();
-  const HealthReadings h = ReadHealth(*nvml, Handle(0), 4242);
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 4242, false);
   const auto m = HealthMetrics(h);
   EXPECT_EQ(m.at("eccUncorrectedVolatileCount"), 0);
   EXPECT_EQ(m.at("remappedRowsUncorrectableCount"), 0);
@@ -264,7 +264,7 @@ TEST_F(NvmlFake, ReportsEccRemapsAndDownLinks) {
   g.gpus[0].nvlinks_down = 2;
   g.gpus[0].pcie[1] = 8;  // x8 of x16
   auto nvml = Load();
-  const auto m = HealthMetrics(ReadHealth(*nvml, Handle(0), 1));
+  const auto m = HealthMetrics(ReadHealth(*nvml, Handle(0), 1, false));
   EXPECT_EQ(m.at("eccUncorrectedVolatileCount"), 2);
   EXPECT_EQ(m.at("eccCorrectedAggregateCount"), 17);
   EXPECT_EQ(m.at("remappedRowsUncorrectableCount"), 3);
@@ -276,7 +276,7 @@ TEST_F(NvmlFake, ReportsEccRemapsAndDownLinks) {
 TEST_F(NvmlFake, RefusedReadingIsAnErrorNotAHealthyZero) {
   g.gpus[0].ecc_rc = kErrorNoPermission;
   auto nvml = Load();
-  const HealthReadings h = ReadHealth(*nvml, Handle(0), 1);
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
   const auto m = HealthMetrics(h);
   EXPECT_EQ(m.count("eccUncorrectedVolatileCount"), 0u);
   EXPECT_EQ(m.at("nvmlReadErrorCount"), 4);  // four ECC counters
@@ -287,7 +287,7 @@ TEST_F(NvmlFake, RefusedReadingIsAnErrorNotAHealthyZero) {
 TEST_F(NvmlFake, PcieGpuWithoutNvlinkSaysNotSupported) {
   g.gpus[0].nvlinks = 0;
   auto nvml = Load();
-  const HealthReadings h = ReadHealth(*nvml, Handle(0), 1);
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
   EXPECT_EQ(HealthMetrics(h).count("nvlinkInactiveLinkCount"), 0u);
   EXPECT_EQ(HealthDetails(h).at("nvlink"), "not supported");
 }
@@ -297,9 +297,28 @@ TEST_F(NvmlFake, CountsOtherProcessesButNotOurselves) {
   for (unsigned pid = 100; pid < 120; ++pid) g.gpus[0].pids.push_back(pid);  // > first buffer
   g.gpus[0].pids.push_back(4242);
   auto nvml = Load();
-  const HealthReadings h = ReadHealth(*nvml, Handle(0), 4242);
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 4242, false);
   EXPECT_EQ(HealthMetrics(h).at("otherProcessCount"), 20);
   EXPECT_NE(HealthDetails(h).at("otherProcesses").find("119"), std::string::npos);
+}
+
+TEST_F(NvmlFake, InAContainerOurOwnProcessIsNotCountedAsAnother) {
+  // NVML lists host PIDs; ours (4242 in the pod's namespace) is not among them.
+  g.gpus[0].pids = {880123, 880456};
+  auto nvml = Load();
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 4242, true);
+  EXPECT_EQ(HealthMetrics(h).at("otherProcessCount"), 1);
+  EXPECT_TRUE(h.self_assumed);
+  EXPECT_NE(HealthDetails(h).at("otherProcesses").find("taken to be this worker"),
+            std::string::npos);
+  // Alone on the GPU: our one entry is not another process.
+  g.gpus[0].pids = {880123};
+  EXPECT_EQ(HealthMetrics(ReadHealth(*nvml, Handle(0), 4242, true)).at("otherProcessCount"), 0);
+  // When our PID is listed, nothing is assumed.
+  g.gpus[0].pids = {4242, 880456};
+  const HealthReadings visible = ReadHealth(*nvml, Handle(0), 4242, true);
+  EXPECT_EQ(HealthMetrics(visible).at("otherProcessCount"), 1);
+  EXPECT_FALSE(visible.self_assumed);
 }
 
 TEST(ClocksEventReasons, NamesBitsAndSeparatesHardwareSlowdown) {
@@ -317,7 +336,7 @@ TEST(ClocksEventReasons, NamesBitsAndSeparatesHardwareSlowdown) {
 TEST_F(NvmlFake, HardwareSlowdownMetric) {
   g.gpus[0].reasons = kClocksEventHwSlowdown;
   auto nvml = Load();
-  EXPECT_EQ(HealthMetrics(ReadHealth(*nvml, Handle(0), 1)).at("hardwareSlowdown"), 1);
+  EXPECT_EQ(HealthMetrics(ReadHealth(*nvml, Handle(0), 1, false)).at("hardwareSlowdown"), 1);
 }
 
 TEST_F(NvmlFake, XidWatchCollectsThisDevicesXidsOnly) {
@@ -332,7 +351,7 @@ TEST_F(NvmlFake, XidWatchCollectsThisDevicesXidsOnly) {
     g.events.push_back({Handle(0), kEventTypeXidCriticalError, 94, 0, 0});
     EXPECT_EQ(watch->Poll(), (std::vector<std::uint64_t>{79, 94}));
 
-    HealthReadings h = ReadHealth(*nvml, Handle(0), 1);
+    HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
     h.xids = watch->Poll();
     EXPECT_EQ(HealthMetrics(h).at("xidEventCount"), 2);
     EXPECT_EQ(HealthDetails(h).at("xidEvents"), "79, 94");
