@@ -84,8 +84,8 @@ class BurnRun final : public TestRun {
         }
       }
     }
-    const double tflops = gpu::Tflops(flops_per_matmul_ * static_cast<double>(matmuls),
-                                      gpu_seconds);
+    const double tflops =
+        gpu::Tflops(flops_per_matmul_ * static_cast<double>(matmuls), gpu_seconds);
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++windows_;
@@ -163,14 +163,12 @@ class BurnTest final : public Test {
         gpu::IntParam("k", 8192, "", "inner dimension", 256, 65536),
         gpu::DoubleParam("windowSeconds", "10", "seconds", "length of one sample", 0.5, 3600),
         gpu::IntParam("outputBuffers", 8, "",
-                      "output matrices written in turn and all compared after each pass", 1,
-                      256),
+                      "output matrices written in turn and all compared after each pass", 1, 256),
         gpu::IntParam("algoCandidates", 4, "", "cuBLASLt candidates timed at set-up", 1, 32),
     };
     info_.metrics = {
         gpu::Metric("tflops", "TFLOP/s", true, "2*m*n*k*matmuls / GPU seconds / 1e12"),
-        gpu::Metric("tflopsDropPercent", "%", false,
-                    "throughput lost since the first window"),
+        gpu::Metric("tflopsDropPercent", "%", false, "throughput lost since the first window"),
         gpu::Metric("computeErrorCount", "count", false,
                     "elements differing from the first result (any is FAIL)"),
         gpu::Metric("smClockMHz", "MHz", true, "mean SM clock (NVML)"),
@@ -209,9 +207,9 @@ class BurnTest final : public Test {
     ASSIGN_OR_RETURN(const double warm, runner->Time(1));
     (void)warm;
     ASSIGN_OR_RETURN(const cuda::GemmSample check, runner->Sample(256));
-    RETURN_IF_ERROR(gpu::MismatchStatus(
-        gpu::CheckGemmSample(*dtype, config.k, check.values, check.references),
-        "burn reference result"));
+    RETURN_IF_ERROR(
+        gpu::MismatchStatus(gpu::CheckGemmSample(*dtype, config.k, check.values, check.references),
+                            "burn reference result"));
     RETURN_IF_ERROR(runner->Snapshot());
 
     std::map<std::string, std::string> details;

@@ -1,12 +1,12 @@
 // gemm: cuBLASLt matrix-multiply throughput per dtype, C = A^T B with A k x m, B k x n.
 //   FLOPs per matmul = 2 * m * n * k (one multiply and one add per term)
 //   TFLOP/s = FLOPs * iterations / GPU seconds / 1e12
-// Inputs are N(0,1) random (zeros or constants flatter the GPU: fewer bits toggle). The algorithm is
-// the fastest of cuBLASLt's top heuristic candidates, timed on the device at set-up. After
-// each sample, a spread of outputs (last row and column included) is compared with a double
-// precision reference computed on the device from the same stored inputs; the tolerance fits
-// the dtype (formulas.h, GemmAbsTolerance). fp8 (e4m3 inputs, bf16 output) needs cc >= 8.9:
-// on older GPUs it is left out and Details() says so.
+// Inputs are N(0,1) random (zeros or constants flatter the GPU: fewer bits toggle). The algorithm
+// is the fastest of cuBLASLt's top heuristic candidates, timed on the device at set-up. After each
+// sample, a spread of outputs (last row and column included) is compared with a double precision
+// reference computed on the device from the same stored inputs; the tolerance fits the dtype
+// (formulas.h, GemmAbsTolerance). fp8 (e4m3 inputs, bf16 output) needs cc >= 8.9: on older GPUs it
+// is left out and Details() says so.
 #include <memory>
 
 #include "kernels/cuda/formulas.h"
@@ -45,9 +45,9 @@ class GemmRun final : public TestRun {
     for (DtypeRun& run : runs_) {
       ASSIGN_OR_RETURN(const double seconds, run.runner->Time(iterations_));
       ASSIGN_OR_RETURN(const cuda::GemmSample check, run.runner->Sample(verify_samples_));
-      RETURN_IF_ERROR(gpu::MismatchStatus(
-          gpu::CheckGemmSample(run.info, k_, check.values, check.references),
-          "gemm " + std::string(run.info.name) + " output"));
+      RETURN_IF_ERROR(
+          gpu::MismatchStatus(gpu::CheckGemmSample(run.info, k_, check.values, check.references),
+                              "gemm " + std::string(run.info.name) + " output"));
       sample[std::string(run.info.metric)] =
           gpu::Tflops(gpu::GemmFlops(m_, n_, k_) * iterations_, seconds);
     }
@@ -77,14 +77,11 @@ class GemmTest final : public Test {
         gpu::IntParam("n", 8192, "", "columns of C", 16, 65536),
         gpu::IntParam("k", 8192, "", "inner dimension", 16, 65536),
         gpu::ChoiceParam("dtypes", ParamType::kStringList, "[bf16, fp16, fp8, tf32, fp64]",
-                         "input types; fp8 is skipped below compute capability 8.9",
-                         DtypeNames()),
-        gpu::IntParam("iterationsPerSample", 20, "", "matmuls timed together per sample", 1,
-                      10000),
+                         "input types; fp8 is skipped below compute capability 8.9", DtypeNames()),
+        gpu::IntParam("iterationsPerSample", 20, "", "matmuls timed together per sample", 1, 10000),
         gpu::IntParam("algoCandidates", 4, "",
                       "cuBLASLt heuristic candidates timed at set-up (fastest kept)", 1, 32),
-        gpu::IntParam("verifySamples", 256, "", "outputs checked per sample and dtype", 1,
-                      65536),
+        gpu::IntParam("verifySamples", 256, "", "outputs checked per sample and dtype", 1, 65536),
     };
     for (const auto& d : gpu::GemmDtypes()) {
       info_.metrics.push_back(MetricFor(d));

@@ -109,8 +109,8 @@ class H2dD2hRun final : public TestRun {
           };
         }
         ASSIGN_OR_RETURN(const double seconds, copier_->Time(d.direction, bytes, copies, probe));
-        const double gbps = gpu::BandwidthGBps(
-            static_cast<double>(bytes) * copies * d.ways, seconds);
+        const double gbps =
+            gpu::BandwidthGBps(static_cast<double>(bytes) * copies * d.ways, seconds);
         per_size[std::string(d.name) + " " + gpu::FormatBytes(bytes)] =
             gpu::FormatFixed(gbps, 2) + " GB/s (" + std::to_string(copies) + " copies)";
         if (headline) sample[d.metric] = gbps;
@@ -161,8 +161,8 @@ class H2dD2hTest final : public Test {
     info_.params = {
         sizes,
         gpu::IntParam("bytesPerBatch", 2LL << 30, "bytes",
-                      "bytes per timed batch (copies = bytesPerBatch / size, 2..1000)",
-                      1 << 20, 64.0 * (1LL << 30)),
+                      "bytes per timed batch (copies = bytesPerBatch / size, 2..1000)", 1 << 20,
+                      64.0 * (1LL << 30)),
         gpu::ChoiceParam("numaPin", ParamType::kBool, "true",
                          "allocate pinned memory from the GPU's NUMA node's CPUs", {}),
     };
@@ -217,8 +217,8 @@ class H2dD2hTest final : public Test {
       }
     }
     return std::unique_ptr<TestRun>(std::make_unique<H2dD2hRun>(
-        std::move(copier).value(), std::move(sizes), params.Int("bytesPerBatch"),
-        std::move(nvml), nvml_device, std::move(details)));
+        std::move(copier).value(), std::move(sizes), params.Int("bytesPerBatch"), std::move(nvml),
+        nvml_device, std::move(details)));
   }
 
  private:

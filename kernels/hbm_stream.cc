@@ -86,20 +86,19 @@ class HbmStreamTest final : public Test {
                       "size of each of the three arrays; keep it far above the L2 cache", 1 << 20,
                       64.0 * (1LL << 30)),
         gpu::IntParam("roundsPerSample", 10, "",
-                      "rounds of the five kernels per sample; each kernel's time is averaged",
-                      1, 1000),
-        gpu::IntParam("blockSize", 1024, "threads", "threads per block (power of two)", 32,
-                      1024),
+                      "rounds of the five kernels per sample; each kernel's time is averaged", 1,
+                      1000),
+        gpu::IntParam("blockSize", 1024, "threads", "threads per block (power of two)", 32, 1024),
         gpu::IntParam("blocksPerSm", 0, "",
                       "blocks per SM in the grid-stride launch; 0 fills the SM", 0, 64),
-        gpu::IntParam("verifySamples", 4096, "",
-                      "elements of each array checked after each sample", 1, 1 << 20),
+        gpu::IntParam("verifySamples", 4096, "", "elements of each array checked after each sample",
+                      1, 1 << 20),
     };
     for (const gpu::StreamOpInfo& op : gpu::kStreamOps) {
-      info_.metrics.push_back(gpu::Metric(
-          std::string(op.metric), "GB/s", true,
-          std::string(op.name) + ": " + std::to_string(op.arrays_touched) +
-              " x 8 bytes x elements / kernel seconds / 1e9"));
+      info_.metrics.push_back(gpu::Metric(std::string(op.metric), "GB/s", true,
+                                          std::string(op.name) + ": " +
+                                              std::to_string(op.arrays_touched) +
+                                              " x 8 bytes x elements / kernel seconds / 1e9"));
     }
   }
 

@@ -84,8 +84,7 @@ class HealthTest final : public Test {
         count("nvlinkInactiveLinkCount", "NVLink links present but not active"),
         gpu::Metric("hardwareSlowdown", "bool", false,
                     "HW slowdown, thermal or power-brake clock event active"),
-        gpu::Metric("pcieLinkWidthDegraded", "bool", false,
-                    "PCIe link narrower than its maximum"),
+        gpu::Metric("pcieLinkWidthDegraded", "bool", false, "PCIe link narrower than its maximum"),
         count("nvmlReadErrorCount", "readings NVML refused (other than not supported)"),
     };
   }

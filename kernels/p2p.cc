@@ -20,8 +20,8 @@ namespace {
 
 class P2pRun final : public TestRun {
  public:
-  P2pRun(std::unique_ptr<cuda::PeerCopier> copier, std::vector<int> ordinals,
-         std::int64_t bytes, int copies, std::map<std::string, std::string> details)
+  P2pRun(std::unique_ptr<cuda::PeerCopier> copier, std::vector<int> ordinals, std::int64_t bytes,
+         int copies, std::map<std::string, std::string> details)
       : copier_(std::move(copier)),
         ordinals_(std::move(ordinals)),
         bytes_(bytes),
@@ -105,8 +105,7 @@ class P2pTest final : public Test {
     info_.params = {
         gpu::IntParam("bytes", 256LL << 20, "bytes", "size of each copy", 1 << 20,
                       8.0 * (1LL << 30)),
-        gpu::IntParam("copiesPerPair", 5, "", "copies timed together per pair and mode", 1,
-                      1000),
+        gpu::IntParam("copiesPerPair", 5, "", "copies timed together per pair and mode", 1, 1000),
     };
     info_.metrics = {
         gpu::Metric("worstPairBandwidthGBps", "GB/s", true,

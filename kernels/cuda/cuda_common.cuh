@@ -16,8 +16,8 @@ namespace perfgate::kernels::cuda {
 
 inline Status CudaStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();
-  std::string message = std::string(what) + ": " + cudaGetErrorName(error) + " (" +
-                        cudaGetErrorString(error) + ")";
+  std::string message =
+      std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")";
   // Out of memory is a capacity problem of this run, not a broken GPU.
   if (error == cudaErrorMemoryAllocation) return {Code::kResourceExhausted, message};
   return Internal(std::move(message));

@@ -11,11 +11,10 @@ bool BuiltWithCuda() { return true; }
 
 std::string FormatGpuUuid(const unsigned char bytes[16]) {
   char out[48];
-  std::snprintf(out, sizeof(out),
-                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14],
-                bytes[15]);
+  std::snprintf(
+      out, sizeof(out), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+      bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+      bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
   return out;
 }
 
@@ -27,8 +26,8 @@ Status RequireCudaDevice(int ordinal) {
     return Unavailable(std::string("no CUDA device: ") + cudaGetErrorString(error));
   }
   if (ordinal < 0 || ordinal >= count) {
-    return Unavailable("no CUDA device: ordinal " + std::to_string(ordinal) +
-                       " not present (" + std::to_string(count) + " devices)");
+    return Unavailable("no CUDA device: ordinal " + std::to_string(ordinal) + " not present (" +
+                       std::to_string(count) + " devices)");
   }
   const cudaError_t set = cudaSetDevice(ordinal);
   if (set != cudaSuccess) {

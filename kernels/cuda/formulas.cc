@@ -37,7 +37,8 @@ Mismatch CheckAllNear(const std::vector<double>& values, const std::vector<std::
     if (std::isfinite(values[i]) && error <= rel_tol) continue;
     if (m.wrong++ == 0) {
       char buffer[256];
-      std::snprintf(buffer, sizeof(buffer), "%.*s[%lld] = %.17g, expected %.17g (relative error "
+      std::snprintf(buffer, sizeof(buffer),
+                    "%.*s[%lld] = %.17g, expected %.17g (relative error "
                     "%.3g > %.3g)",
                     static_cast<int>(array_name.size()), array_name.data(),
                     static_cast<long long>(i < indices.size() ? indices[i]  // NOLINT
@@ -113,8 +114,7 @@ double GemmAbsTolerance(const GemmDtypeInfo& dtype, std::int64_t k, double refer
 }
 
 Mismatch CheckGemmSample(const GemmDtypeInfo& dtype, std::int64_t k,
-                         const std::vector<double>& values,
-                         const std::vector<double>& references) {
+                         const std::vector<double>& values, const std::vector<double>& references) {
   Mismatch m;
   const std::size_t n = std::min(values.size(), references.size());
   for (std::size_t i = 0; i < n; ++i) {
@@ -155,10 +155,9 @@ Result<std::vector<int>> ParseCpuList(std::string_view text) {
       const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
       return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
     };
-    const bool ok = dash == std::string_view::npos
-                        ? parse(part, &first) && parse(part, &last)
-                        : parse(part.substr(0, dash), &first) &&
-                              parse(part.substr(dash + 1), &last);
+    const bool ok = dash == std::string_view::npos ? parse(part, &first) && parse(part, &last)
+                                                   : parse(part.substr(0, dash), &first) &&
+                                                         parse(part.substr(dash + 1), &last);
     if (!ok || first < 0 || last < first) {
       return InvalidArgument("malformed CPU list \"" + std::string(text) + "\" at \"" +
                              std::string(part) + "\"");

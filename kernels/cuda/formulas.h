@@ -103,8 +103,7 @@ double Tflops(double flops, double seconds);
 // the math mode and accumulation over k terms, with a safety factor of 4.
 double GemmAbsTolerance(const GemmDtypeInfo& dtype, std::int64_t k, double reference);
 Mismatch CheckGemmSample(const GemmDtypeInfo& dtype, std::int64_t k,
-                         const std::vector<double>& values,
-                         const std::vector<double>& references);
+                         const std::vector<double>& values, const std::vector<double>& references);
 
 // burn: a result counts as different from the first iteration's when it differs by more than
 // this fraction of max(|first|, 1): a deterministic algorithm repeats its bits exactly, so any

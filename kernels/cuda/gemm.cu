@@ -81,17 +81,16 @@ __device__ inline double Load(const double* p) { return *p; }
 
 template <typename T>
 __global__ void FillNormalKernel(T* out, std::int64_t count, std::uint64_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       i < count; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     Store(out + i, NormalAt(seed, static_cast<std::uint64_t>(i)));
   }
 }
 
 template <typename In, typename Out>
 __global__ void ReferenceKernel(const In* a, const In* b, const Out* d, std::int64_t m,
-                                std::int64_t k, const std::int64_t* rows,
-                                const std::int64_t* cols, int count, double* values,
-                                double* references) {
+                                std::int64_t k, const std::int64_t* rows, const std::int64_t* cols,
+                                int count, double* values, double* references) {
   const int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= count) return;
   const std::int64_t i = rows[s];
@@ -105,9 +104,9 @@ __global__ void ReferenceKernel(const In* a, const In* b, const Out* d, std::int
 template <typename Out>
 __global__ void CountDiffKernel(const Out* out, const Out* reference, std::int64_t count,
                                 double rel_tol, unsigned long long* wrong) {  // NOLINT
-  unsigned long long local = 0;  // NOLINT
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       i < count; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  unsigned long long local = 0;                                               // NOLINT
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const double x = Load(out + i);
     const double r = Load(reference + i);
     const double bound = rel_tol * fmax(fabs(r), 1.0);
@@ -125,13 +124,16 @@ struct LtTypes {
 
 LtTypes TypesFor(gpu::GemmDtype dtype) {
   switch (dtype) {
-    case gpu::GemmDtype::kBf16: return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
-    case gpu::GemmDtype::kFp16: return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gpu::GemmDtype::kBf16:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gpu::GemmDtype::kFp16:
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case gpu::GemmDtype::kFp8E4m3:
       return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case gpu::GemmDtype::kTf32:
       return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
-    case gpu::GemmDtype::kFp64: return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+    case gpu::GemmDtype::kFp64:
+      return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
   }
   return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
 }
@@ -140,15 +142,20 @@ LtTypes TypesFor(gpu::GemmDtype dtype) {
 template <typename Fn>
 void WithTypes(gpu::GemmDtype dtype, Fn&& fn) {
   switch (dtype) {
-    case gpu::GemmDtype::kBf16: fn(static_cast<__nv_bfloat16*>(nullptr),
-                                   static_cast<__nv_bfloat16*>(nullptr)); break;
-    case gpu::GemmDtype::kFp16: fn(static_cast<__half*>(nullptr), static_cast<__half*>(nullptr));
+    case gpu::GemmDtype::kBf16:
+      fn(static_cast<__nv_bfloat16*>(nullptr), static_cast<__nv_bfloat16*>(nullptr));
       break;
-    case gpu::GemmDtype::kFp8E4m3: fn(static_cast<__nv_fp8_e4m3*>(nullptr),
-                                      static_cast<__nv_bfloat16*>(nullptr)); break;
-    case gpu::GemmDtype::kTf32: fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+    case gpu::GemmDtype::kFp16:
+      fn(static_cast<__half*>(nullptr), static_cast<__half*>(nullptr));
       break;
-    case gpu::GemmDtype::kFp64: fn(static_cast<double*>(nullptr), static_cast<double*>(nullptr));
+    case gpu::GemmDtype::kFp8E4m3:
+      fn(static_cast<__nv_fp8_e4m3*>(nullptr), static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case gpu::GemmDtype::kTf32:
+      fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+      break;
+    case gpu::GemmDtype::kFp64:
+      fn(static_cast<double*>(nullptr), static_cast<double*>(nullptr));
       break;
   }
 }
@@ -194,10 +201,10 @@ class GemmRunnerImpl final : public GemmRunner {
     // Different seeds for A and B: A == B would make C symmetric-ish and easy to fake.
     WithTypes(config.dtype, [&](auto* in, auto*) {
       using In = std::remove_pointer_t<decltype(in)>;
-      FillNormalKernel<In><<<1024, 256, 0, stream_.get()>>>(a_.as<In>(), a_count,
-                                                             Mix64(config.seed));
-      FillNormalKernel<In><<<1024, 256, 0, stream_.get()>>>(b_.as<In>(), b_count,
-                                                             Mix64(config.seed + 1));
+      FillNormalKernel<In>
+          <<<1024, 256, 0, stream_.get()>>>(a_.as<In>(), a_count, Mix64(config.seed));
+      FillNormalKernel<In>
+          <<<1024, 256, 0, stream_.get()>>>(b_.as<In>(), b_count, Mix64(config.seed + 1));
     });
     PG_CUDA(cudaGetLastError());
     PG_CUDA(cudaStreamSynchronize(stream_.get()));
@@ -220,7 +227,8 @@ class GemmRunnerImpl final : public GemmRunner {
     PG_BLAS(cublasLtMatmulPreferenceSetAttribute(
         preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
     if (config.deterministic) {
-      const std::uint32_t mask = CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
+      const std::uint32_t mask =
+          CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
       PG_BLAS(cublasLtMatmulPreferenceSetAttribute(
           preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
     }
@@ -231,9 +239,9 @@ class GemmRunnerImpl final : public GemmRunner {
                                            c_desc_.get(), c_desc_.get(), preference.get(), wanted,
                                            results.data(), &returned));
     if (returned <= 0) {
-      return FailedPrecondition("cuBLASLt has no algorithm for " + std::string(info_.name) +
-                                " " + std::to_string(config.m) + "x" + std::to_string(config.n) +
-                                "x" + std::to_string(config.k));
+      return FailedPrecondition("cuBLASLt has no algorithm for " + std::string(info_.name) + " " +
+                                std::to_string(config.m) + "x" + std::to_string(config.n) + "x" +
+                                std::to_string(config.k));
     }
     // Heuristics rank by a model; timing the top few on the real device finds the fastest.
     double best = std::numeric_limits<double>::infinity();
@@ -335,9 +343,9 @@ class GemmRunnerImpl final : public GemmRunner {
     WithTypes(config_.dtype, [&](auto*, auto* out) {
       using Out = std::remove_pointer_t<decltype(out)>;
       for (const DeviceBuffer& d : outputs_) {
-        CountDiffKernel<Out><<<1024, 256, 0, stream_.get()>>>(
-            d.as<Out>(), snapshot_.as<Out>(), count, rel_tol,
-            counter_.as<unsigned long long>());  // NOLINT
+        CountDiffKernel<Out>
+            <<<1024, 256, 0, stream_.get()>>>(d.as<Out>(), snapshot_.as<Out>(), count, rel_tol,
+                                              counter_.as<unsigned long long>());  // NOLINT
       }
     });
     PG_CUDA(cudaGetLastError());
@@ -362,11 +370,10 @@ class GemmRunnerImpl final : public GemmRunner {
                                                sizeof(split_k), &written);
     (void)cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
                                                sizeof(stages), &written);
-    return "cuBLASLt " + std::to_string(cublasLtGetVersion()) + ", TN, algo " +
-           std::to_string(id) + " tile " + std::to_string(tile) + " splitK " +
-           std::to_string(split_k) + " stages " + std::to_string(stages) + " (fastest of " +
-           std::to_string(tried_) + " heuristic candidates), workspace " +
-           gpu::FormatBytes(config_.workspace_bytes);
+    return "cuBLASLt " + std::to_string(cublasLtGetVersion()) + ", TN, algo " + std::to_string(id) +
+           " tile " + std::to_string(tile) + " splitK " + std::to_string(split_k) + " stages " +
+           std::to_string(stages) + " (fastest of " + std::to_string(tried_) +
+           " heuristic candidates), workspace " + gpu::FormatBytes(config_.workspace_bytes);
   }
 
  private:

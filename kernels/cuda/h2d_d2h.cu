@@ -50,12 +50,12 @@ class HostCopierImpl final : public HostCopier {
     PG_CUDA(cudaStreamWaitEvent(down_.get(), start_.get(), 0));
     for (int i = 0; i < iterations; ++i) {
       if (up) {
-        PG_CUDA(cudaMemcpyAsync(dev_a_.get(), host_src_.get(), n, cudaMemcpyHostToDevice,
-                                up_.get()));
+        PG_CUDA(
+            cudaMemcpyAsync(dev_a_.get(), host_src_.get(), n, cudaMemcpyHostToDevice, up_.get()));
       }
       if (down) {
-        PG_CUDA(cudaMemcpyAsync(host_dst_.get(), dev_b_.get(), n, cudaMemcpyDeviceToHost,
-                                down_.get()));
+        PG_CUDA(
+            cudaMemcpyAsync(host_dst_.get(), dev_b_.get(), n, cudaMemcpyDeviceToHost, down_.get()));
       }
     }
     PG_CUDA(cudaEventRecord(down_done_.get(), down_.get()));

@@ -26,17 +26,16 @@ __global__ void InitKernel(double* __restrict__ a, double* __restrict__ b, doubl
   }
 }
 
-// Grid-stride over pairs; `Op` maps the pair index to a store.
-#define PG_STREAM_LOOP(body)                                                             \
-  const std::int64_t pairs = n / 2;                                                      \
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;         \
+// Grid-stride loop over pairs of elements; `body` handles pair i.
+#define PG_STREAM_LOOP(body)                                                              \
+  const std::int64_t pairs = n / 2;                                                       \
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;          \
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; \
-       i < pairs; i += stride) {                                                         \
-    body;                                                                                \
+       i < pairs; i += stride) {                                                          \
+    body;                                                                                 \
   }
 
-__global__ void CopyKernel(const double2* __restrict__ a, double2* __restrict__ c,
-                           std::int64_t n) {
+__global__ void CopyKernel(const double2* __restrict__ a, double2* __restrict__ c, std::int64_t n) {
   PG_STREAM_LOOP(c[i] = a[i]);
   if ((n & 1) && blockIdx.x == 0 && threadIdx.x == 0) {
     reinterpret_cast<double*>(c)[n - 1] = reinterpret_cast<const double*>(a)[n - 1];
@@ -62,8 +61,8 @@ __global__ void AddKernel(const double2* __restrict__ a, const double2* __restri
     c[i] = make_double2(x.x + y.x, x.y + y.y);
   });
   if ((n & 1) && blockIdx.x == 0 && threadIdx.x == 0) {
-    reinterpret_cast<double*>(c)[n - 1] = reinterpret_cast<const double*>(a)[n - 1] +
-                                          reinterpret_cast<const double*>(b)[n - 1];
+    reinterpret_cast<double*>(c)[n - 1] =
+        reinterpret_cast<const double*>(a)[n - 1] + reinterpret_cast<const double*>(b)[n - 1];
   }
 }
 
@@ -75,8 +74,8 @@ __global__ void TriadKernel(double2* __restrict__ a, const double2* __restrict__
     a[i] = make_double2(x.x + s * y.x, x.y + s * y.y);
   });
   if ((n & 1) && blockIdx.x == 0 && threadIdx.x == 0) {
-    reinterpret_cast<double*>(a)[n - 1] = reinterpret_cast<const double*>(b)[n - 1] +
-                                          s * reinterpret_cast<const double*>(c)[n - 1];
+    reinterpret_cast<double*>(a)[n - 1] =
+        reinterpret_cast<const double*>(b)[n - 1] + s * reinterpret_cast<const double*>(c)[n - 1];
   }
 }
 
@@ -168,8 +167,8 @@ class HbmStreamImpl final : public HbmStream {
   Status Reset() override {
     PG_CUDA(cudaSetDevice(config_.device));
     InitKernel<<<grid_, config_.block_size, 0, stream_.get()>>>(
-        a_.as<double>(), b_.as<double>(), c_.as<double>(), gpu::kStreamInitA,
-        gpu::kStreamInitB, gpu::kStreamInitC, config_.elements);
+        a_.as<double>(), b_.as<double>(), c_.as<double>(), gpu::kStreamInitA, gpu::kStreamInitB,
+        gpu::kStreamInitC, config_.elements);
     PG_CUDA(cudaGetLastError());
     PG_CUDA(cudaStreamSynchronize(stream_.get()));
     return Status::Ok();
@@ -197,8 +196,8 @@ class HbmStreamImpl final : public HbmStream {
       TriadKernel<<<grid_, block, 0, s>>>(a, b, c, gpu::kStreamScalar, n);
       PG_CUDA(cudaEventRecord(events_[4].get(), s));
       DotKernel<kDotBlock><<<grid_, block, 0, s>>>(a, b, partials_.as<double>(), n);
-      SumPartialsKernel<kDotBlock><<<1, kDotBlock, 0, s>>>(partials_.as<double>(), grid_,
-                                                           dot_.as<double>());
+      SumPartialsKernel<kDotBlock>
+          <<<1, kDotBlock, 0, s>>>(partials_.as<double>(), grid_, dot_.as<double>());
       PG_CUDA(cudaEventRecord(events_[5].get(), s));
       PG_CUDA(cudaGetLastError());
       for (int op = 0; op < 5; ++op) {
@@ -240,8 +239,8 @@ class HbmStreamImpl final : public HbmStream {
     PG_CUDA(cudaSetDevice(config_.device));
     if (index < 0 || index >= config_.elements) return InvalidArgument("index out of range");
     const DeviceBuffer* target = array == 'a' ? &a_ : array == 'b' ? &b_ : &c_;
-    PG_CUDA(cudaMemcpy(target->as<double>() + index, &value, sizeof(double),
-                       cudaMemcpyHostToDevice));
+    PG_CUDA(
+        cudaMemcpy(target->as<double>() + index, &value, sizeof(double), cudaMemcpyHostToDevice));
     return Status::Ok();
   }
 

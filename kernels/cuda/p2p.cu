@@ -13,17 +13,17 @@ __device__ inline std::uint64_t PatternWord(std::uint64_t index, std::uint64_t s
 }
 
 __global__ void FillPatternKernel(std::uint64_t* out, std::int64_t words, std::uint64_t salt) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       i < words; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < words;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     out[i] = PatternWord(static_cast<std::uint64_t>(i), salt);
   }
 }
 
 __global__ void CountWrongKernel(const std::uint64_t* data, std::int64_t words, std::uint64_t salt,
                                  unsigned long long* wrong) {  // NOLINT
-  unsigned long long local = 0;  // NOLINT
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       i < words; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  unsigned long long local = 0;                                // NOLINT
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < words;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if (data[i] != PatternWord(static_cast<std::uint64_t>(i), salt)) ++local;
   }
   if (local != 0) atomicAdd(wrong, local);
@@ -112,8 +112,8 @@ class PeerCopierImpl final : public PeerCopier {
     PG_CUDA(cudaStreamSynchronize(d.stream.get()));
     if (wrong == 0) return Status::Ok();
     return DataLoss("copy gpu" + std::to_string(devices_[static_cast<std::size_t>(src)].ordinal) +
-                    " -> gpu" + std::to_string(d.ordinal) + ": " + std::to_string(wrong) +
-                    " of " + std::to_string(Words()) + " 8-byte words wrong");
+                    " -> gpu" + std::to_string(d.ordinal) + ": " + std::to_string(wrong) + " of " +
+                    std::to_string(Words()) + " 8-byte words wrong");
   }
 
  private:
@@ -122,8 +122,8 @@ class PeerCopierImpl final : public PeerCopier {
 
   // Peer access is per (context, peer) and persists: switch it only when it must change.
   Status SetPeerAccess(int from, int to, bool enable) {
-    const std::size_t key = static_cast<std::size_t>(from) * devices_.size() +
-                            static_cast<std::size_t>(to);
+    const std::size_t key =
+        static_cast<std::size_t>(from) * devices_.size() + static_cast<std::size_t>(to);
     if (enabled_.size() != can_.size()) enabled_.assign(can_.size(), false);
     if (enabled_[key] == enable) return Status::Ok();
     PG_CUDA(cudaSetDevice(devices_[static_cast<std::size_t>(from)].ordinal));

@@ -12,8 +12,8 @@ class Reader {
   Reader(const Nvml& nvml, HealthReadings* out) : nvml_(nvml), out_(out) {}
   bool Ok(nvmlReturn_t rc, const char* what) {
     if (rc == kSuccess) return true;
-    if (rc != kErrorNotSupported) out_->read_errors.push_back(std::string(what) + ": " +
-                                                              nvml_.ErrorText(rc));
+    if (rc != kErrorNotSupported)
+      out_->read_errors.push_back(std::string(what) + ": " + nvml_.ErrorText(rc));
     return false;
   }
 
@@ -33,10 +33,11 @@ std::optional<std::uint64_t> ReadEcc(const NvmlFunctions& f, Reader& r, nvmlDevi
 }
 
 // Counts processes from one NVML query, skipping ours. nullopt when unsupported.
-std::optional<unsigned> CountProcesses(
-    nvmlReturn_t (*query)(nvmlDevice_t, unsigned*, nvmlProcessInfo_t*), Reader& r,
-    nvmlDevice_t device, unsigned self_pid, bool assume_self, const char* what,
-    std::vector<unsigned>* pids, bool* self_assumed) {
+std::optional<unsigned> CountProcesses(nvmlReturn_t (*query)(nvmlDevice_t, unsigned*,
+                                                             nvmlProcessInfo_t*),
+                                       Reader& r, nvmlDevice_t device, unsigned self_pid,
+                                       bool assume_self, const char* what,
+                                       std::vector<unsigned>* pids, bool* self_assumed) {
   if (query == nullptr) return std::nullopt;
   // Size first, then fetch; the list can grow in between, so retry with headroom.
   std::vector<nvmlProcessInfo_t> infos(16);
@@ -179,12 +180,13 @@ std::vector<std::string> ClocksEventReasonNames(std::uint64_t mask) {
     known |= bit;
     if ((mask & bit) != 0) names.emplace_back(name);
   }
-  if ((mask & ~known) != 0) names.push_back("Unknown(0x" + [&] {
-    char buffer[24];
-    std::snprintf(buffer, sizeof(buffer), "%llx",
-                  static_cast<unsigned long long>(mask & ~known));  // NOLINT
-    return std::string(buffer);
-  }() + ")");
+  if ((mask & ~known) != 0)
+    names.push_back("Unknown(0x" + [&] {
+      char buffer[24];
+      std::snprintf(buffer, sizeof(buffer), "%llx",
+                    static_cast<unsigned long long>(mask & ~known));  // NOLINT
+      return std::string(buffer);
+    }() + ")");
   return names;
 }
 
@@ -232,9 +234,9 @@ std::map<std::string, std::string> HealthDetails(const HealthReadings& h) {
   d["eccMode"] = h.ecc_enabled ? (*h.ecc_enabled ? "enabled" : "disabled") : kUnsupported;
   d["remappedRows"] = h.remapped_rows_uncorrectable
                           ? "uncorrectable " + opt(h.remapped_rows_uncorrectable) +
-                                ", correctable " + opt(h.remapped_rows_correctable) +
-                                ", pending " + (*h.remap_pending ? "yes" : "no") +
-                                ", failure " + (*h.remap_failure ? "yes" : "no")
+                                ", correctable " + opt(h.remapped_rows_correctable) + ", pending " +
+                                (*h.remap_pending ? "yes" : "no") + ", failure " +
+                                (*h.remap_failure ? "yes" : "no")
                           : kUnsupported;
   d["retiredPagesPending"] =
       h.retired_pages_pending ? (*h.retired_pages_pending ? "yes" : "no") : kUnsupported;
@@ -266,8 +268,9 @@ std::map<std::string, std::string> HealthDetails(const HealthReadings& h) {
   }
   d["otherProcesses"] = h.other_processes ? (pids.empty() ? "none" : pids) : kUnsupported;
   if (h.self_assumed) {
-    d["otherProcesses"] += " (PIDs are not in this namespace: one compute process, not "
-                           "listed above by number, was taken to be this worker)";
+    d["otherProcesses"] +=
+        " (PIDs are not in this namespace: one compute process, not "
+        "listed above by number, was taken to be this worker)";
   }
   if (!h.read_errors.empty()) {
     std::string errors;

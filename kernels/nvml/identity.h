@@ -16,13 +16,13 @@ struct GpuIdentityInfo {
   std::string name;
   std::string uuid;
   std::string pci_bus_id;
-  std::string vbios;  // "" when NVML is unavailable
+  std::string vbios;               // "" when NVML is unavailable
   std::string compute_capability;  // "9.0"
   int sm_count = 0;
   double memory_gib = 0;
-  double sm_clock_mhz = 0;      // max SM clock (NVML), else CUDA's peak attribute
-  double memory_clock_mhz = 0;  // max memory clock (NVML), else CUDA's peak attribute
-  double power_limit_w = 0;     // 0 when unknown
+  double sm_clock_mhz = 0;       // max SM clock (NVML), else CUDA's peak attribute
+  double memory_clock_mhz = 0;   // max memory clock (NVML), else CUDA's peak attribute
+  double power_limit_w = 0;      // 0 when unknown
   std::string ecc_mode;          // "enabled" | "disabled" | "unknown"
   std::string mig_mode;          // "enabled" | "disabled" | "unknown"
   std::string persistence_mode;  // "enabled" | "disabled" | "unknown"

@@ -11,30 +11,54 @@ namespace perfgate::kernels::nvml {
 
 std::string ReturnName(nvmlReturn_t code) {
   switch (code) {
-    case 0: return "NVML_SUCCESS";
-    case 1: return "NVML_ERROR_UNINITIALIZED";
-    case 2: return "NVML_ERROR_INVALID_ARGUMENT";
-    case 3: return "NVML_ERROR_NOT_SUPPORTED";
-    case 4: return "NVML_ERROR_NO_PERMISSION";
-    case 5: return "NVML_ERROR_ALREADY_INITIALIZED";
-    case 6: return "NVML_ERROR_NOT_FOUND";
-    case 7: return "NVML_ERROR_INSUFFICIENT_SIZE";
-    case 8: return "NVML_ERROR_INSUFFICIENT_POWER";
-    case 9: return "NVML_ERROR_DRIVER_NOT_LOADED";
-    case 10: return "NVML_ERROR_TIMEOUT";
-    case 11: return "NVML_ERROR_IRQ_ISSUE";
-    case 12: return "NVML_ERROR_LIBRARY_NOT_FOUND";
-    case 13: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-    case 14: return "NVML_ERROR_CORRUPTED_INFOROM";
-    case 15: return "NVML_ERROR_GPU_IS_LOST";
-    case 16: return "NVML_ERROR_RESET_REQUIRED";
-    case 17: return "NVML_ERROR_OPERATING_SYSTEM";
-    case 18: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
-    case 19: return "NVML_ERROR_IN_USE";
-    case 20: return "NVML_ERROR_MEMORY";
-    case 21: return "NVML_ERROR_NO_DATA";
-    case 999: return "NVML_ERROR_UNKNOWN";
-    default: return "NVML_ERROR_" + std::to_string(code);
+    case 0:
+      return "NVML_SUCCESS";
+    case 1:
+      return "NVML_ERROR_UNINITIALIZED";
+    case 2:
+      return "NVML_ERROR_INVALID_ARGUMENT";
+    case 3:
+      return "NVML_ERROR_NOT_SUPPORTED";
+    case 4:
+      return "NVML_ERROR_NO_PERMISSION";
+    case 5:
+      return "NVML_ERROR_ALREADY_INITIALIZED";
+    case 6:
+      return "NVML_ERROR_NOT_FOUND";
+    case 7:
+      return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case 8:
+      return "NVML_ERROR_INSUFFICIENT_POWER";
+    case 9:
+      return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case 10:
+      return "NVML_ERROR_TIMEOUT";
+    case 11:
+      return "NVML_ERROR_IRQ_ISSUE";
+    case 12:
+      return "NVML_ERROR_LIBRARY_NOT_FOUND";
+    case 13:
+      return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case 14:
+      return "NVML_ERROR_CORRUPTED_INFOROM";
+    case 15:
+      return "NVML_ERROR_GPU_IS_LOST";
+    case 16:
+      return "NVML_ERROR_RESET_REQUIRED";
+    case 17:
+      return "NVML_ERROR_OPERATING_SYSTEM";
+    case 18:
+      return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case 19:
+      return "NVML_ERROR_IN_USE";
+    case 20:
+      return "NVML_ERROR_MEMORY";
+    case 21:
+      return "NVML_ERROR_NO_DATA";
+    case 999:
+      return "NVML_ERROR_UNKNOWN";
+    default:
+      return "NVML_ERROR_" + std::to_string(code);
   }
 }
 
@@ -47,8 +71,8 @@ std::string NormalizePciBusId(const std::string& bus_id) {
   unsigned device = 0;
   unsigned function = 0;
   int consumed = 0;
-  if (std::sscanf(lower.c_str(), "%x:%x:%x.%x%n", &domain, &bus, &device, &function,
-                  &consumed) != 4 ||
+  if (std::sscanf(lower.c_str(), "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &consumed) !=
+          4 ||
       static_cast<std::size_t>(consumed) != lower.size()) {
     return lower;
   }
@@ -113,8 +137,8 @@ Result<nvmlDevice_t> Nvml::DeviceByPciBusId(const std::string& cuda_pci_bus_id) 
     if (have == wanted) return device;
     seen += (seen.empty() ? "" : ", ") + have;
   }
-  return NotFound("no NVML device with PCI bus id " + wanted + " (NVML has: " +
-                  (seen.empty() ? "none" : seen) + ")");
+  return NotFound("no NVML device with PCI bus id " + wanted +
+                  " (NVML has: " + (seen.empty() ? "none" : seen) + ")");
 }
 
 namespace {
@@ -152,8 +176,7 @@ Result<std::shared_ptr<Nvml>> LoadNvml() {
   Resolve(library, "nvmlDeviceGetTotalEccErrors", f.DeviceGetTotalEccErrors);
   Resolve(library, "nvmlDeviceGetEccMode", f.DeviceGetEccMode);
   Resolve(library, "nvmlDeviceGetRemappedRows", f.DeviceGetRemappedRows);
-  Resolve(library, "nvmlDeviceGetRetiredPagesPendingStatus",
-          f.DeviceGetRetiredPagesPendingStatus);
+  Resolve(library, "nvmlDeviceGetRetiredPagesPendingStatus", f.DeviceGetRetiredPagesPendingStatus);
   ResolveFirst(library, "nvmlDeviceGetCurrentClocksEventReasons",
                "nvmlDeviceGetCurrentClocksThrottleReasons", f.DeviceGetCurrentClocksEventReasons);
   Resolve(library, "nvmlDeviceGetCurrPcieLinkGeneration", f.DeviceGetCurrPcieLinkGeneration);
@@ -161,10 +184,8 @@ Result<std::shared_ptr<Nvml>> LoadNvml() {
   Resolve(library, "nvmlDeviceGetMaxPcieLinkGeneration", f.DeviceGetMaxPcieLinkGeneration);
   Resolve(library, "nvmlDeviceGetMaxPcieLinkWidth", f.DeviceGetMaxPcieLinkWidth);
   Resolve(library, "nvmlDeviceGetNvLinkState", f.DeviceGetNvLinkState);
-  Resolve(library, "nvmlDeviceGetComputeRunningProcesses_v3",
-          f.DeviceGetComputeRunningProcesses);
-  Resolve(library, "nvmlDeviceGetGraphicsRunningProcesses_v3",
-          f.DeviceGetGraphicsRunningProcesses);
+  Resolve(library, "nvmlDeviceGetComputeRunningProcesses_v3", f.DeviceGetComputeRunningProcesses);
+  Resolve(library, "nvmlDeviceGetGraphicsRunningProcesses_v3", f.DeviceGetGraphicsRunningProcesses);
   Resolve(library, "nvmlDeviceGetPowerManagementLimit", f.DeviceGetPowerManagementLimit);
   Resolve(library, "nvmlDeviceGetPowerUsage", f.DeviceGetPowerUsage);
   Resolve(library, "nvmlDeviceGetTemperature", f.DeviceGetTemperature);

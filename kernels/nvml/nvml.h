@@ -97,9 +97,9 @@ inline constexpr std::uint64_t kClocksEventDisplayClockSetting = 0x100;
 // The entry points we call. A null pointer means the library lacks it (older driver): callers
 // treat that like NVML_ERROR_FUNCTION_NOT_FOUND and report the reading as not supported.
 struct NvmlFunctions {
-  nvmlReturn_t (*Init)() = nullptr;                          // nvmlInit_v2
-  nvmlReturn_t (*Shutdown)() = nullptr;                      // nvmlShutdown
-  const char* (*ErrorString)(nvmlReturn_t) = nullptr;        // nvmlErrorString
+  nvmlReturn_t (*Init)() = nullptr;                    // nvmlInit_v2
+  nvmlReturn_t (*Shutdown)() = nullptr;                // nvmlShutdown
+  const char* (*ErrorString)(nvmlReturn_t) = nullptr;  // nvmlErrorString
   nvmlReturn_t (*SystemGetDriverVersion)(char*, unsigned) = nullptr;
   nvmlReturn_t (*SystemGetCudaDriverVersion)(int*) = nullptr;  // nvmlSystemGetCudaDriverVersion_v2
   nvmlReturn_t (*DeviceGetCount)(unsigned*) = nullptr;         // nvmlDeviceGetCount_v2
@@ -110,12 +110,10 @@ struct NvmlFunctions {
   nvmlReturn_t (*DeviceGetVbiosVersion)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int,
                                           unsigned long long*) = nullptr;  // NOLINT
-  nvmlReturn_t (*DeviceGetEccMode)(nvmlDevice_t, nvmlEnableState_t*,
-                                   nvmlEnableState_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetEccMode)(nvmlDevice_t, nvmlEnableState_t*, nvmlEnableState_t*) = nullptr;
   nvmlReturn_t (*DeviceGetRemappedRows)(nvmlDevice_t, unsigned*, unsigned*, unsigned*,
                                         unsigned*) = nullptr;
-  nvmlReturn_t (*DeviceGetRetiredPagesPendingStatus)(nvmlDevice_t,
-                                                     nvmlEnableState_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetRetiredPagesPendingStatus)(nvmlDevice_t, nvmlEnableState_t*) = nullptr;
   // nvmlDeviceGetCurrentClocksEventReasons, or the older ...ClocksThrottleReasons.
   nvmlReturn_t (*DeviceGetCurrentClocksEventReasons)(nvmlDevice_t,
                                                      unsigned long long*) = nullptr;  // NOLINT
@@ -127,7 +125,7 @@ struct NvmlFunctions {
   nvmlReturn_t (*DeviceGetComputeRunningProcesses)(nvmlDevice_t, unsigned*,
                                                    nvmlProcessInfo_t*) = nullptr;  // _v3
   nvmlReturn_t (*DeviceGetGraphicsRunningProcesses)(nvmlDevice_t, unsigned*,
-                                                    nvmlProcessInfo_t*) = nullptr;  // _v3
+                                                    nvmlProcessInfo_t*) = nullptr;   // _v3
   nvmlReturn_t (*DeviceGetPowerManagementLimit)(nvmlDevice_t, unsigned*) = nullptr;  // mW
   nvmlReturn_t (*DeviceGetPowerUsage)(nvmlDevice_t, unsigned*) = nullptr;            // mW
   nvmlReturn_t (*DeviceGetTemperature)(nvmlDevice_t, int, unsigned*) = nullptr;      // C

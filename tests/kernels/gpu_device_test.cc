@@ -15,10 +15,10 @@
 namespace perfgate::kernels {
 namespace {
 
-#define REQUIRE_GPU()                                                              \
-  do {                                                                             \
-    const Status s = cuda::RequireCudaDevice(0);                                   \
-    if (!s.ok()) GTEST_SKIP() << s.message();                                      \
+#define REQUIRE_GPU()                            \
+  do {                                           \
+    const Status s = cuda::RequireCudaDevice(0); \
+    if (!s.ok()) GTEST_SKIP() << s.message();    \
   } while (false)
 
 Target Gpu0() {
@@ -62,16 +62,19 @@ TEST(GpuDevice, HbmStreamCatchesAPlantedWrongValue) {
 TEST(GpuDevice, GemmEveryDtypeVerifies) {
   REQUIRE_GPU();
   const auto test = MakeGemmTest();
-  const Params params = testing::DefaultParams(
-      test->Info(), {{"m", std::int64_t{2048}}, {"n", std::int64_t{1024}},
-                     {"k", std::int64_t{4096}}, {"iterationsPerSample", std::int64_t{2}}});
+  const Params params =
+      testing::DefaultParams(test->Info(), {{"m", std::int64_t{2048}},
+                                            {"n", std::int64_t{1024}},
+                                            {"k", std::int64_t{4096}},
+                                            {"iterationsPerSample", std::int64_t{2}}});
   auto run = test->Prepare(params, Gpu0());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   auto sample = (*run)->RunSample();
   ASSERT_TRUE(sample.ok()) << sample.status().ToString();
   EXPECT_GT(sample->at("bf16Tflops"), 0);
   EXPECT_GT(sample->at("fp64Tflops"), 0);
-  for (const auto& [key, value] : (*run)->Details()) std::printf("  %s: %s\n", key.c_str(), value.c_str());
+  for (const auto& [key, value] : (*run)->Details())
+    std::printf("  %s: %s\n", key.c_str(), value.c_str());
 }
 
 TEST(GpuDevice, GemmRepeatsBitForBitAndSeesAChangedReference) {
@@ -93,9 +96,10 @@ TEST(GpuDevice, GemmRepeatsBitForBitAndSeesAChangedReference) {
 TEST(GpuDevice, BurnWindowRunsClean) {
   REQUIRE_GPU();
   const auto test = MakeBurnTest();
-  const Params params = testing::DefaultParams(
-      test->Info(), {{"m", std::int64_t{2048}}, {"n", std::int64_t{2048}},
-                     {"k", std::int64_t{2048}}, {"windowSeconds", 0.5}});
+  const Params params = testing::DefaultParams(test->Info(), {{"m", std::int64_t{2048}},
+                                                              {"n", std::int64_t{2048}},
+                                                              {"k", std::int64_t{2048}},
+                                                              {"windowSeconds", 0.5}});
   auto sample = PrepareAndSample(*test, params, Gpu0());
   ASSERT_TRUE(sample.ok()) << sample.status().ToString();
   EXPECT_EQ(sample->at("computeErrorCount"), 0);
@@ -105,9 +109,9 @@ TEST(GpuDevice, BurnWindowRunsClean) {
 TEST(GpuDevice, HostCopiesMeasureAndVerify) {
   REQUIRE_GPU();
   const auto test = MakeH2dD2hTest();
-  const Params params = testing::DefaultParams(
-      test->Info(), {{"sizes", std::vector<std::int64_t>{1 << 20, 16 << 20}},
-                     {"bytesPerBatch", std::int64_t{64} << 20}});
+  const Params params =
+      testing::DefaultParams(test->Info(), {{"sizes", std::vector<std::int64_t>{1 << 20, 16 << 20}},
+                                            {"bytesPerBatch", std::int64_t{64} << 20}});
   auto sample = PrepareAndSample(*test, params, Gpu0());
   ASSERT_TRUE(sample.ok()) << sample.status().ToString();
   EXPECT_GT(sample->at("h2dBandwidthGBps"), 0);
@@ -150,7 +154,8 @@ TEST(GpuDevice, HealthReadsNvml) {
   auto sample = (*run)->RunSample();
   ASSERT_TRUE(sample.ok()) << sample.status().ToString();
   EXPECT_EQ(sample->count("eccUncorrectedVolatileCount"), 1u);
-  for (const auto& [key, value] : (*run)->Details()) std::printf("  %s: %s\n", key.c_str(), value.c_str());
+  for (const auto& [key, value] : (*run)->Details())
+    std::printf("  %s: %s\n", key.c_str(), value.c_str());
 }
 
 TEST(GpuDevice, IdentityNamesTheDevice) {

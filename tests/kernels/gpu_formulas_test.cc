@@ -134,8 +134,9 @@ TEST(GemmTolerance, AcceptsCorrectlyRoundedOutputsOfEachDtype) {
   // tf32 math: products carry ~2^-10 relative error; a random walk over k terms.
   EXPECT_TRUE(CheckGemmSample(*FindGemmDtype("tf32"), k, {reference + 0.2}, {reference}).wrong ==
               0);
-  EXPECT_TRUE(CheckGemmSample(*FindGemmDtype("fp64"), k, {reference * (1 + 1e-14)}, {reference})
-                  .wrong == 0);
+  EXPECT_TRUE(
+      CheckGemmSample(*FindGemmDtype("fp64"), k, {reference * (1 + 1e-14)}, {reference}).wrong ==
+      0);
 }
 
 TEST(GemmTolerance, CatchesPlantedWrongOutputs) {

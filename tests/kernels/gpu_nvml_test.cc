@@ -26,7 +26,7 @@ struct FakeGpu {
   nvmlReturn_t remap_rc = kSuccess;
   unsigned remap[4] = {0, 0, 0, 0};  // correctable, uncorrectable, pending, failure
   nvmlReturn_t retired_rc = kErrorNotSupported;
-  unsigned long long reasons = 0;  // NOLINT
+  unsigned long long reasons = 0;     // NOLINT
   unsigned pcie[4] = {5, 16, 5, 16};  // gen, width, max gen, max width
   int nvlinks = 18;
   int nvlinks_down = 0;

@@ -21,9 +21,12 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"hbm-stream", MakeHbmStreamTest, Scope::kGpu}, {"gemm", MakeGemmTest, Scope::kGpu},
-    {"h2d-d2h", MakeH2dD2hTest, Scope::kGpu},       {"p2p", MakeP2pTest, Scope::kAllGpus},
-    {"burn", MakeBurnTest, Scope::kGpu},            {"health", MakeHealthTest, Scope::kGpu},
+    {"hbm-stream", MakeHbmStreamTest, Scope::kGpu},
+    {"gemm", MakeGemmTest, Scope::kGpu},
+    {"h2d-d2h", MakeH2dD2hTest, Scope::kGpu},
+    {"p2p", MakeP2pTest, Scope::kAllGpus},
+    {"burn", MakeBurnTest, Scope::kGpu},
+    {"health", MakeHealthTest, Scope::kGpu},
 };
 
 class GpuTests : public ::testing::TestWithParam<Case> {};
@@ -82,19 +85,18 @@ TEST_P(GpuTests, TargetWithoutDevicesStillNamesTheCudaCause) {
   EXPECT_EQ(run.status().code(), Code::kUnavailable) << run.status().ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(All, GpuTests, ::testing::ValuesIn(kCases),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param.type;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, GpuTests, ::testing::ValuesIn(kCases), [](const auto& param_info) {
+  std::string name = param_info.param.type;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+});
 
 TEST(GemmMetrics, FollowTheRequestedDtypes) {
   const auto gemm = MakeGemmTest();
-  const Params params = testing::DefaultParams(
-      gemm->Info(), {{"dtypes", std::vector<std::string>{"bf16", "fp8"}}});
+  const Params params =
+      testing::DefaultParams(gemm->Info(), {{"dtypes", std::vector<std::string>{"bf16", "fp8"}}});
   const auto metrics = gemm->Metrics(params);
   ASSERT_EQ(metrics.size(), 2u);
   EXPECT_EQ(metrics[0].name, "bf16Tflops");

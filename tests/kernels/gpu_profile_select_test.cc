@@ -49,8 +49,7 @@ TEST(SelectProfileName, UnknownGpuIsNotFoundAndListsProfiles) {
 }
 
 TEST(SelectProfileName, MostSpecificPatternWins) {
-  std::vector<ProfileCandidate> profiles = {{"generic-h200", {"H200"}},
-                                            {"h200-nvl", {"H200 NVL"}}};
+  std::vector<ProfileCandidate> profiles = {{"generic-h200", {"H200"}}, {"h200-nvl", {"H200 NVL"}}};
   EXPECT_EQ(*SelectProfileName("NVIDIA H200 NVL", profiles), "h200-nvl");
   EXPECT_EQ(*SelectProfileName("NVIDIA H200", profiles), "generic-h200");
 }

@@ -34,11 +34,21 @@ inline Params DefaultParams(const TestInfo& info,
   std::map<std::string, ParamValue> values;
   for (const ParamInfo& p : info.params) {
     switch (p.type) {
-      case ParamType::kInt: values[p.name] = std::int64_t{std::stoll(p.default_value)}; break;
-      case ParamType::kDouble: values[p.name] = std::stod(p.default_value); break;
-      case ParamType::kString: values[p.name] = p.default_value; break;
-      case ParamType::kBool: values[p.name] = p.default_value == "true"; break;
-      case ParamType::kStringList: values[p.name] = SplitList(p.default_value); break;
+      case ParamType::kInt:
+        values[p.name] = std::int64_t{std::stoll(p.default_value)};
+        break;
+      case ParamType::kDouble:
+        values[p.name] = std::stod(p.default_value);
+        break;
+      case ParamType::kString:
+        values[p.name] = p.default_value;
+        break;
+      case ParamType::kBool:
+        values[p.name] = p.default_value == "true";
+        break;
+      case ParamType::kStringList:
+        values[p.name] = SplitList(p.default_value);
+        break;
       case ParamType::kIntList: {
         std::vector<std::int64_t> ints;
         for (const std::string& s : SplitList(p.default_value)) ints.push_back(std::stoll(s));
