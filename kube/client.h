@@ -3,8 +3,8 @@
 //
 // Errors: an HTTP error status becomes a Status whose code follows the HTTP status (404
 // kNotFound, 409 kAlreadyExists on create / kAborted otherwise ("Conflict"), 410 kGone, 401
-// kUnauthenticated, 403 kPermissionDenied, 400/422 kInvalidArgument, 429 kResourceExhausted, 5xx
-// kUnavailable, 504 kDeadlineExceeded) and whose message carries the request, the HTTP status,
+// kUnauthenticated, 403 kPermissionDenied, 400/422 kInvalidArgument, 412 kFailedPrecondition,
+// 429 kResourceExhausted, 5xx kUnavailable) and whose message carries the request, the HTTP status,
 // the Status body's reason and message, in this fixed form:
 //   "PUT /apis/perfgate.io/v1alpha1/perfvalidations/x/status: 409 Conflict: the object has been
 //    modified; please apply your changes to the latest version and try again"

@@ -23,9 +23,9 @@ class Cancellation {
   bool cancelled() const;
   // Registers `fn` to run on Cancel (at once, on this thread, if already cancelled). Returns an
   // id for Unregister. Thread-safe.
-  uint64_t OnCancel(std::function<void()> fn);
+  uint64_t OnCancel(std::function<void()> fn) const;
   // Removes a callback; after it returns the callback will not start. Thread-safe.
-  void Unregister(uint64_t id);
+  void Unregister(uint64_t id) const;
   // Blocks up to `timeout` (real time) or until cancelled. Returns true if cancelled.
   bool WaitFor(std::chrono::nanoseconds timeout) const;
 
@@ -33,8 +33,9 @@ class Cancellation {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool cancelled_ = false;
-  uint64_t next_id_ = 1;
-  std::map<uint64_t, std::function<void()>> callbacks_;
+  // Registration is const: a watch registers on a cancellation it may only observe.
+  mutable uint64_t next_id_ = 1;
+  mutable std::map<uint64_t, std::function<void()>> callbacks_;
 };
 
 // Monotonic and wall time plus an interruptible sleep. Implementations are thread-safe.

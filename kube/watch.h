@@ -30,12 +30,11 @@ class WatchDecoder {
   // Ends the stream: a last event without its newline is still decoded.
   Status Finish(const WatchEventCallback& sink);
   // Bytes held back waiting for the rest of an event.
-  size_t buffered_bytes() const { return buffer_.size() - consumed_; }
+  size_t buffered_bytes() const { return pending_.size(); }
 
  private:
   Status DecodeLine(std::string_view line, const WatchEventCallback& sink);
-  std::string buffer_;
-  size_t consumed_ = 0;
+  std::string pending_;  // the start of an event whose newline has not arrived yet
 };
 
 // Parses one event line ({"type":"ADDED","object":{...}}).
@@ -104,8 +103,9 @@ class Reflector {
 
  private:
   Status ListOnce(const Cancellation& stop);
-  // OK: the watch ended normally (reconnect from the last resourceVersion at once).
-  Status WatchOnce(const Cancellation& stop);
+  // OK: the watch ended normally (reconnect from the last resourceVersion at once). Sets
+  // `events` to the number of events received.
+  Status WatchOnce(const Cancellation& stop, int& events);
   void SetResourceVersion(const std::string& rv);
 
   std::shared_ptr<Client> client_;
