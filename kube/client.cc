@@ -1,13 +1,12 @@
 #include "kube/client.h"
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "kube/log.h"
 #include "kube/watch.h"
@@ -20,8 +19,8 @@ std::string PercentEncode(std::string_view in) {
   std::string out;
   out.reserve(in.size());
   for (unsigned char c : in) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-        c == '-' || c == '.' || c == '_' || c == '~') {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~') {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -64,55 +63,86 @@ std::string ListQuery(const ListOptions& o, bool watch) {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 412: return "PreconditionFailed";
-    case 413: return "RequestEntityTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 501: return "NotImplemented";
-    case 502: return "BadGateway";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "Error";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 406:
+      return "NotAcceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Expired";
+    case 412:
+      return "PreconditionFailed";
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 501:
+      return "NotImplemented";
+    case 502:
+      return "BadGateway";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "Error";
   }
 }
 
 Code CodeForHttp(int status, std::string_view reason, bool is_create) {
   switch (status) {
-    case 400: return Code::kInvalidArgument;
-    case 401: return Code::kUnauthenticated;
-    case 403: return Code::kPermissionDenied;
-    case 404: return Code::kNotFound;
-    case 405: return Code::kUnimplemented;
+    case 400:
+      return Code::kInvalidArgument;
+    case 401:
+      return Code::kUnauthenticated;
+    case 403:
+      return Code::kPermissionDenied;
+    case 404:
+      return Code::kNotFound;
+    case 405:
+      return Code::kUnimplemented;
     case 409:
       if (reason == "AlreadyExists") return Code::kAlreadyExists;
       if (reason == "Conflict") return Code::kAborted;
       return is_create ? Code::kAlreadyExists : Code::kAborted;
-    case 410: return Code::kGone;
-    case 412: return Code::kFailedPrecondition;
-    case 413: return Code::kInvalidArgument;
-    case 415: return Code::kInvalidArgument;
-    case 422: return Code::kInvalidArgument;
-    case 429: return Code::kResourceExhausted;
-    default: break;
+    case 410:
+      return Code::kGone;
+    case 412:
+      return Code::kFailedPrecondition;
+    case 413:
+      return Code::kInvalidArgument;
+    case 415:
+      return Code::kInvalidArgument;
+    case 422:
+      return Code::kInvalidArgument;
+    case 429:
+      return Code::kResourceExhausted;
+    default:
+      break;
   }
   if (status >= 500) return Code::kUnavailable;
   return Code::kUnknown;
 }
 
 bool Retryable(const HttpRequest& request, const HttpResponse& response) {
-  // 429 means the server refused before doing anything (APF, max-in-flight): always safe. A 5xx
-  // may come after the write happened, so only retry it when the server asks (Retry-After, as
-  // client-go does) or the request is a read.
+  // 429 means the server refused before doing anything (APF, max-in-flight):
+  // always safe. A 5xx may come after the write happened, so only retry it when
+  // the server asks (Retry-After, as client-go does) or the request is a read.
   if (response.status == 429) return true;
   if (response.status < 500) return false;
   if (response.headers.count("Retry-After") != 0) return true;
@@ -192,8 +222,8 @@ Status StatusFromWatchError(const Json& status_object) {
 }
 
 std::string ObjectKey(const Json& object) {
-  const Json* meta = object.is_object() && object.contains("metadata") ? &object["metadata"]
-                                                                       : nullptr;
+  const Json* meta =
+      object.is_object() && object.contains("metadata") ? &object["metadata"] : nullptr;
   if (meta == nullptr || !meta->is_object()) return "";
   std::string name = meta->value("name", "");
   std::string ns = meta->value("namespace", "");
@@ -251,8 +281,8 @@ Result<Json> Client::DoJson(HttpRequest request, bool /*is_create*/) {
   ASSIGN_OR_RETURN(std::string body, Do(std::move(request)));
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return DataLoss(fmt::format("{} {}: response is not JSON: {}", method, path,
-                                Truncate(body, 200)));
+    return DataLoss(
+        fmt::format("{} {}: response is not JSON: {}", method, path, Truncate(body, 200)));
   }
   return j;
 }
@@ -281,9 +311,12 @@ Result<std::string> NameOf(const Json& object, std::string_view what) {
 
 std::string_view PatchContentType(PatchType type) {
   switch (type) {
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kJson: return "application/json-patch+json";
-    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
   }
   return "application/merge-patch+json";
 }
@@ -309,10 +342,10 @@ Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string&
     auto list = List(gvr, ns, page_options);
     if (!list.ok()) {
       if (list.status().code() == Code::kGone && page > 0) {
-        // The continue token expired mid-way (etcd compacted): the pages no longer form one
-        // snapshot, so start again with one unpaged list, as client-go's pager does.
-        Logger()->info("{}: continue token expired; listing without paging",
-                       ResourcePath(gvr, ns));
+        // The continue token expired mid-way (etcd compacted): the pages no
+        // longer form one snapshot, so start again with one unpaged list, as
+        // client-go's pager does.
+        Logger()->info("{}: continue token expired; listing without paging", ResourcePath(gvr, ns));
         ListOptions full = options;
         full.limit = 0;
         full.continueToken.clear();
@@ -334,7 +367,8 @@ Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string&
     }
     if (next.empty() || options.limit <= 0) break;
     page_options.continueToken = next;
-    // A continue token already pins the snapshot; the server rejects both together.
+    // A continue token already pins the snapshot; the server rejects both
+    // together.
     page_options.resourceVersion.clear();
     page_options.resourceVersionMatch.clear();
   }
@@ -410,10 +444,12 @@ Status Client::Watch(const GroupVersionResource& gvr, const std::string& ns,
   HttpRequest r;
   r.method = "GET";
   r.path = ResourcePath(gvr, ns) + ListQuery(options, true);
-  // The transport's timeout is idle time per read: keep it above the server-side timeout so a
-  // quiet watch ends by the server's choice, not ours.
+  // The transport's timeout is idle time per read: keep it above the
+  // server-side timeout so a quiet watch ends by the server's choice, not ours.
   r.idleTimeoutSeconds =
-      std::chrono::seconds(options.timeoutSeconds > 0 ? options.timeoutSeconds + 30 : 330);
+      options.idleTimeoutSeconds.count() > 0
+          ? options.idleTimeoutSeconds
+          : std::chrono::seconds(options.timeoutSeconds > 0 ? options.timeoutSeconds + 30 : 330);
   RETURN_IF_ERROR(AddAuth(r));
   if (!limiter_.Acquire(cancel)) return Cancelled(fmt::format("GET {}: cancelled", r.path));
 

@@ -1,5 +1,6 @@
 #include "kube/config.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <array>
@@ -8,8 +9,6 @@
 #include <sstream>
 #include <system_error>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace perfgate::kube {
 namespace {
@@ -78,8 +77,8 @@ class Fields {
     return value;
   }
 
-  // Finds `name` in a named list (clusters, contexts, users); returns the inner map
-  // (list[i].<inner>) and its path.
+  // Finds `name` in a named list (clusters, contexts, users); returns the inner
+  // map (list[i].<inner>) and its path.
   Result<std::pair<YAML::Node, std::string>> Named(const YAML::Node& root, const char* list,
                                                    const char* inner, const std::string& name,
                                                    const std::string& referrer,
@@ -163,7 +162,8 @@ Result<RestConfig> ParseKubeconfig(const std::string& yaml_text, const std::stri
     ASSIGN_OR_RETURN(std::string ca_data, f.String(cl_node, cl_path, "certificate-authority-data"));
     if (!ca_data.empty()) {
       auto pem = DecodeBase64(ca_data);
-      if (!pem.ok()) return f.Error(cl_path + ".certificate-authority-data", pem.status().message());
+      if (!pem.ok())
+        return f.Error(cl_path + ".certificate-authority-data", pem.status().message());
       config.caPem = *pem;
     }
     ASSIGN_OR_RETURN(std::string ca_file, f.String(cl_node, cl_path, "certificate-authority"));
@@ -172,8 +172,8 @@ Result<RestConfig> ParseKubeconfig(const std::string& yaml_text, const std::stri
                      f.Bool(cl_node, cl_path, "insecure-skip-tls-verify"));
 
     if (!user_name.empty()) {
-      ASSIGN_OR_RETURN(auto us, f.Named(root, "users", "user", user_name, ctx_path + ".user",
-                                        "user"));
+      ASSIGN_OR_RETURN(auto us,
+                       f.Named(root, "users", "user", user_name, ctx_path + ".user", "user"));
       const auto& [u, u_path] = us;
       ASSIGN_OR_RETURN(config.bearerToken, f.String(u, u_path, "token"));
       ASSIGN_OR_RETURN(std::string token_file, f.String(u, u_path, "tokenFile"));
@@ -203,14 +203,16 @@ Result<RestConfig> ParseKubeconfig(const std::string& yaml_text, const std::stri
                        "a client certificate needs both a certificate and a key");
       }
       if (u["exec"] || u["auth-provider"]) {
-        // Deliberately unsupported: running credential plugins from an operator is a security
-        // decision; say so rather than failing later with a 401.
+        // Deliberately unsupported: running credential plugins from an operator
+        // is a security decision; say so rather than failing later with a 401.
         return f.Error(u_path + (u["exec"] ? ".exec" : ".auth-provider"),
-                       "credential plugins are not supported; use a token or client certificate");
+                       "credential plugins are not supported; use a token or "
+                       "client certificate");
       }
     }
     if (config.server.rfind("http://", 0) == 0 && !config.bearerToken.empty()) {
-      // Sending a bearer token in clear text is what an attacker on the path hopes for.
+      // Sending a bearer token in clear text is what an attacker on the path
+      // hopes for.
       return f.Error(cl_path + ".server", "a bearer token needs an https:// server");
     }
     return config;
@@ -233,7 +235,8 @@ Result<RestConfig> InClusterConfig(const fs::path& sa_dir) {
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
   if (host == nullptr || *host == '\0' || port == nullptr || *port == '\0') {
     return FailedPrecondition(
-        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+        "in-cluster config: KUBERNETES_SERVICE_HOST and "
+        "KUBERNETES_SERVICE_PORT must be set");
   }
   RestConfig config;
   std::string h(host);
@@ -282,16 +285,18 @@ Result<std::string> TokenSource::Token() {
   auto mtime = fs::last_write_time(file_, ec);
   auto size = ec ? 0 : fs::file_size(file_, ec);
   if (ec) {
-    // A rotation replaces the file via a symlink swap; between the two a stat can fail. Keep
-    // the last token rather than failing the request.
+    // A rotation replaces the file via a symlink swap; between the two a stat
+    // can fail. Keep the last token rather than failing the request.
     if (loaded_) return cached_;
-    return Status(Code::kUnauthenticated, fmt::format("token file {}: {}", file_.string(), ec.message()));
+    return Status(Code::kUnauthenticated,
+                  fmt::format("token file {}: {}", file_.string(), ec.message()));
   }
   if (!loaded_ || mtime != mtime_ || size != size_) {
     auto text = ReadFile(file_);
     if (!text.ok()) {
       if (loaded_) return cached_;
-      return Status(Code::kUnauthenticated, fmt::format("token file {}: cannot read", file_.string()));
+      return Status(Code::kUnauthenticated,
+                    fmt::format("token file {}: cannot read", file_.string()));
     }
     std::string t = *text;
     while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();

@@ -109,8 +109,8 @@ size_t Informer::Size() const {
 std::string Informer::LastResourceVersion() const { return reflector_->LastResourceVersion(); }
 
 void Informer::Process(Delta& delta) {
-  // The store changes first, then the handlers run (outside the lock), so a handler that reads
-  // the store sees the state its event describes.
+  // The store changes first, then the handlers run (outside the lock), so a
+  // handler that reads the store sees the state its event describes.
   if (delta.kind == Delta::Kind::kReplace) {
     std::map<std::string, Json> next;
     for (auto& item : delta.items) {
@@ -134,8 +134,8 @@ void Informer::Process(Delta& delta) {
         }
       }
     }
-    // Gone while we were not watching: deliver the last state we knew (client-go's
-    // DeletedFinalStateUnknown carries the same).
+    // Gone while we were not watching: deliver the last state we knew
+    // (client-go's DeletedFinalStateUnknown carries the same).
     for (auto& [key, object] : previous) {
       if (next.count(key) != 0) continue;
       for (auto& h : handlers_) {
@@ -189,7 +189,8 @@ void Informer::Process(Delta& delta) {
 void Informer::DispatchLoop() {
   const bool resync = options_.resyncPeriod.count() > 0;
   auto next_resync = clock_->Now() + options_.resyncPeriod;
-  // A fake clock does not wake us: re-read it at this pace while a resync is due.
+  // A fake clock does not wake us: re-read it at this pace while a resync is
+  // due.
   constexpr auto kPoll = std::chrono::milliseconds(20);
   while (true) {
     std::optional<Delta> delta;

@@ -1,5 +1,6 @@
-// An informer: a reflector feeding a local store, with add/update/delete handlers and periodic
-// resync, like client-go's SharedIndexInformer (one consumer). Reads are served from the store.
+// An informer: a reflector feeding a local store, with add/update/delete
+// handlers and periodic resync, like client-go's SharedIndexInformer (one
+// consumer). Reads are served from the store.
 #pragma once
 
 #include <atomic>
@@ -23,9 +24,11 @@ namespace perfgate::kube {
 
 struct InformerHandlers {
   std::function<void(const Json& object)> onAdd;
-  // On a change, and for every cached object at each resync (then old == current).
+  // On a change, and for every cached object at each resync (then old ==
+  // current).
   std::function<void(const Json& old_object, const Json& object)> onUpdate;
-  // The last known state (for an object gone while disconnected: the cached one).
+  // The last known state (for an object gone while disconnected: the cached
+  // one).
   std::function<void(const Json& object)> onDelete;
 };
 
@@ -45,15 +48,18 @@ class Informer {
 
   // Registers handlers. Call before Start. Not thread-safe.
   void AddHandlers(InformerHandlers handlers);
-  // Starts the reflector thread and the handler thread. Non-blocking. Call once.
+  // Starts the reflector thread and the handler thread. Non-blocking. Call
+  // once.
   void Start();
-  // Stops both threads and waits for them. Blocking; idempotent. No handler runs after it.
+  // Stops both threads and waits for them. Blocking; idempotent. No handler
+  // runs after it.
   void Stop();
 
-  // True once the first full list is in the store and its add events have been delivered.
-  // Thread-safe, non-blocking.
+  // True once the first full list is in the store and its add events have been
+  // delivered. Thread-safe, non-blocking.
   bool HasSynced() const;
-  // Blocks until synced, stopped, or `timeout` (real time) passes; returns HasSynced().
+  // Blocks until synced, stopped, or `timeout` (real time) passes; returns
+  // HasSynced().
   bool WaitForSync(std::chrono::milliseconds timeout) const;
 
   // Store reads: thread-safe, non-blocking, copies. Keys as ObjectKey().

@@ -1,11 +1,11 @@
 #include "kube/leaderelection.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <ctime>
 #include <random>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "kube/log.h"
 
@@ -17,15 +17,14 @@ std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
   std::time_t tt = static_cast<std::time_t>(secs.count());
   std::tm tm{};
   gmtime_r(&tt, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     (micros - secs).count());
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (micros - secs).count());
 }
 
 Result<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& text) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s,
-                  &consumed) != 6) {
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &consumed) !=
+      6) {
     return InvalidArgument(fmt::format("not an RFC 3339 time: \"{}\"", text));
   }
   std::tm tm{};
@@ -107,8 +106,8 @@ class ApiLeaseLock final : public LeaseLock {
     r.holderIdentity = spec.value("holderIdentity", "");
     r.leaseDurationSeconds = spec.value("leaseDurationSeconds", 0);
     r.leaseTransitions = spec.value("leaseTransitions", 0);
-    for (auto [field, out] : {std::pair{"acquireTime", &r.acquireTime},
-                              std::pair{"renewTime", &r.renewTime}}) {
+    for (auto [field, out] :
+         {std::pair{"acquireTime", &r.acquireTime}, std::pair{"renewTime", &r.renewTime}}) {
       std::string text = spec.value(field, "");
       if (text.empty()) continue;
       auto t = ParseMicroTime(text);
@@ -227,7 +226,8 @@ Status LeaderElector::Release() {
     if (!observed_ || observed_->holderIdentity != config_.identity) return Status::Ok();
     record = *observed_;
   }
-  // An empty holder with a 1 s lease lets a successor acquire at once (client-go does the same).
+  // An empty holder with a 1 s lease lets a successor acquire at once
+  // (client-go does the same).
   record.holderIdentity.clear();
   record.leaseDurationSeconds = 1;
   record.renewTime = clock_->WallNow();
@@ -245,8 +245,8 @@ void LeaderElector::Run(const Cancellation& stop) {
   Logger()->info("lease {}: {} trying to acquire", lock_->Describe(), config_.identity);
   while (!stop.cancelled()) {
     if (TryAcquireOrRenew()) break;
-    auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(config_.retryPeriod *
-                                                                     jitter(rng));
+    auto wait =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(config_.retryPeriod * jitter(rng));
     clock_->SleepFor(wait, &stop);
   }
   if (stop.cancelled()) return;

@@ -7,7 +7,8 @@
 
 namespace perfgate::kube {
 
-// The logger named "kube" (registered on first use, or the one the program registered).
+// The logger named "kube" (registered on first use, or the one the program
+// registered).
 std::shared_ptr<spdlog::logger> Logger();
 
 }  // namespace perfgate::kube

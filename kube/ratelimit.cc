@@ -20,8 +20,9 @@ std::chrono::nanoseconds TokenBucket::Reserve() {
     tokens_ = std::min(burst_, tokens_ + elapsed_s * qps_);
     last_ = now;
   }
-  // Tokens may go negative: each waiter reserves its own future token, so concurrent callers
-  // queue up behind each other instead of all waking for the same one.
+  // Tokens may go negative: each waiter reserves its own future token, so
+  // concurrent callers queue up behind each other instead of all waking for the
+  // same one.
   tokens_ -= 1.0;
   if (tokens_ >= 0) return std::chrono::nanoseconds(0);
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -1,4 +1,5 @@
-// Client-side rate limiting: a token bucket like client-go's flowcontrol (QPS and burst).
+// Client-side rate limiting: a token bucket like client-go's flowcontrol (QPS
+// and burst).
 #pragma once
 
 #include <chrono>
@@ -11,11 +12,12 @@ namespace perfgate::kube {
 
 class TokenBucket {
  public:
-  // `qps` tokens per second refill a bucket of `burst` tokens (starts full). qps <= 0: unlimited.
+  // `qps` tokens per second refill a bucket of `burst` tokens (starts full).
+  // qps <= 0: unlimited.
   TokenBucket(double qps, int burst, std::shared_ptr<Clock> clock);
-  // Takes one token, sleeping (through the clock) until one is available. Returns false if
-  // `cancel` (may be null) fired first. Blocking; thread-safe; callers are served by reservation
-  // order, so the bucket never over-spends.
+  // Takes one token, sleeping (through the clock) until one is available.
+  // Returns false if `cancel` (may be null) fired first. Blocking; thread-safe;
+  // callers are served by reservation order, so the bucket never over-spends.
   bool Acquire(const Cancellation* cancel = nullptr);
   // Takes a token only if one is available now. Non-blocking; thread-safe.
   bool TryAcquire();

@@ -1,14 +1,13 @@
-// The only file that includes cpprestsdk (in maintenance mode upstream: keep it swappable).
+// The only file that includes cpprestsdk (in maintenance mode upstream: keep it
+// swappable).
 #include <cpprest/http_client.h>
+#include <fmt/format.h>
 
 #include <boost/asio/ssl.hpp>
-
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "kube/log.h"
 #include "kube/transport.h"
@@ -30,8 +29,7 @@ namespace {
 namespace http = web::http;
 namespace ssl = boost::asio::ssl;
 
-Result<std::string> ReadPem(const std::string& pem, const std::string& file,
-                            const char* field) {
+Result<std::string> ReadPem(const std::string& pem, const std::string& file, const char* field) {
   if (!pem.empty() || file.empty()) return pem;
   std::ifstream in(file, std::ios::binary);
   if (!in) return NotFound(fmt::format("{}: cannot read {}", field, file));
@@ -46,7 +44,8 @@ struct TlsMaterial {
   std::string keyPem;
 };
 
-// Applies our trust and client certificate to a context; errors name the config field.
+// Applies our trust and client certificate to a context; errors name the config
+// field.
 Status ConfigureContext(ssl::context& ctx, const TlsMaterial& tls) {
   boost::system::error_code ec;
   if (!tls.caPem.empty()) {
@@ -74,38 +73,39 @@ Status ConfigureContext(ssl::context& ctx, const TlsMaterial& tls) {
   return Status::Ok();
 }
 
-Status FromException(const std::exception_ptr& error, const std::string& what) {
+// The request is not named here: the Client adds it to every error.
+Status FromException(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const pplx::task_canceled&) {
-    return Cancelled(fmt::format("{}: cancelled", what));
+    return Cancelled("cancelled");
   } catch (const http::http_exception& e) {
     if (e.error_code() == std::errc::timed_out) {
-      return DeadlineExceeded(fmt::format("{}: {}", what, e.what()));
+      return DeadlineExceeded(e.what());
     }
-    return Unavailable(fmt::format("{}: {}", what, e.what()));
+    return Unavailable(e.what());
   } catch (const std::exception& e) {
-    return Unavailable(fmt::format("{}: {}", what, e.what()));
+    return Unavailable(e.what());
   } catch (...) {
-    return Status(Code::kUnknown, fmt::format("{}: unknown error", what));
+    return Status(Code::kUnknown, "unknown error");
   }
 }
 
-// Waits for `task`; every cpprest exception is caught in the task-based continuation and
-// becomes a Status, so nothing escapes a pplx task unobserved. (pplx needs a default
-// constructible result, hence the optional.)
+// Waits for `task`; every cpprest exception is caught in the task-based
+// continuation and becomes a Status, so nothing escapes a pplx task unobserved.
+// (pplx needs a default constructible result, hence the optional.)
 template <typename T>
-Result<T> Await(pplx::task<T> task, const std::string& what) {
+Result<T> Await(pplx::task<T> task) {
   struct Outcome {
     std::optional<T> value;
     Status status;
   };
-  Outcome outcome = task.then([&what](pplx::task<T> t) {
+  Outcome outcome = task.then([](pplx::task<T> t) {
                           Outcome o;
                           try {
                             o.value = t.get();
                           } catch (...) {
-                            o.status = FromException(std::current_exception(), what);
+                            o.status = FromException(std::current_exception());
                           }
                           return o;
                         })
@@ -119,7 +119,8 @@ class CpprestTransport final : public Transport {
   CpprestTransport(RestConfig config, TlsMaterial tls, CpprestTransportOptions options)
       : config_(std::move(config)), tls_(std::move(tls)), options_(options) {
     client_ = std::make_unique<http::client::http_client>(
-        utility::conversions::to_string_t(config_.server), MakeConfig(options_.requestTimeoutSeconds));
+        utility::conversions::to_string_t(config_.server),
+        MakeConfig(options_.requestTimeoutSeconds));
   }
 
   Result<HttpResponse> Send(const HttpRequest& request) override {
@@ -129,9 +130,9 @@ class CpprestTransport final : public Transport {
   Result<HttpResponse> Stream(const HttpRequest& request, const ChunkCallback& on_chunk,
                               const Cancellation* cancel) override {
     auto timeout = request.idleTimeoutSeconds.count() > 0 ? request.idleTimeoutSeconds
-                                                         : options_.requestTimeoutSeconds;
-    // A client per stream: its timeout is the stream's idle timeout, and a watch holds its
-    // connection for minutes anyway.
+                                                          : options_.requestTimeoutSeconds;
+    // A client per stream: its timeout is the stream's idle timeout, and a
+    // watch holds its connection for minutes anyway.
     http::client::http_client client(utility::conversions::to_string_t(config_.server),
                                      MakeConfig(timeout));
     return Run(client, request, &on_chunk, cancel);
@@ -144,7 +145,8 @@ class CpprestTransport final : public Transport {
     c.set_validate_certificates(!config_.insecureSkipTlsVerify);
     TlsMaterial tls = tls_;
     c.set_ssl_context_callback([tls](ssl::context& ctx) {
-      // Validated in NewCpprestTransport; a failure here cannot happen short of memory.
+      // Validated in NewCpprestTransport; a failure here cannot happen short of
+      // memory.
       if (Status s = ConfigureContext(ctx, tls); !s.ok()) {
         Logger()->error("TLS setup: {}", s.ToString());
       }
@@ -154,7 +156,6 @@ class CpprestTransport final : public Transport {
 
   Result<HttpResponse> Run(http::client::http_client& client, const HttpRequest& request,
                            const ChunkCallback* on_chunk, const Cancellation* cancel) {
-    const std::string what = fmt::format("{} {}", request.method, request.path);
     http::http_request msg(request.method);
     msg.set_request_uri(web::uri(request.path));
     std::string content_type;
@@ -180,7 +181,7 @@ class CpprestTransport final : public Transport {
       }
     } unregister{cancel, registration};
 
-    Result<http::http_response> sent = Await(client.request(msg, cts.get_token()), what);
+    Result<http::http_response> sent = Await(client.request(msg, cts.get_token()));
     if (!sent.ok()) return sent.status();
     http::http_response& response = *sent;
 
@@ -189,7 +190,7 @@ class CpprestTransport final : public Transport {
     for (const auto& [k, v] : response.headers()) out.headers[k] = v;
     const bool success = out.status >= 200 && out.status < 300;
     if (on_chunk == nullptr || !success) {
-      auto body = Await(response.extract_utf8string(true), what);
+      auto body = Await(response.extract_utf8string(true));
       if (!body.ok()) return body.status();
       out.body = std::move(*body);
       return out;
@@ -200,16 +201,16 @@ class CpprestTransport final : public Transport {
     std::string chunk;
     constexpr size_t kMaxChunk = 64 * 1024;
     while (true) {
-      Result<int> first = Await(buf.getc(), what);
-      if (cancel != nullptr && cancel->cancelled()) return Cancelled(what + ": cancelled");
+      Result<int> first = Await(buf.bumpc());
+      if (cancel != nullptr && cancel->cancelled()) return Cancelled("cancelled");
       if (!first.ok()) return first.status();
       if (*first == std::char_traits<char>::eof()) break;
       chunk.assign(1, static_cast<char>(*first));
-      size_t more = std::min<size_t>(static_cast<size_t>(std::max<std::streamsize>(0, buf.in_avail())),
-                                     kMaxChunk);
+      size_t more = std::min<size_t>(
+          static_cast<size_t>(std::max<std::streamsize>(0, buf.in_avail())), kMaxChunk);
       if (more > 0) {
         chunk.resize(1 + more);
-        auto got = Await(buf.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), more), what);
+        auto got = Await(buf.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), more));
         if (!got.ok()) return got.status();
         chunk.resize(1 + *got);
       }

@@ -1,10 +1,10 @@
 #include "kube/watch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "kube/log.h"
 
@@ -36,7 +36,8 @@ std::string ResourceVersionOf(const Json& object) {
 }  // namespace
 
 Result<WatchEvent> ParseWatchEvent(std::string_view line) {
-  Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  Json j = Json::parse(line.begin(), line.end(), nullptr,
+                       /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return DataLoss(fmt::format("watch stream: not a JSON event: {}", Excerpt(line)));
   }
@@ -123,8 +124,8 @@ std::chrono::milliseconds Backoff::Next() {
 
 void Backoff::Reset() { current_ = std::chrono::milliseconds(0); }
 
-Reflector::Reflector(std::shared_ptr<Client> client, ReflectorOptions options,
-                     ReflectorSink* sink, std::shared_ptr<Clock> clock)
+Reflector::Reflector(std::shared_ptr<Client> client, ReflectorOptions options, ReflectorSink* sink,
+                     std::shared_ptr<Clock> clock)
     : client_(std::move(client)),
       options_(std::move(options)),
       sink_(sink),
@@ -149,14 +150,16 @@ Status Reflector::ListOnce(const Cancellation& stop) {
   o.limit = options_.pageSize;
   std::string last = LastResourceVersion();
   if (!last.empty()) {
-    // Never go back in time after a reconnect: ask for a state at least as new as what we saw.
+    // Never go back in time after a reconnect: ask for a state at least as new
+    // as what we saw.
     o.resourceVersion = last;
     o.resourceVersionMatch = "NotOlderThan";
   }
   ++lists_;
   auto list = client_->ListAll(options_.gvr, options_.ns, o);
   if (!list.ok() && list.status().code() == Code::kGone && !last.empty()) {
-    // Our resourceVersion is compacted away: a consistent read from etcd is always possible.
+    // Our resourceVersion is compacted away: a consistent read from etcd is
+    // always possible.
     Logger()->info("list {}: resourceVersion {} expired; listing the latest",
                    ResourcePath(options_.gvr, options_.ns), last);
     {
@@ -188,7 +191,9 @@ Status Reflector::WatchOnce(const Cancellation& stop, int& events) {
   o.fieldSelector = options_.fieldSelector;
   o.resourceVersion = LastResourceVersion();
   o.allowWatchBookmarks = true;
-  // Randomised so that many clients' watches do not all end (and relist) at the same moment.
+  o.idleTimeoutSeconds = options_.watchIdleTimeout;
+  // Randomised so that many clients' watches do not all end (and relist) at the
+  // same moment.
   double factor = std::uniform_real_distribution<double>(1.0, 2.0)(rng_);
   o.timeoutSeconds = std::max<int64_t>(
       1, static_cast<int64_t>(static_cast<double>(options_.minWatchTimeout.count()) * factor));
@@ -224,8 +229,7 @@ void Reflector::Run(const Cancellation& stop) {
       if (stop.cancelled()) break;
       if (!s.ok()) {
         auto delay = backoff.Next();
-        Logger()->warn("list {} failed: {}; retrying in {} ms", what, s.ToString(),
-                       delay.count());
+        Logger()->warn("list {} failed: {}; retrying in {} ms", what, s.ToString(), delay.count());
         clock_->SleepFor(delay, &stop);
         continue;
       }
@@ -238,8 +242,8 @@ void Reflector::Run(const Cancellation& stop) {
     bool healthy = clock_->Now() - started >= options_.healthyWatch;
     if (healthy) backoff.Reset();
     if (s.code() == Code::kGone) {
-      // The server no longer has history from our resourceVersion: relist from the latest state;
-      // the store's Replace delivers the deletes we missed.
+      // The server no longer has history from our resourceVersion: relist from
+      // the latest state; the store's Replace delivers the deletes we missed.
       Logger()->info("watch {}: {}; relisting", what, s.message());
       {
         std::lock_guard lock(mu_);
@@ -248,11 +252,17 @@ void Reflector::Run(const Cancellation& stop) {
       need_list = true;
       continue;
     }
+    if (s.code() == Code::kDataLoss) {
+      // A corrupt stream may have lost an event: rebuild the store from a list
+      // no older than what we saw (a 410 there falls back to the latest state).
+      Logger()->warn("watch {}: {}; relisting", what, s.message());
+      need_list = true;
+      continue;
+    }
     if (s.ok() && (events > 0 || healthy)) continue;  // a watch timeout: reconnect at once
     if (s.ok()) s = Unavailable("watch closed at once without events");
     auto delay = backoff.Next();
-    Logger()->info("watch {} ended: {}; reconnecting in {} ms", what, s.ToString(),
-                   delay.count());
+    Logger()->info("watch {} ended: {}; reconnecting in {} ms", what, s.ToString(), delay.count());
     clock_->SleepFor(delay, &stop);
   }
 }

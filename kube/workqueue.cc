@@ -54,9 +54,10 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   {
     std::lock_guard lock(mu_);
     int failures = failures_[key]++;
-    // base * 2^failures, computed in double so large counts saturate at the cap, not overflow.
-    double d = static_cast<double>(options_.baseDelay.count()) *
-               std::pow(2.0, std::min(failures, 62));
+    // base * 2^failures, computed in double so large counts saturate at the
+    // cap, not overflow.
+    double d =
+        static_cast<double>(options_.baseDelay.count()) * std::pow(2.0, std::min(failures, 62));
     double cap = static_cast<double>(options_.maxDelay.count());
     delay = std::chrono::nanoseconds(static_cast<int64_t>(std::min(d, cap)));
   }
@@ -97,6 +98,17 @@ std::optional<std::string> WorkQueue::Get() {
       cv_.wait_for(lock, std::min<std::chrono::nanoseconds>(until_due, options_.pollInterval));
     }
   }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+std::optional<std::string> WorkQueue::TryGet() {
+  std::lock_guard lock(mu_);
+  PromoteDueLocked();
+  if (queue_.empty()) return std::nullopt;
   std::string key = std::move(queue_.front());
   queue_.pop_front();
   processing_.insert(key);

@@ -1,6 +1,7 @@
-// A rate-limited work queue of string keys with client-go's guarantees: duplicates collapse
-// (a dirty set), one key is never handed to two workers at once (a processing set; a key added
-// while processing is re-queued when Done), per-key exponential backoff, delayed adds.
+// A rate-limited work queue of string keys with client-go's guarantees:
+// duplicates collapse (a dirty set), one key is never handed to two workers at
+// once (a processing set; a key added while processing is re-queued when Done),
+// per-key exponential backoff, delayed adds.
 #pragma once
 
 #include <chrono>
@@ -20,12 +21,12 @@
 namespace perfgate::kube {
 
 struct WorkQueueOptions {
-  // Per-key backoff for AddRateLimited: baseDelay * 2^failures, capped (controller-runtime's
-  // defaults 5 ms .. 1000 s).
+  // Per-key backoff for AddRateLimited: baseDelay * 2^failures, capped
+  // (controller-runtime's defaults 5 ms .. 1000 s).
   std::chrono::nanoseconds baseDelay = std::chrono::milliseconds(5);
   std::chrono::nanoseconds maxDelay = std::chrono::seconds(1000);
-  // How often a blocked Get re-reads the clock while delayed keys wait (matters only for a fake
-  // clock; a real clock wakes on time).
+  // How often a blocked Get re-reads the clock while delayed keys wait (matters
+  // only for a fake clock; a real clock wakes on time).
   std::chrono::milliseconds pollInterval{20};
 };
 
@@ -33,28 +34,36 @@ class WorkQueue {
  public:
   explicit WorkQueue(WorkQueueOptions options = {}, std::shared_ptr<Clock> clock = nullptr);
 
-  // Marks `key` as needing work. A key already waiting is not added twice; a key being
-  // processed is queued again when its worker calls Done. Ignored after ShutDown. Thread-safe,
-  // non-blocking.
+  // Marks `key` as needing work. A key already waiting is not added twice; a
+  // key being processed is queued again when its worker calls Done. Ignored
+  // after ShutDown. Thread-safe, non-blocking.
   void Add(const std::string& key);
-  // Adds `key` after `delay` (<= 0: now). An earlier pending delay for the key wins. Thread-safe.
+  // Adds `key` after `delay` (<= 0: now). An earlier pending delay for the key
+  // wins. Thread-safe.
   void AddAfter(const std::string& key, std::chrono::nanoseconds delay);
-  // AddAfter with the key's next backoff (5 ms, 10 ms, ... 1000 s) and counts a failure.
+  // AddAfter with the key's next backoff (5 ms, 10 ms, ... 1000 s) and counts a
+  // failure.
   void AddRateLimited(const std::string& key);
   // Resets the key's failure count (call on success). Thread-safe.
   void Forget(const std::string& key);
   // Failures counted for `key` since the last Forget. Thread-safe.
   int NumRequeues(const std::string& key) const;
 
-  // Blocks until a key is ready (returns it, now owned by the caller until Done) or the queue is
-  // shut down and drained of ready keys (returns nullopt). Thread-safe: many workers may wait.
+  // Blocks until a key is ready (returns it, now owned by the caller until
+  // Done) or the queue is shut down and drained of ready keys (returns
+  // nullopt). Thread-safe: many workers may wait.
   std::optional<std::string> Get();
-  // Ends processing of `key`; re-queues it if it was added meanwhile. Thread-safe.
+  // Like Get but never blocks: nullopt when no key is ready now. Thread-safe.
+  std::optional<std::string> TryGet();
+  // Ends processing of `key`; re-queues it if it was added meanwhile.
+  // Thread-safe.
   void Done(const std::string& key);
-  // Wakes every Get: they return nullopt once no ready key is left. Thread-safe; idempotent.
+  // Wakes every Get: they return nullopt once no ready key is left.
+  // Thread-safe; idempotent.
   void ShutDown();
   bool ShuttingDown() const;
-  // Keys ready to be handed out (not counting delayed or processing ones). Thread-safe.
+  // Keys ready to be handed out (not counting delayed or processing ones).
+  // Thread-safe.
   size_t Len() const;
 
  private:
