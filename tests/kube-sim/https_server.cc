@@ -1,6 +1,7 @@
 #include "tests/kube-sim/https_server.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
@@ -251,6 +252,8 @@ HttpsServer::~HttpsServer() { Stop(); }
 Status HttpsServer::Start(const std::string& host, int port, const std::string& certPem,
                           const std::string& keyPem, HttpHandler handler) {
   handler_ = std::move(handler);
+  // A client that hangs up mid-watch must end that watch, not the process.
+  ::signal(SIGPIPE, SIG_IGN);
   ctx_ = SSL_CTX_new(TLS_server_method());
   if (ctx_ == nullptr) return Internal("SSL_CTX_new failed");
   SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
