@@ -678,6 +678,20 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     sendJson(404, StatusBody(404, "NotFound", "the server could not find the requested resource"));
     return;
   }
+  std::string bodyText = req.body;
+  if (req.Header("content-type").find("protobuf") != std::string::npos) {
+    bool decoded = false;
+    Json fromProto = DecodeKubeProtobuf(req.body, &decoded);
+    if (!decoded) {
+      finish(415);
+      lock.unlock();
+      sendJson(415, StatusBody(415, "UnsupportedMediaType",
+                               "the body of the request was in an unknown format - accepted media "
+                               "types include: application/json, application/yaml"));
+      return;
+    }
+    bodyText = fromProto.dump();
+  }
   std::string fieldValidation = req.Query("fieldValidation");
   bool dryRun = req.Query("dryRun") == "All";
   std::vector<std::string> warnings;
@@ -697,7 +711,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   // ---- reviews and other create-only virtual resources
   if (t.virtualOnly) {
     bool ok = false;
-    Json body = ParseBody(req.body, &ok);
+    Json body = ParseBody(bodyText, &ok);
     if (!ok || !body.is_object()) body = Json::object();
     Json out = body;
     if (t.kind == "SelfSubjectReview") {
@@ -767,7 +781,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   }
   if (info.subresource == "token" && t.key() == "/serviceaccounts") {
     bool ok = false;
-    Json body = ParseBody(req.body, &ok);
+    Json body = ParseBody(bodyText, &ok);
     if (!ok || !body.is_object()) body = Json::object();
     const Json spec = body.value("spec", Json::object());
     const Json bound = spec.value("boundObjectRef", Json::object());
@@ -792,7 +806,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   }
   if (info.subresource == "binding" && t.key() == "/pods") {
     bool ok = false;
-    Json body = ParseBody(req.body, &ok);
+    Json body = ParseBody(bodyText, &ok);
     Json* pod = FindObject(t, info.ns, info.name);
     Outcome o = pod == nullptr ? NotFound(t, info.name) : Outcome{201, StatusBody(201, "", "")};
     if (pod != nullptr) {
@@ -922,7 +936,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   }
   if (verb == "create") {
     bool ok = false;
-    Json body = ParseBody(req.body, &ok);
+    Json body = ParseBody(bodyText, &ok);
     if (!ok) {
       finish(400);
       lock.unlock();
@@ -946,7 +960,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     std::string ctype = req.Header("content-type");
     bool apply = ctype.find("apply-patch") != std::string::npos;
     bool ok = false;
-    Json body = ParseBody(req.body, &ok);
+    Json body = ParseBody(bodyText, &ok);
     if (!ok) {
       finish(400);
       lock.unlock();
@@ -1011,7 +1025,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   }
   if (verb == "delete" || verb == "deletecollection") {
     bool ok = false;
-    Json body = req.body.empty() ? Json::object() : ParseBody(req.body, &ok);
+    Json body = bodyText.empty() ? Json::object() : ParseBody(bodyText, &ok);
     if (!body.is_object()) body = Json::object();
     DeleteOptions options;
     options.propagationPolicy = body.value("propagationPolicy", req.Query("propagationPolicy"));

@@ -113,6 +113,9 @@ bool MatchLabelSelector(const std::string& selector, const Json& labels, std::st
 bool MatchFieldSelector(const std::string& selector, const Json& object, std::string* error);
 bool MatchLabelSelectorObject(const Json& selector, const Json& labels);  // metav1.LabelSelector
 std::string HumanDuration(std::chrono::seconds age);
+// The Kubernetes protobuf envelope ("k8s\0" + runtime.Unknown) for the kinds kubectl's typed
+// commands send; *ok is false for anything else.
+Json DecodeKubeProtobuf(const std::string& body, bool* ok);
 std::string NowRfc3339();
 std::chrono::system_clock::time_point ParseRfc3339(const std::string& text);
 

@@ -207,7 +207,11 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
     md["name"] = gen + suffix;
   }
   std::string name = md["name"].get<std::string>();
-  if (!ValidName(name) && t.kind != "Event") {
+  // RBAC objects only need a valid path segment (system:basic-user); most kinds a DNS subdomain.
+  bool pathSegmentOk = name.find('/') == std::string::npos && name.find('%') == std::string::npos &&
+                       name != "." && name != "..";
+  bool nameOk = t.group == "rbac.authorization.k8s.io" ? pathSegmentOk : ValidName(name);
+  if (!nameOk && t.kind != "Event") {
     return Invalid(t, name, {{"FieldValueInvalid", "metadata.name",
                               "Invalid value: \"" + name +
                                   "\": a lowercase RFC 1123 subdomain must consist of lower case "
