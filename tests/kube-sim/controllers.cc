@@ -20,6 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+const Json& Field(const Json& o, const char* key) {
+  static const Json kNull;
+  if (!o.is_object()) return kNull;
+  auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
 struct Ref {
   std::string typeKey;
   std::string ns;
@@ -88,38 +95,46 @@ bool MatchNodeSelectorTerm(const Json& term, const Json& node) {
 
 // Why `node` cannot run `pod`, worded as the default scheduler's filter plugins word it;
 // empty when it can.
-std::string NodeMisfit(const Json& pod, const Json& node, int freeGpus) {
-  if (node["spec"].value("unschedulable", false)) {
-    bool tolerated = Tolerates(pod["spec"].value("tolerations", Json::array()),
-                               {{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}});
+std::string NodeMisfit(const Json& pod, const Json& node, int freeGpus, int gpuRequest) {
+  const Json& podSpec = Field(pod, "spec");
+  const Json& nodeSpec = Field(node, "spec");
+  const Json& tolerations = Field(podSpec, "tolerations");
+  const Json noTolerations = Json::array();
+  const Json& tols = tolerations.is_array() ? tolerations : noTolerations;
+  if (Field(nodeSpec, "unschedulable").is_boolean() && Field(nodeSpec, "unschedulable").get<bool>()) {
+    bool tolerated = Tolerates(tols, {{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}});
     if (!tolerated) return "node(s) were unschedulable";
   }
-  const Json sel = pod["spec"].value("nodeSelector", Json::object());
-  const Json labels = node["metadata"].value("labels", Json::object());
+  const Json& sel = Field(podSpec, "nodeSelector");
+  const Json& labels = Field(Field(node, "metadata"), "labels");
   bool affinityOk = true;
-  for (const auto& [k, v] : sel.items()) {
-    if (!labels.contains(k) || labels[k] != v) affinityOk = false;
+  if (sel.is_object()) {
+    for (auto it = sel.begin(); it != sel.end(); ++it) {
+      const Json& have = Field(labels, it.key().c_str());
+      if (have != it.value()) affinityOk = false;
+    }
   }
-  const Json terms = pod["spec"]
-                         .value("affinity", Json::object())
-                         .value("nodeAffinity", Json::object())
-                         .value("requiredDuringSchedulingIgnoredDuringExecution", Json::object())
-                         .value("nodeSelectorTerms", Json::array());
-  if (!terms.empty()) {
+  const Json& terms = Field(Field(Field(Field(podSpec, "affinity"), "nodeAffinity"),
+                                  "requiredDuringSchedulingIgnoredDuringExecution"),
+                            "nodeSelectorTerms");
+  if (terms.is_array() && !terms.empty()) {
     bool any = false;
     for (const auto& term : terms) any = any || MatchNodeSelectorTerm(term, node);
     affinityOk = affinityOk && any;
   }
   if (!affinityOk) return "node(s) didn't match Pod's node affinity/selector";
-  for (const auto& taint : node["spec"].value("taints", Json::array())) {
-    std::string effect = taint.value("effect", "");
-    if (effect != "NoSchedule" && effect != "NoExecute") continue;
-    if (!Tolerates(pod["spec"].value("tolerations", Json::array()), taint)) {
-      return "node(s) had untolerated taint {" + taint.value("key", "") + ": " +
-             taint.value("value", "") + "}";
+  const Json& taints = Field(nodeSpec, "taints");
+  if (taints.is_array()) {
+    for (const auto& taint : taints) {
+      std::string effect = taint.value("effect", "");
+      if (effect != "NoSchedule" && effect != "NoExecute") continue;
+      if (!Tolerates(tols, taint)) {
+        return "node(s) had untolerated taint {" + taint.value("key", "") + ": " +
+               taint.value("value", "") + "}";
+      }
     }
   }
-  if (GpuRequest(pod) > freeGpus) return "Insufficient nvidia.com/gpu";
+  if (gpuRequest > freeGpus) return "Insufficient nvidia.com/gpu";
   return "";
 }
 
@@ -268,7 +283,10 @@ void KubeSim::Impl::ControllerLoop() {
     if (stopping) break;
     if (dirty) {
       dirty = false;
-      GarbageCollectLocked();
+      if (gcDirty) {
+        gcDirty = false;
+        GarbageCollectLocked();
+      }
       ScheduleLocked();
       KubeletLocked();
     }
@@ -405,6 +423,19 @@ void KubeSim::Impl::ScheduleLocked() {
       pending.push_back(k);
     }
   }
+  struct NodeInfo {
+    std::string name;
+    int allocatable;
+    const Json* node;
+  };
+  std::vector<NodeInfo> nodeInfos;
+  int maxAllocatable = 0;
+  for (const auto& [nk, node] : nodes) {
+    const Json& alloc = Field(Field(Field(node, "status"), "allocatable"), "nvidia.com/gpu");
+    int a = alloc.is_string() ? std::atoi(alloc.get<std::string>().c_str()) : alloc.is_number() ? alloc.get<int>() : 0;
+    nodeInfos.push_back({node["metadata"]["name"].get<std::string>(), a, &node});
+    maxAllocatable = std::max(maxAllocatable, a);
+  }
   for (const auto& key : pending) {
     auto it = pods.find(key);
     if (it == pods.end()) continue;
@@ -412,16 +443,16 @@ void KubeSim::Impl::ScheduleLocked() {
     std::map<std::string, int> reasons;
     std::string best;
     int bestFree = -1;
-    for (const auto& [nk, node] : nodes) {
-      std::string name = node["metadata"]["name"];
-      std::string alloc = node.value("status", Json::object()).value("allocatable", Json::object()).value("nvidia.com/gpu", "0");
-      int freeGpus = std::atoi(alloc.c_str()) - used[name];
-      std::string why = NodeMisfit(pod, node, freeGpus);
+    int request = GpuRequest(pod);
+    for (auto& n : nodeInfos) {
+      int freeGpus = n.allocatable - used[n.name];
+      std::string why = NodeMisfit(pod, *n.node, freeGpus, request);
       if (!why.empty()) {
         ++reasons[why];
       } else if (freeGpus > bestFree) {
         bestFree = freeGpus;
-        best = name;
+        best = n.name;
+        if (freeGpus >= maxAllocatable) break;  // nothing can beat an empty, largest node
       }
     }
     std::string ns = pod["metadata"]["namespace"];

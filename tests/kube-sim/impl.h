@@ -35,6 +35,7 @@ struct KubeSim::Impl {
   uint64_t watchEpoch = 0;
   bool stopping = false;
   bool dirty = true;
+  bool gcDirty = true;  // a delete, finalizer or owner reference needs the garbage collector
   std::map<std::string, ResourceType> types;               // group/plural -> type
   std::map<std::string, std::map<std::string, Json>> objects;  // group/plural -> ns/name -> obj
 

@@ -289,6 +289,7 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
       if (ver.value("storage", false)) obj["status"]["storedVersions"].push_back(ver["name"]);
     }
   }
+  if (md.contains("ownerReferences")) gcDirty = true;
   objects[t.key()][ns + "/" + name] = obj;
   Emit(t, "ADDED", obj, nullptr);
   if (t.key() == "/namespaces") {
@@ -368,6 +369,10 @@ Outcome KubeSim::Impl::ReplaceLocked(const ResourceType& t, const std::string& n
     merged["metadata"]["generation"] = oldMd.value("generation", 1) + 1;
   }
   Json prev = *cur;
+  if (merged["metadata"].contains("deletionTimestamp") || merged["metadata"].contains("ownerReferences") ||
+      prev["metadata"].contains("ownerReferences")) {
+    gcDirty = true;
+  }
   ++rv;
   merged["metadata"]["resourceVersion"] = std::to_string(rv);
   if (merged["metadata"].contains("deletionTimestamp") &&
@@ -393,6 +398,7 @@ void KubeSim::Impl::RemoveLocked(const ResourceType& t, const std::string& ns,
   Json prev = it->second;
   Json obj = it->second;
   m.erase(it);
+  gcDirty = true;
   ++rv;
   obj["metadata"]["resourceVersion"] = std::to_string(rv);
   Emit(t, "DELETED", obj, prev);
@@ -441,6 +447,7 @@ Outcome KubeSim::Impl::DeleteLocked(const ResourceType& t, const std::string& ns
   }
   bool isNamespace = t.key() == "/namespaces";
   if (!finalizers.empty() || gracefulPod || isNamespace) {
+    gcDirty = true;
     Json prev = *cur;
     bool changed = addFinalizer;
     if (!md.contains("deletionTimestamp")) {
