@@ -67,9 +67,14 @@ double QuantileOf(Statistic s) {
   }
 }
 
+// CS: a confidence sequence (valid at every n); CI: a fixed-n interval.
+const char* IntervalKind(const stats::Interval& iv) {
+  return iv.method == "confidence-sequence" ? "CS" : "CI";
+}
+
 std::string IntervalText(const stats::Interval& iv) {
-  std::string kind = iv.method == "confidence-sequence" ? "CS" : "CI";
-  return Percent(iv.confidence) + " " + kind + " [" + Num(iv.low) + ", " + Num(iv.high) + "]";
+  return Percent(iv.confidence) + " " + IntervalKind(iv) + " [" + Num(iv.low) + ", " +
+         Num(iv.high) + "]";
 }
 
 // The sequential quantile verdict on the samples, as the counts rule states it. An op of
@@ -218,9 +223,9 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       break;
     default:
       out.reason = figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) +
-                   "] straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +
-                   " required), " + IntervalText(out.interval) + " after " + n_text +
-                   outlier_text;
+                   "] (" + Percent(out.interval.confidence) + " " + IntervalKind(out.interval) +
+                   ") straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +
+                   " required) after " + n_text + outlier_text;
       break;
   }
   return out;
