@@ -104,6 +104,27 @@ struct Plan {
   bool one_look = false;    // fixed mode at its one planned look: fixed-n intervals
 };
 
+// The Student-t interval a mean threshold is read from: one look in a fixed plan, else the
+// threshold's budget split over every look the sequential plan could stop at.
+stats::Interval MeanThresholdInterval(std::span<const double> sorted, const Plan& plan,
+                                      const Sampling& sampling, double confidence) {
+  const int looks = plan.one_look ? 1 : MeanLooks(sampling);
+  stats::Interval iv = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
+  if (sorted.size() < 2) {
+    iv.low = -kInf;
+    iv.high = kInf;
+  }
+  iv.confidence = confidence;
+  if (looks > 1) iv.method = "student-t, Bonferroni over " + std::to_string(looks) + " looks";
+  return iv;
+}
+
+// Whether n is one of the looks the mean's Bonferroni split covers. A time budget that stops
+// sampling before minRepeats is outside it, so the mean cannot be decided then.
+bool MeanLookCovered(int n, const Plan& plan, const Sampling& sampling) {
+  return plan.one_look || n >= std::max(2, sampling.min_repeats);
+}
+
 Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Plan& plan,
                   const Sampling& sampling, double confidence, const std::string& unit) {
   Outcome out;
@@ -152,17 +173,9 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       double sum = 0;
       for (double x : sorted) sum += x;
       out.observed = sum / n;
-      const int looks = plan.one_look ? 1 : MeanLooks(sampling);
-      out.interval = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
-      if (n < 2) {
-        out.interval.low = -kInf;
-        out.interval.high = kInf;
-      }
-      out.interval.confidence = confidence;
-      if (looks > 1) {
-        out.interval.method = "student-t, Bonferroni over " + std::to_string(looks) + " looks";
-      }
+      out.interval = MeanThresholdInterval(sorted, plan, sampling, confidence);
       out.verdict = FromInterval(out.interval, th.op, th.bound);
+      if (!MeanLookCovered(n, plan, sampling)) out.verdict = Verdict::kInconclusive;
       break;
     }
     case Statistic::kMin:
@@ -176,15 +189,11 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
     case Statistic::kCiLow:
     case Statistic::kCiHigh: {
       point_check = true;
-      const int looks = plan.one_look ? 1 : MeanLooks(sampling);
-      out.interval = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
-      if (n < 2) {
-        out.interval.low = -kInf;
-        out.interval.high = kInf;
-      }
-      out.interval.confidence = confidence;
+      out.interval = MeanThresholdInterval(sorted, plan, sampling, confidence);
       out.observed = th.statistic == Statistic::kCiLow ? out.interval.low : out.interval.high;
-      if (Holds(out.observed, th.op, th.bound)) {
+      if (!MeanLookCovered(n, plan, sampling)) {
+        out.verdict = Verdict::kInconclusive;
+      } else if (Holds(out.observed, th.op, th.bound)) {
         out.verdict = Verdict::kPass;
       } else if (plan.final || FromInterval(out.interval, th.op, th.bound) == Verdict::kFail) {
         // Not met at the end, or the whole interval already on the wrong side.
@@ -310,7 +319,6 @@ double SplitConfidence(double node_confidence, int checks) {
 double SideAlpha(double threshold_confidence) { return (1 - threshold_confidence) / 2; }
 
 int MeanLooks(const Sampling& sampling) {
-  if (sampling.fixed) return 1;
   const int first = std::max(2, sampling.min_repeats);
   return std::max(1, sampling.max_repeats - first + 1);
 }

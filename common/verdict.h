@@ -75,7 +75,8 @@ struct Assessment {
 // interval is built at `threshold_confidence`.
 double SideAlpha(double threshold_confidence);
 // How many looks a sequential mean threshold's Bonferroni split covers: one per possible
-// stopping point from min_repeats to max_repeats; 1 in fixed mode.
+// stopping point from max(2, min_repeats) to max_repeats. (A fixed plan at its planned end
+// has one look; one stopped early by its time budget is read as a sequential one.)
 int MeanLooks(const Sampling& sampling);
 // Sequential quantile rule for "Q_q >= bound" on running counts: FAIL once the samples
 // strictly below the bound reach `BernoulliMixtureCriticalCount(n, q, side_alpha)`, PASS once

@@ -327,6 +327,21 @@ TEST(MeanThresholds, StudentTWithLooksSharedAndCiLowAsAPointCheck) {
   EXPECT_GE(a.outcomes[1].observed, 95.0);
 }
 
+TEST(MeanThresholds, TimeBudgetBeforeMinRepeatsLeavesTheMeanUndecided) {
+  // The Bonferroni split covers looks minRepeats..maxRepeats; 3 samples are outside it.
+  Threshold mean = Median(50.0);
+  mean.statistic = Statistic::kMean;
+  const MetricSamples x = {{mean.metric, {100, 101, 99}}};
+  const Assessment early = Assess({mean}, x, Plan(10, 50), 0.95, kUnits, true);
+  EXPECT_EQ(early.stop_reason, "maxSeconds");
+  EXPECT_EQ(early.outcomes[0].verdict, Verdict::kInconclusive);
+  // A fixed plan stopped early by its budget is read as a sequential one, not as one look.
+  Sampling fixed = Plan(2, 50, true);
+  const Assessment fixed_early = Assess({mean}, x, fixed, 0.95, kUnits, true);
+  EXPECT_THAT(fixed_early.outcomes[0].interval.method, HasSubstr("Bonferroni over 49 looks"));
+  EXPECT_EQ(fixed_early.outcomes[0].verdict, Verdict::kPass);
+}
+
 TEST(MeanThresholds, SequentialMeanIntervalCoversAtEveryLook) {
   // Bonferroni over looks 5..50 at 90%: the interval must hold at all 46 looks at once in at
   // least 90% of runs (3 SE = 0.02 over 2,000 runs).
