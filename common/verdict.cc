@@ -32,20 +32,28 @@ std::string Percent(double confidence) {
 // The comparison a FAIL shows: the negation of the op.
 const char* NegatedOpName(Op op) {
   switch (op) {
-    case Op::kGe: return "<";
-    case Op::kGt: return "<=";
-    case Op::kLe: return ">";
-    case Op::kLt: return ">=";
+    case Op::kGe:
+      return "<";
+    case Op::kGt:
+      return "<=";
+    case Op::kLe:
+      return ">";
+    case Op::kLt:
+      return ">=";
   }
   return "?";
 }
 
 bool Holds(double value, Op op, double bound) {
   switch (op) {
-    case Op::kGe: return value >= bound;
-    case Op::kGt: return value > bound;
-    case Op::kLe: return value <= bound;
-    case Op::kLt: return value < bound;
+    case Op::kGe:
+      return value >= bound;
+    case Op::kGt:
+      return value > bound;
+    case Op::kLe:
+      return value <= bound;
+    case Op::kLt:
+      return value < bound;
   }
   return false;
 }
@@ -61,9 +69,12 @@ Verdict FromInterval(const stats::Interval& iv, Op op, double bound) {
 
 double QuantileOf(Statistic s) {
   switch (s) {
-    case Statistic::kP05: return 0.05;
-    case Statistic::kP95: return 0.95;
-    default: return 0.5;
+    case Statistic::kP05:
+      return 0.05;
+    case Statistic::kP95:
+      return 0.95;
+    default:
+      return 0.5;
   }
 }
 
@@ -101,7 +112,7 @@ Verdict SequentialQuantile(std::span<const double> samples, double q, Op op, dou
 struct Plan {
   bool may_decide = false;  // enough samples for this mode, or final
   bool final = false;
-  bool one_look = false;    // fixed mode at its one planned look: fixed-n intervals
+  bool one_look = false;  // fixed mode at its one planned look: fixed-n intervals
 };
 
 // The Student-t interval a mean threshold is read from: one look in a fixed plan, else the
@@ -217,14 +228,14 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
   }
   out.decided = out.verdict == Verdict::kPass || out.verdict == Verdict::kFail;
   const std::string figure = what + " " + Num(out.observed) + unit_text;
-  const std::string interval_text = point_check && th.statistic != Statistic::kCiLow &&
-                                            th.statistic != Statistic::kCiHigh
-                                        ? ""
-                                        : ", " + IntervalText(out.interval);
+  const std::string interval_text =
+      point_check && th.statistic != Statistic::kCiLow && th.statistic != Statistic::kCiHigh
+          ? ""
+          : ", " + IntervalText(out.interval);
   switch (out.verdict) {
     case Verdict::kPass:
-      out.reason = figure + " " + bound_text + ": met" + interval_text + ", " + n_text +
-                   outlier_text;
+      out.reason =
+          figure + " " + bound_text + ": met" + interval_text + ", " + n_text + outlier_text;
       break;
     case Verdict::kFail:
       out.reason = figure + " " + NegatedOpName(th.op) + " bound " + Num(th.bound) + " (" +
@@ -244,11 +255,16 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "PASS";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kInconclusive: return "INCONCLUSIVE";
-    case Verdict::kSkipped: return "SKIPPED";
-    case Verdict::kError: return "ERROR";
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kInconclusive:
+      return "INCONCLUSIVE";
+    case Verdict::kSkipped:
+      return "SKIPPED";
+    case Verdict::kError:
+      return "ERROR";
   }
   return "UNKNOWN";
 }
@@ -285,24 +301,36 @@ bool ParseOp(const std::string& s, Op* out) {
 
 const char* StatisticName(Statistic s) {
   switch (s) {
-    case Statistic::kMean: return "mean";
-    case Statistic::kMedian: return "median";
-    case Statistic::kP05: return "p05";
-    case Statistic::kP95: return "p95";
-    case Statistic::kMin: return "min";
-    case Statistic::kMax: return "max";
-    case Statistic::kCiLow: return "ciLow";
-    case Statistic::kCiHigh: return "ciHigh";
+    case Statistic::kMean:
+      return "mean";
+    case Statistic::kMedian:
+      return "median";
+    case Statistic::kP05:
+      return "p05";
+    case Statistic::kP95:
+      return "p95";
+    case Statistic::kMin:
+      return "min";
+    case Statistic::kMax:
+      return "max";
+    case Statistic::kCiLow:
+      return "ciLow";
+    case Statistic::kCiHigh:
+      return "ciHigh";
   }
   return "?";
 }
 
 const char* OpName(Op op) {
   switch (op) {
-    case Op::kGe: return ">=";
-    case Op::kGt: return ">";
-    case Op::kLe: return "<=";
-    case Op::kLt: return "<";
+    case Op::kGe:
+      return ">=";
+    case Op::kGt:
+      return ">";
+    case Op::kLe:
+      return "<=";
+    case Op::kLt:
+      return "<";
   }
   return "?";
 }
@@ -393,8 +421,8 @@ Assessment Assess(const std::vector<Threshold>& thresholds, const MetricSamples&
   } else if (a.decided) {
     a.stop = true;
     a.stop_reason = "decided";
-    a.stop_detail = "decided after " + n_text + ": all " + std::to_string(total) +
-                    " thresholds decided";
+    a.stop_detail =
+        "decided after " + n_text + ": all " + std::to_string(total) + " thresholds decided";
   }
   return a;
 }

@@ -42,13 +42,13 @@ struct Sampling {
 
 struct Outcome {
   Verdict verdict = Verdict::kInconclusive;
-  double observed = 0;          // the statistic's point estimate
-  stats::Interval interval;     // the interval the verdict was read from (ends may be +-inf
-                                // while the samples cannot bound it yet)
-  std::string reason;           // "median triadBandwidthGBps 10.2 GB/s >= 9.0: met" ...
-  bool decided = false;         // PASS or FAIL that more samples would not be needed for
-  int samples = 0;              // samples of the metric the verdict was read from
-  int outliers = 0;             // beyond Tukey's 3-IQR fences; counted, kept in the data
+  double observed = 0;       // the statistic's point estimate
+  stats::Interval interval;  // the interval the verdict was read from (ends may be +-inf
+                             // while the samples cannot bound it yet)
+  std::string reason;        // "median triadBandwidthGBps 10.2 GB/s >= 9.0: met" ...
+  bool decided = false;      // PASS or FAIL that more samples would not be needed for
+  int samples = 0;           // samples of the metric the verdict was read from
+  int outliers = 0;          // beyond Tukey's 3-IQR fences; counted, kept in the data
 };
 
 using MetricSamples = std::map<std::string, std::vector<double>>;

@@ -114,10 +114,14 @@ std::string RuleName(Rule r, const Options& o) {
     case Rule::kPerfgate:
       return "perfgate (min " + std::to_string(o.min_repeats) + ", max " +
              std::to_string(o.max_repeats) + ")";
-    case Rule::kPerfgateFixed: return "perfgate fixed N=" + std::to_string(o.fixed_n);
-    case Rule::kOneRun: return "one run";
-    case Rule::kMeanOfN: return "mean of N=" + std::to_string(o.mean_n);
-    case Rule::kRetry3: return "retry until pass (3)";
+    case Rule::kPerfgateFixed:
+      return "perfgate fixed N=" + std::to_string(o.fixed_n);
+    case Rule::kOneRun:
+      return "one run";
+    case Rule::kMeanOfN:
+      return "mean of N=" + std::to_string(o.mean_n);
+    case Rule::kRetry3:
+      return "retry until pass (3)";
   }
   return "?";
 }
@@ -324,9 +328,8 @@ Tally RunCell(Rule rule, const Options& o, const Tables& t, const NoiseModel& mo
   for (int i = 0; i < threads; ++i) {
     const int first = i * per;
     const int count = std::max(0, std::min(per, o.nodes - first));
-    pool.emplace_back([&, i, first, count] {
-      parts[i] = RunNodes(rule, o, t, model, kind, first, count, seed);
-    });
+    pool.emplace_back(
+        [&, i, first, count] { parts[i] = RunNodes(rule, o, t, model, kind, first, count, seed); });
   }
   for (auto& th : pool) th.join();
   Tally total;
@@ -467,13 +470,14 @@ int main(int argc, char** argv) {
   int mismatches = 0;
   if (o.check_assess > 0) mismatches = CheckAgainstAssess(o, t, models, kinds);
 
-  std::printf("nodes per cell: %d; node = %d GPUs x %d metrics = %d checks (median >= bound); "
-              "node confidence %g -> per-check %.6f; warm-up discarded: %d; degraded: %s\n\n",
-              o.nodes, o.gpus, o.metrics, o.gpus * o.metrics, o.confidence,
-              t.threshold_confidence, o.warmup,
-              o.degrade_all_metrics ? "one GPU, all its metrics" : "one GPU, one metric");
-  std::printf("| noise | node | rule | FAIL %% | INCONCLUSIVE %% | PASS %% | mean samples/test | "
-              "mean max samples/node |\n|---|---|---|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "nodes per cell: %d; node = %d GPUs x %d metrics = %d checks (median >= bound); "
+      "node confidence %g -> per-check %.6f; warm-up discarded: %d; degraded: %s\n\n",
+      o.nodes, o.gpus, o.metrics, o.gpus * o.metrics, o.confidence, t.threshold_confidence,
+      o.warmup, o.degrade_all_metrics ? "one GPU, all its metrics" : "one GPU, one metric");
+  std::printf(
+      "| noise | node | rule | FAIL %% | INCONCLUSIVE %% | PASS %% | mean samples/test | "
+      "mean max samples/node |\n|---|---|---|---:|---:|---:|---:|---:|\n");
   unsigned long long cell_seed = o.seed;
   for (const NoiseModel& model : models) {
     for (const NodeKind& kind : kinds) {

@@ -82,10 +82,8 @@ TEST(Sequential, HealthyFarAboveTheBoundPassesSoonAfterMinRepeats) {
   std::mt19937_64 rng(1);
   std::normal_distribution<double> noise(100.0, 1.0);  // CV 1%, bound at 90% of the median
   const std::vector<Threshold> ths = {Median(90.0)};
-  const Assessment a =
-      RunUntilStop(ths, Plan(5, 150), kNodeCheckConfidence, [&](const std::string&) {
-        return noise(rng);
-      });
+  const Assessment a = RunUntilStop(ths, Plan(5, 150), kNodeCheckConfidence,
+                                    [&](const std::string&) { return noise(rng); });
   ASSERT_TRUE(a.stop);
   EXPECT_TRUE(a.decided);
   EXPECT_EQ(a.stop_reason, "decided");
@@ -104,10 +102,8 @@ TEST(Sequential, SlowNodeFailsEarlyAndSaysWhy) {
   std::mt19937_64 rng(2);
   std::normal_distribution<double> noise(9.81, 0.05);
   const std::vector<Threshold> ths = {Median(10.5)};
-  const Assessment a =
-      RunUntilStop(ths, Plan(5, 150), kNodeCheckConfidence, [&](const std::string&) {
-        return noise(rng);
-      });
+  const Assessment a = RunUntilStop(ths, Plan(5, 150), kNodeCheckConfidence,
+                                    [&](const std::string&) { return noise(rng); });
   EXPECT_EQ(a.stop_reason, "decided");
   EXPECT_LE(a.samples, 15);
   const Outcome& o = a.outcomes[0];
@@ -123,10 +119,8 @@ TEST(Sequential, TruthOnTheBoundRunsToTheCapAndIsInconclusive) {
   std::mt19937_64 rng(3);
   std::normal_distribution<double> noise(100.0, 3.0);
   const std::vector<Threshold> ths = {Median(100.0)};
-  const Assessment a =
-      RunUntilStop(ths, Plan(5, 150), kNodeCheckConfidence, [&](const std::string&) {
-        return noise(rng);
-      });
+  const Assessment a = RunUntilStop(ths, Plan(5, 150), kNodeCheckConfidence,
+                                    [&](const std::string&) { return noise(rng); });
   EXPECT_EQ(a.samples, 150);
   EXPECT_TRUE(a.stop);
   EXPECT_FALSE(a.decided);
@@ -165,8 +159,8 @@ TEST(Sequential, OutliersAreCountedReportedAndDoNotFlipTheMedian) {
   x[7] = 50;
   x[19] = 49;
   const std::vector<Threshold> ths = {Median(90.0)};
-  const Assessment a = Assess(ths, {{"triadBandwidthGBps", x}}, Plan(5, 150),
-                              kNodeCheckConfidence, kUnits, false);
+  const Assessment a =
+      Assess(ths, {{"triadBandwidthGBps", x}}, Plan(5, 150), kNodeCheckConfidence, kUnits, false);
   EXPECT_EQ(a.outcomes[0].verdict, Verdict::kPass);
   EXPECT_EQ(a.outcomes[0].outliers, 3);
   EXPECT_EQ(a.outcomes[0].samples, 31);  // kept, not dropped
@@ -183,10 +177,8 @@ TEST(Sequential, LatencyStyleUpperBoundsMirror) {
   p95.bound = 20;
   Threshold too_tight = p95;
   too_tight.bound = 5;
-  const Assessment a =
-      RunUntilStop({p95, too_tight}, Plan(5, 300), 0.95, [&](const std::string&) {
-        return latency(rng);
-      });
+  const Assessment a = RunUntilStop({p95, too_tight}, Plan(5, 300), 0.95,
+                                    [&](const std::string&) { return latency(rng); });
   EXPECT_EQ(a.stop_reason, "decided");
   EXPECT_EQ(a.outcomes[0].verdict, Verdict::kPass);
   EXPECT_LE(a.outcomes[0].interval.high, 20.0);
@@ -236,9 +228,8 @@ TEST(Sequential, FalseFailRateHoldsUnderContinuousMonitoring) {
   constexpr int kRuns = 2000;
   int false_fail = 0;
   for (int r = 0; r < kRuns; ++r) {
-    const Assessment a = RunUntilStop(ths, Plan(5, 100), 0.90, [&](const std::string&) {
-      return noise(rng);
-    });
+    const Assessment a =
+        RunUntilStop(ths, Plan(5, 100), 0.90, [&](const std::string&) { return noise(rng); });
     false_fail += a.outcomes[0].verdict == Verdict::kFail;
   }
   EXPECT_LE(false_fail / double(kRuns), 0.05 + 3 * 0.0049);
@@ -267,8 +258,8 @@ TEST(Fixed, DecidesOnceAtMaxRepeats) {
 TEST(Fixed, TooFewSamplesForTheLevelIsInconclusive) {
   // 5 samples cannot give a 99.9% median interval (best is [min, max] at 93.75%).
   const std::vector<Threshold> ths = {Median(1.0)};
-  const Assessment a = Assess(ths, {{"triadBandwidthGBps", {10, 11, 12, 13, 14}}},
-                              Plan(5, 5, true), 0.999, kUnits, false);
+  const Assessment a = Assess(ths, {{"triadBandwidthGBps", {10, 11, 12, 13, 14}}}, Plan(5, 5, true),
+                              0.999, kUnits, false);
   EXPECT_EQ(a.outcomes[0].verdict, Verdict::kInconclusive);
 }
 
@@ -315,10 +306,8 @@ TEST(MeanThresholds, StudentTWithLooksSharedAndCiLowAsAPointCheck) {
   mean.statistic = Statistic::kMean;
   Threshold ci_low = Median(95.0);
   ci_low.statistic = Statistic::kCiLow;
-  const Assessment a =
-      RunUntilStop({mean, ci_low}, Plan(5, 50), 0.95, [&](const std::string&) {
-        return noise(rng);
-      });
+  const Assessment a = RunUntilStop({mean, ci_low}, Plan(5, 50), 0.95,
+                                    [&](const std::string&) { return noise(rng); });
   EXPECT_EQ(a.stop_reason, "decided");
   EXPECT_EQ(a.outcomes[0].verdict, Verdict::kPass);
   EXPECT_THAT(a.outcomes[0].interval.method, HasSubstr("Bonferroni over 46 looks"));
