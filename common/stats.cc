@@ -48,8 +48,8 @@ double BetaContinuedFraction(double a, double b, double x) {
 }
 
 double StudentTPdf(double t, double dof) {
-  const double log_norm = std::lgamma((dof + 1) / 2) - std::lgamma(dof / 2) -
-                          0.5 * std::log(dof * std::numbers::pi);
+  const double log_norm =
+      std::lgamma((dof + 1) / 2) - std::lgamma(dof / 2) - 0.5 * std::log(dof * std::numbers::pi);
   return std::exp(log_norm - (dof + 1) / 2 * std::log1p(t * t / dof));
 }
 
@@ -64,8 +64,8 @@ std::vector<double> Sorted(std::span<const double> samples) {
 double RegularizedIncompleteBeta(double a, double b, double x) {
   if (x <= 0) return 0;
   if (x >= 1) return 1;
-  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
-                           a * std::log(x) + b * std::log1p(-x);
+  const double log_front =
+      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
   if (x < (a + 1) / (a + b + 2)) {
     return std::exp(log_front) * BetaContinuedFraction(a, b, x) / a;
   }
@@ -252,8 +252,8 @@ int CountOutliers(std::span<const double> sorted) {
   const double iqr = q3 - q1;
   const double lo = q1 - 3 * iqr;
   const double hi = q3 + 3 * iqr;
-  return static_cast<int>(std::count_if(sorted.begin(), sorted.end(),
-                                        [&](double x) { return x < lo || x > hi; }));
+  return static_cast<int>(
+      std::count_if(sorted.begin(), sorted.end(), [&](double x) { return x < lo || x > hi; }));
 }
 
 }  // namespace perfgate::stats
@@ -313,8 +313,7 @@ int BernoulliMixtureCriticalCount(int n, double p0, double alpha) {
   return hi;
 }
 
-Interval QuantileConfidenceSequence(std::span<const double> samples, double q,
-                                    double confidence) {
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence) {
   Interval iv;
   iv.confidence = confidence;
   iv.method = "confidence-sequence";

@@ -22,9 +22,9 @@ struct Summary {
   double stddev = 0;  // sample standard deviation (n - 1)
   double min = 0;
   double max = 0;
-  double p05 = 0;  // quantiles by linear interpolation between order statistics
-  double p95 = 0;  // (Hyndman & Fan type 7, numpy's and R's default)
-  double cv = 0;   // stddev / mean (0 when mean is 0)
+  double p05 = 0;      // quantiles by linear interpolation between order statistics
+  double p95 = 0;      // (Hyndman & Fan type 7, numpy's and R's default)
+  double cv = 0;       // stddev / mean (0 when mean is 0)
   Interval mean_ci;    // Student-t
   Interval median_ci;  // distribution-free, from order statistics
   int outliers = 0;    // beyond Tukey's far fences (3 IQR); counted, never dropped
@@ -70,8 +70,7 @@ int BernoulliMixtureCriticalCount(int n, double p0, double alpha);
 // Two-sided confidence sequence for the q-quantile (each side (1 - confidence) / 2): covers
 // the true quantile at every n simultaneously, for i.i.d. samples of any distribution. Ends
 // are order statistics; an end the samples cannot bound yet is -inf / +inf.
-Interval QuantileConfidenceSequence(std::span<const double> samples, double q,
-                                    double confidence);
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence);
 // The confidence of each look's Student-t interval when `looks` looks share the error budget
 // of `confidence` (Bonferroni over looks: valid whichever look sampling stops at).
 double MeanLookConfidence(double confidence, int looks);

@@ -32,20 +32,28 @@ std::string Percent(double confidence) {
 // The comparison a FAIL shows: the negation of the op.
 const char* NegatedOpName(Op op) {
   switch (op) {
-    case Op::kGe: return "<";
-    case Op::kGt: return "<=";
-    case Op::kLe: return ">";
-    case Op::kLt: return ">=";
+    case Op::kGe:
+      return "<";
+    case Op::kGt:
+      return "<=";
+    case Op::kLe:
+      return ">";
+    case Op::kLt:
+      return ">=";
   }
   return "?";
 }
 
 bool Holds(double value, Op op, double bound) {
   switch (op) {
-    case Op::kGe: return value >= bound;
-    case Op::kGt: return value > bound;
-    case Op::kLe: return value <= bound;
-    case Op::kLt: return value < bound;
+    case Op::kGe:
+      return value >= bound;
+    case Op::kGt:
+      return value > bound;
+    case Op::kLe:
+      return value <= bound;
+    case Op::kLt:
+      return value < bound;
   }
   return false;
 }
@@ -61,15 +69,23 @@ Verdict FromInterval(const stats::Interval& iv, Op op, double bound) {
 
 double QuantileOf(Statistic s) {
   switch (s) {
-    case Statistic::kP05: return 0.05;
-    case Statistic::kP95: return 0.95;
-    default: return 0.5;
+    case Statistic::kP05:
+      return 0.05;
+    case Statistic::kP95:
+      return 0.95;
+    default:
+      return 0.5;
   }
 }
 
+// CS: a confidence sequence (valid at every n); CI: a fixed-n interval.
+const char* IntervalKind(const stats::Interval& iv) {
+  return iv.method == "confidence-sequence" ? "CS" : "CI";
+}
+
 std::string IntervalText(const stats::Interval& iv) {
-  std::string kind = iv.method == "confidence-sequence" ? "CS" : "CI";
-  return Percent(iv.confidence) + " " + kind + " [" + Num(iv.low) + ", " + Num(iv.high) + "]";
+  return Percent(iv.confidence) + " " + IntervalKind(iv) + " [" + Num(iv.low) + ", " +
+         Num(iv.high) + "]";
 }
 
 // The sequential quantile verdict on the samples, as the counts rule states it. An op of
@@ -96,8 +112,29 @@ Verdict SequentialQuantile(std::span<const double> samples, double q, Op op, dou
 struct Plan {
   bool may_decide = false;  // enough samples for this mode, or final
   bool final = false;
-  bool one_look = false;    // fixed mode at its one planned look: fixed-n intervals
+  bool one_look = false;  // fixed mode at its one planned look: fixed-n intervals
 };
+
+// The Student-t interval a mean threshold is read from: one look in a fixed plan, else the
+// threshold's budget split over every look the sequential plan could stop at.
+stats::Interval MeanThresholdInterval(std::span<const double> sorted, const Plan& plan,
+                                      const Sampling& sampling, double confidence) {
+  const int looks = plan.one_look ? 1 : MeanLooks(sampling);
+  stats::Interval iv = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
+  if (sorted.size() < 2) {
+    iv.low = -kInf;
+    iv.high = kInf;
+  }
+  iv.confidence = confidence;
+  if (looks > 1) iv.method = "student-t, Bonferroni over " + std::to_string(looks) + " looks";
+  return iv;
+}
+
+// Whether n is one of the looks the mean's Bonferroni split covers. A time budget that stops
+// sampling before minRepeats is outside it, so the mean cannot be decided then.
+bool MeanLookCovered(int n, const Plan& plan, const Sampling& sampling) {
+  return plan.one_look || n >= std::max(2, sampling.min_repeats);
+}
 
 Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Plan& plan,
                   const Sampling& sampling, double confidence, const std::string& unit) {
@@ -147,17 +184,9 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       double sum = 0;
       for (double x : sorted) sum += x;
       out.observed = sum / n;
-      const int looks = plan.one_look ? 1 : MeanLooks(sampling);
-      out.interval = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
-      if (n < 2) {
-        out.interval.low = -kInf;
-        out.interval.high = kInf;
-      }
-      out.interval.confidence = confidence;
-      if (looks > 1) {
-        out.interval.method = "student-t, Bonferroni over " + std::to_string(looks) + " looks";
-      }
+      out.interval = MeanThresholdInterval(sorted, plan, sampling, confidence);
       out.verdict = FromInterval(out.interval, th.op, th.bound);
+      if (!MeanLookCovered(n, plan, sampling)) out.verdict = Verdict::kInconclusive;
       break;
     }
     case Statistic::kMin:
@@ -171,15 +200,11 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
     case Statistic::kCiLow:
     case Statistic::kCiHigh: {
       point_check = true;
-      const int looks = plan.one_look ? 1 : MeanLooks(sampling);
-      out.interval = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
-      if (n < 2) {
-        out.interval.low = -kInf;
-        out.interval.high = kInf;
-      }
-      out.interval.confidence = confidence;
+      out.interval = MeanThresholdInterval(sorted, plan, sampling, confidence);
       out.observed = th.statistic == Statistic::kCiLow ? out.interval.low : out.interval.high;
-      if (Holds(out.observed, th.op, th.bound)) {
+      if (!MeanLookCovered(n, plan, sampling)) {
+        out.verdict = Verdict::kInconclusive;
+      } else if (Holds(out.observed, th.op, th.bound)) {
         out.verdict = Verdict::kPass;
       } else if (plan.final || FromInterval(out.interval, th.op, th.bound) == Verdict::kFail) {
         // Not met at the end, or the whole interval already on the wrong side.
@@ -203,14 +228,14 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
   }
   out.decided = out.verdict == Verdict::kPass || out.verdict == Verdict::kFail;
   const std::string figure = what + " " + Num(out.observed) + unit_text;
-  const std::string interval_text = point_check && th.statistic != Statistic::kCiLow &&
-                                            th.statistic != Statistic::kCiHigh
-                                        ? ""
-                                        : ", " + IntervalText(out.interval);
+  const std::string interval_text =
+      point_check && th.statistic != Statistic::kCiLow && th.statistic != Statistic::kCiHigh
+          ? ""
+          : ", " + IntervalText(out.interval);
   switch (out.verdict) {
     case Verdict::kPass:
-      out.reason = figure + " " + bound_text + ": met" + interval_text + ", " + n_text +
-                   outlier_text;
+      out.reason =
+          figure + " " + bound_text + ": met" + interval_text + ", " + n_text + outlier_text;
       break;
     case Verdict::kFail:
       out.reason = figure + " " + NegatedOpName(th.op) + " bound " + Num(th.bound) + " (" +
@@ -218,9 +243,9 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       break;
     default:
       out.reason = figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) +
-                   "] straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +
-                   " required), " + IntervalText(out.interval) + " after " + n_text +
-                   outlier_text;
+                   "] (" + Percent(out.interval.confidence) + " " + IntervalKind(out.interval) +
+                   ") straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +
+                   " required) after " + n_text + outlier_text;
       break;
   }
   return out;
@@ -230,11 +255,16 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "PASS";
-    case Verdict::kFail: return "FAIL";
-    case Verdict::kInconclusive: return "INCONCLUSIVE";
-    case Verdict::kSkipped: return "SKIPPED";
-    case Verdict::kError: return "ERROR";
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kInconclusive:
+      return "INCONCLUSIVE";
+    case Verdict::kSkipped:
+      return "SKIPPED";
+    case Verdict::kError:
+      return "ERROR";
   }
   return "UNKNOWN";
 }
@@ -271,24 +301,36 @@ bool ParseOp(const std::string& s, Op* out) {
 
 const char* StatisticName(Statistic s) {
   switch (s) {
-    case Statistic::kMean: return "mean";
-    case Statistic::kMedian: return "median";
-    case Statistic::kP05: return "p05";
-    case Statistic::kP95: return "p95";
-    case Statistic::kMin: return "min";
-    case Statistic::kMax: return "max";
-    case Statistic::kCiLow: return "ciLow";
-    case Statistic::kCiHigh: return "ciHigh";
+    case Statistic::kMean:
+      return "mean";
+    case Statistic::kMedian:
+      return "median";
+    case Statistic::kP05:
+      return "p05";
+    case Statistic::kP95:
+      return "p95";
+    case Statistic::kMin:
+      return "min";
+    case Statistic::kMax:
+      return "max";
+    case Statistic::kCiLow:
+      return "ciLow";
+    case Statistic::kCiHigh:
+      return "ciHigh";
   }
   return "?";
 }
 
 const char* OpName(Op op) {
   switch (op) {
-    case Op::kGe: return ">=";
-    case Op::kGt: return ">";
-    case Op::kLe: return "<=";
-    case Op::kLt: return "<";
+    case Op::kGe:
+      return ">=";
+    case Op::kGt:
+      return ">";
+    case Op::kLe:
+      return "<=";
+    case Op::kLt:
+      return "<";
   }
   return "?";
 }
@@ -305,7 +347,6 @@ double SplitConfidence(double node_confidence, int checks) {
 double SideAlpha(double threshold_confidence) { return (1 - threshold_confidence) / 2; }
 
 int MeanLooks(const Sampling& sampling) {
-  if (sampling.fixed) return 1;
   const int first = std::max(2, sampling.min_repeats);
   return std::max(1, sampling.max_repeats - first + 1);
 }
@@ -380,8 +421,8 @@ Assessment Assess(const std::vector<Threshold>& thresholds, const MetricSamples&
   } else if (a.decided) {
     a.stop = true;
     a.stop_reason = "decided";
-    a.stop_detail = "decided after " + n_text + ": all " + std::to_string(total) +
-                    " thresholds decided";
+    a.stop_detail =
+        "decided after " + n_text + ": all " + std::to_string(total) + " thresholds decided";
   }
   return a;
 }

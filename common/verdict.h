@@ -42,13 +42,13 @@ struct Sampling {
 
 struct Outcome {
   Verdict verdict = Verdict::kInconclusive;
-  double observed = 0;          // the statistic's point estimate
-  stats::Interval interval;     // the interval the verdict was read from (ends may be +-inf
-                                // while the samples cannot bound it yet)
-  std::string reason;           // "median triadBandwidthGBps 10.2 GB/s >= 9.0: met" ...
-  bool decided = false;         // PASS or FAIL that more samples would not be needed for
-  int samples = 0;              // samples of the metric the verdict was read from
-  int outliers = 0;             // beyond Tukey's 3-IQR fences; counted, kept in the data
+  double observed = 0;       // the statistic's point estimate
+  stats::Interval interval;  // the interval the verdict was read from (ends may be +-inf
+                             // while the samples cannot bound it yet)
+  std::string reason;        // "median triadBandwidthGBps 10.2 GB/s >= 9.0: met" ...
+  bool decided = false;      // PASS or FAIL that more samples would not be needed for
+  int samples = 0;           // samples of the metric the verdict was read from
+  int outliers = 0;          // beyond Tukey's 3-IQR fences; counted, kept in the data
 };
 
 using MetricSamples = std::map<std::string, std::vector<double>>;
@@ -75,7 +75,8 @@ struct Assessment {
 // interval is built at `threshold_confidence`.
 double SideAlpha(double threshold_confidence);
 // How many looks a sequential mean threshold's Bonferroni split covers: one per possible
-// stopping point from min_repeats to max_repeats; 1 in fixed mode.
+// stopping point from max(2, min_repeats) to max_repeats. (A fixed plan at its planned end
+// has one look; one stopped early by its time budget is read as a sequential one.)
 int MeanLooks(const Sampling& sampling);
 // Sequential quantile rule for "Q_q >= bound" on running counts: FAIL once the samples
 // strictly below the bound reach `BernoulliMixtureCriticalCount(n, q, side_alpha)`, PASS once

@@ -88,7 +88,7 @@ TEST(Binomial, CdfMatchesCountedTerms) {
 // order statistics floor(h) and floor(h) + 1 (0-based).
 TEST(Quantile, Type7ByHand) {
   const std::vector<double> x = {2, 4, 4, 4, 5, 5, 7, 9};
-  EXPECT_DOUBLE_EQ(Quantile(x, 0.5), 4.5);    // h = 3.5: (4 + 5) / 2
+  EXPECT_DOUBLE_EQ(Quantile(x, 0.5), 4.5);     // h = 3.5: (4 + 5) / 2
   EXPECT_NEAR(Quantile(x, 0.05), 2.7, 1e-12);  // h = 0.35: 2 + 0.35 * 2
   EXPECT_NEAR(Quantile(x, 0.95), 8.3, 1e-12);  // h = 6.65: 7 + 0.65 * 2
   EXPECT_DOUBLE_EQ(Quantile(x, 0.0), 2.0);
