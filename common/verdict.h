@@ -30,12 +30,14 @@ struct Threshold {
 };
 
 struct Sampling {
-  int warmup = 2;
-  int min_repeats = 5;
-  int max_repeats = 50;
+  // Defaults from the simulation in docs/benchmarks.md: a 32-check node at CV 8% needs up
+  // to ~110 samples to decide; fewer than 13 can never decide 32 checks at 0.99.
+  int warmup = 3;
+  int min_repeats = 10;
+  int max_repeats = 150;
   double max_seconds = 60;
   // Confidence for the whole node (see SplitConfidence), e.g. 0.95.
-  double confidence = 0.95;
+  double confidence = 0.99;
   // Fixed: always take max_repeats samples, then decide once.
   bool fixed = false;
 };

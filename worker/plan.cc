@@ -440,6 +440,14 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
     if (!names.insert(t.name).second) continue;
     plan.tests.push_back(std::move(t));
   }
+  // A plan the operator resolved names its profile in annotations (the tests are inline).
+  const auto& ann = doc.metadata().annotations();
+  if (plan.profile.empty() && ann.count("perfgate.io/profile") != 0) {
+    plan.profile = ann.at("perfgate.io/profile");
+    if (ann.count("perfgate.io/profile-version") != 0) {
+      plan.profile_version = ann.at("perfgate.io/profile-version");
+    }
+  }
   if (plan.tests.empty()) {
     return ctx.where.Error("spec.tests", "the spec has no tests (give tests or a profile)");
   }

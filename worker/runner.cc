@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <mutex>
@@ -28,9 +29,19 @@ v1alpha1::Verdict ToProto(verdict::Verdict v) {
   return v1alpha1::ERROR;
 }
 
+// An end the samples cannot bound yet is infinite; JSON (and a CRD `number`) has no
+// infinity, so it is left out and flagged.
 void ToProto(const stats::Interval& in, v1alpha1::Interval* out) {
-  out->set_low(in.low);
-  out->set_high(in.high);
+  if (std::isfinite(in.low)) {
+    out->set_low(in.low);
+  } else {
+    out->set_lowunbounded(true);
+  }
+  if (std::isfinite(in.high)) {
+    out->set_high(in.high);
+  } else {
+    out->set_highunbounded(true);
+  }
   out->set_confidence(in.confidence);
   out->set_method(in.method);
 }
@@ -163,18 +174,25 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     if (sampling.fixed) {
       if (!at_cap) continue;
       stop = "fixed";
+      break;
+    }
+    assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence,
+                                 units, false);
+    // A threshold decided FAIL fails the test whatever the others say: stop there.
+    const bool failed = std::any_of(
+        assessment.outcomes.begin(), assessment.outcomes.end(), [](const verdict::Outcome& o) {
+          return o.decided && o.verdict == verdict::Verdict::kFail;
+        });
+    if (assessment.stop) {
+      stop = assessment.stop_reason;
+    } else if (failed && n >= sampling.min_repeats) {
+      stop = "decided";
+    } else if (at_cap) {
+      stop = "maxRepeats";
+    } else if (out_of_time) {
+      stop = "maxSeconds";
     } else {
-      assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units,
-                                   false);
-      if (assessment.decided && n >= sampling.min_repeats) {
-        stop = "decided";
-      } else if (at_cap) {
-        stop = "maxRepeats";
-      } else if (out_of_time && n >= 1) {
-        stop = "maxSeconds";
-      } else {
-        continue;
-      }
+      continue;
     }
     break;
   }
@@ -214,8 +232,8 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
       reason = o.reason;
     }
   }
-  if (verdict == v1alpha1::INCONCLUSIVE) {
-    reason += " (stopped at " + stop + " after " + std::to_string(n) + " samples)";
+  if (verdict == v1alpha1::INCONCLUSIVE && !assessment.stop_detail.empty()) {
+    reason += " (" + assessment.stop_detail + ")";
   }
   if (t.thresholds.empty()) reason = "measured; no thresholds to meet";
   for (const auto& [k, v] : run->Details()) (*r.mutable_details())[k] = v;
