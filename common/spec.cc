@@ -2,6 +2,7 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/util/json_util.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -153,6 +154,62 @@ Result<json> FieldValueToJson(const YAML::Node& node, const pb::FieldDescriptor*
   return ScalarToJson(node, field, path, *where);
 }
 
+// The 1-based line of the first byte sequence that is not UTF-8, or 0.
+int FirstInvalidUtf8Line(std::string_view text) {
+  int line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    int extra = 0;
+    if (c < 0x80) {
+      if (c == '\n') ++line;
+      ++i;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+    } else {
+      return line;
+    }
+    for (int k = 1; k <= extra; ++k) {
+      if (i + k >= text.size()) return line;
+      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return line;
+    }
+    i += extra + 1;
+  }
+  return 0;
+}
+
+// Counts the nodes of one document (to tell a real second document from none).
+struct NodeCounter : YAML::EventHandler {
+  int nodes = 0;
+  int first_line = 0;
+  void Note(const YAML::Mark& m) {
+    if (nodes++ == 0) first_line = m.line + 1;
+  }
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Note(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Note(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Note(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Note(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Note(m);
+  }
+  void OnMapEnd() override {}
+};
+
 bool IsNullNode(const YAML::Node& node) {
   return node.IsNull() ||
          (node.IsScalar() && IsPlain(node) && ClassifyPlainScalar(node.Scalar()) == ScalarKind::kNull);
@@ -290,15 +347,24 @@ Status SourceMap::ErrorAt(int line, const std::string& path, const std::string& 
 Status ParseDocument(std::string_view text, const std::string& source, pb::Message* out,
                      SourceMap* where) {
   *where = SourceMap(source);
+  // Kubernetes takes only UTF-8; say where it breaks (and nlohmann::json would throw).
+  if (int bad_line = FirstInvalidUtf8Line(text); bad_line > 0) {
+    return InvalidArgument(source + ":" + std::to_string(bad_line) + ": not valid UTF-8");
+  }
   YAML::Node root;
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.empty() || IsNullNode(docs[0])) return InvalidArgument(source + ": the document is empty");
-    if (docs.size() > 1) {
-      return InvalidArgument(source + ":" + std::to_string(LineOf(docs[1])) +
-                             ": expected one document, found " + std::to_string(docs.size()));
+    // YAML::LoadAll loops forever on some malformed input (yaml-cpp 0.7, found by the fuzzer):
+    // load the first document, then look at most one document further for a second one.
+    root = YAML::Load(std::string(text));
+    if (IsNullNode(root)) return InvalidArgument(source + ": the document is empty");
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    NodeCounter first, second;
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) &&
+        second.nodes > 0) {
+      return InvalidArgument(source + ":" + std::to_string(second.first_line) +
+                             ": expected one document, found more than one");
     }
-    root = docs[0];
   } catch (const YAML::Exception& e) {
     return InvalidArgument(source + ":" + std::to_string(e.mark.line + 1) + ":" +
                            std::to_string(e.mark.column + 1) + ": malformed YAML: " + e.msg);
@@ -306,7 +372,8 @@ Status ParseDocument(std::string_view text, const std::string& source, pb::Messa
   ASSIGN_OR_RETURN(json j, MessageToJson(root, out->GetDescriptor(), "", where));
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto st = pb::util::JsonStringToMessage(j.dump(), out, options);
+  auto st = pb::util::JsonStringToMessage(
+      j.dump(-1, ' ', false, json::error_handler_t::replace), out, options);
   if (!st.ok()) {
     // The walk above checked names and types, so this is a schema/loader mismatch.
     return Internal(source + ": " + std::string(st.message()));

@@ -179,8 +179,9 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
   for (const auto& p : info.params) values[p.name] = DefaultValue(p);
   for (const auto& [key, value] : t.parameters().fields()) {
     const std::string ppath = path + ".parameters." + key;
+    const std::string& param_name = key;  // clang 14 cannot capture structured bindings
     auto it = std::find_if(info.params.begin(), info.params.end(),
-                           [&](const kernels::ParamInfo& p) { return p.name == key; });
+                           [&](const kernels::ParamInfo& p) { return p.name == param_name; });
     if (it == info.params.end()) {
       std::vector<std::string> names;
       for (const auto& p : info.params) names.push_back(p.name);

@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"Empty", "", "bad.yaml: the document is empty"},
         BadSpec{"TwoDocuments",
                 "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\n---\nkind: X\n",
-                "expected one document, found 2"},
+                "bad.yaml:4: expected one document, found more than one"},
         BadSpec{"DuplicateKey",
                 "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  level: quick\n"
                 "  level: full\n",
@@ -126,6 +126,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "  gpusPerNode: 99999999999\n",
                 "spec.gpusPerNode: integer 99999999999 is out of range"}),
     [](const auto& p) { return std::string(p.param.name); });
+
+// Found by the fuzzer: yaml-cpp's LoadAll never returns on this input.
+TEST(SpecLoad, MalformedTailDoesNotHang) {
+  std::string text = "{\"ap" + std::string(40, '@') + "\": \"taint\"},\n  \"stset\": [{\"type\"\xc2 \"h\"";
+  auto loaded = ParseValidation(text, "hang.yaml");
+  EXPECT_FALSE(loaded.ok());
+}
+
+// Found by the fuzzer: invalid UTF-8 made the JSON step throw.
+TEST(SpecLoad, InvalidUtf8NamesTheLine) {
+  auto loaded = ParseValidation("apiVersion: perfgate.io/v1alpha1\nkind: Perf\xff\n", "u.yaml");
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("u.yaml:2: not valid UTF-8"));
+}
 
 TEST(SpecLoad, ClassifiesPlainScalarsLikeKubernetes) {
   EXPECT_EQ(ClassifyPlainScalar("12"), ScalarKind::kInt);

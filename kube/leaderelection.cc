@@ -1,0 +1,281 @@
+#include "kube/leaderelection.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <ctime>
+#include <random>
+#include <utility>
+
+#include "kube/log.h"
+
+namespace perfgate::kube {
+
+std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch());
+  auto secs = std::chrono::floor<std::chrono::seconds>(micros);
+  std::time_t tt = static_cast<std::time_t>(secs.count());
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (micros - secs).count());
+}
+
+Result<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& text) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &consumed) !=
+      6) {
+    return InvalidArgument(fmt::format("not an RFC 3339 time: \"{}\"", text));
+  }
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  auto t = std::chrono::system_clock::from_time_t(timegm(&tm));
+  size_t i = static_cast<size_t>(consumed);
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    int64_t frac = 0;
+    int digits = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      if (digits < 6) {
+        frac = frac * 10 + (text[i] - '0');
+        ++digits;
+      }
+      ++i;
+    }
+    while (digits++ < 6) frac *= 10;
+    t += std::chrono::microseconds(frac);
+  }
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+    int oh = 0, om = 0;
+    if (std::sscanf(text.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2) {
+      return InvalidArgument(fmt::format("bad time zone in \"{}\"", text));
+    }
+    auto offset = std::chrono::hours(oh) + std::chrono::minutes(om);
+    t = text[i] == '+' ? t - offset : t + offset;
+  }
+  return t;
+}
+
+namespace {
+
+class ApiLeaseLock final : public LeaseLock {
+ public:
+  ApiLeaseLock(std::shared_ptr<Client> client, std::string ns, std::string name)
+      : client_(std::move(client)), ns_(std::move(ns)), name_(std::move(name)) {}
+
+  Result<LeaseRecord> Get() override {
+    ASSIGN_OR_RETURN(Json lease, client_->Get(LeasesResource(), ns_, name_));
+    return FromJson(lease);
+  }
+  Result<LeaseRecord> Create(const LeaseRecord& record) override {
+    ASSIGN_OR_RETURN(Json lease, client_->Create(LeasesResource(), ns_, ToJson(record)));
+    return FromJson(lease);
+  }
+  Result<LeaseRecord> Update(const LeaseRecord& record) override {
+    ASSIGN_OR_RETURN(Json lease, client_->Update(LeasesResource(), ns_, ToJson(record)));
+    return FromJson(lease);
+  }
+  std::string Describe() const override { return ns_ + "/" + name_; }
+
+ private:
+  Json ToJson(const LeaseRecord& r) const {
+    Json meta = {{"name", name_}, {"namespace", ns_}};
+    if (!r.resourceVersion.empty()) meta["resourceVersion"] = r.resourceVersion;
+    Json spec = {{"holderIdentity", r.holderIdentity},
+                 {"leaseDurationSeconds", r.leaseDurationSeconds},
+                 {"acquireTime", FormatMicroTime(r.acquireTime)},
+                 {"renewTime", FormatMicroTime(r.renewTime)},
+                 {"leaseTransitions", r.leaseTransitions}};
+    return {{"apiVersion", "coordination.k8s.io/v1"},
+            {"kind", "Lease"},
+            {"metadata", std::move(meta)},
+            {"spec", std::move(spec)}};
+  }
+  Result<LeaseRecord> FromJson(const Json& lease) const {
+    LeaseRecord r;
+    if (lease.contains("metadata") && lease["metadata"].is_object()) {
+      r.resourceVersion = lease["metadata"].value("resourceVersion", "");
+    }
+    if (!lease.contains("spec") || !lease["spec"].is_object()) return r;
+    const Json& spec = lease["spec"];
+    r.holderIdentity = spec.value("holderIdentity", "");
+    r.leaseDurationSeconds = spec.value("leaseDurationSeconds", 0);
+    r.leaseTransitions = spec.value("leaseTransitions", 0);
+    for (auto [field, out] :
+         {std::pair{"acquireTime", &r.acquireTime}, std::pair{"renewTime", &r.renewTime}}) {
+      std::string text = spec.value(field, "");
+      if (text.empty()) continue;
+      auto t = ParseMicroTime(text);
+      if (!t.ok()) {
+        return t.status().WithContext(fmt::format("lease {}: spec.{}", Describe(), field));
+      }
+      *out = *t;
+    }
+    return r;
+  }
+
+  std::shared_ptr<Client> client_;
+  std::string ns_;
+  std::string name_;
+};
+
+bool SameRecord(const LeaseRecord& a, const LeaseRecord& b) {
+  return a.holderIdentity == b.holderIdentity && a.renewTime == b.renewTime &&
+         a.resourceVersion == b.resourceVersion && a.leaseTransitions == b.leaseTransitions;
+}
+
+}  // namespace
+
+std::shared_ptr<LeaseLock> NewLeaseLock(std::shared_ptr<Client> client, std::string ns,
+                                        std::string name) {
+  return std::make_shared<ApiLeaseLock>(std::move(client), std::move(ns), std::move(name));
+}
+
+LeaderElector::LeaderElector(std::shared_ptr<LeaseLock> lock, LeaderElectionConfig config,
+                             std::shared_ptr<Clock> clock)
+    : lock_(std::move(lock)),
+      config_(std::move(config)),
+      clock_(clock ? std::move(clock) : RealClock()) {}
+
+std::string LeaderElector::ObservedHolder() const {
+  std::lock_guard lock(mu_);
+  return observed_ ? observed_->holderIdentity : "";
+}
+
+bool LeaderElector::TryAcquireOrRenew() {
+  auto wall = clock_->WallNow();
+  int32_t duration_s = static_cast<int32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(config_.leaseDuration).count());
+  LeaseRecord mine;
+  mine.holderIdentity = config_.identity;
+  mine.leaseDurationSeconds = std::max(1, duration_s);
+  mine.acquireTime = wall;
+  mine.renewTime = wall;
+
+  auto current = lock_->Get();
+  if (!current.ok()) {
+    if (current.status().code() != Code::kNotFound) {
+      Logger()->warn("lease {}: {}", lock_->Describe(), current.status().ToString());
+      return false;
+    }
+    auto created = lock_->Create(mine);
+    if (!created.ok()) {
+      Logger()->info("lease {}: create: {}", lock_->Describe(), created.status().ToString());
+      return false;
+    }
+    std::lock_guard lock(mu_);
+    observed_ = *created;
+    observed_at_ = clock_->Now();
+    return true;
+  }
+
+  std::string previous_holder;
+  bool held_by_live_other = false;
+  {
+    std::lock_guard lock(mu_);
+    previous_holder = observed_ ? observed_->holderIdentity : "";
+    if (!observed_ || !SameRecord(*observed_, *current)) {
+      observed_ = *current;
+      observed_at_ = clock_->Now();
+    }
+    const bool held_by_other =
+        !current->holderIdentity.empty() && current->holderIdentity != config_.identity;
+    auto lease = std::chrono::seconds(std::max(1, current->leaseDurationSeconds));
+    held_by_live_other = held_by_other && observed_at_ + lease > clock_->Now();
+  }
+  if (held_by_live_other) {
+    if (previous_holder != current->holderIdentity && config_.onNewLeader) {
+      config_.onNewLeader(current->holderIdentity);
+    }
+    return false;
+  }
+
+  LeaseRecord next = mine;
+  next.resourceVersion = current->resourceVersion;
+  if (current->holderIdentity == config_.identity) {
+    next.acquireTime = current->acquireTime;
+    next.leaseTransitions = current->leaseTransitions;
+  } else {
+    next.leaseTransitions = current->leaseTransitions + 1;
+  }
+  auto updated = lock_->Update(next);
+  if (!updated.ok()) {
+    Logger()->info("lease {}: update: {}", lock_->Describe(), updated.status().ToString());
+    return false;
+  }
+  {
+    std::lock_guard lock(mu_);
+    observed_ = *updated;
+    observed_at_ = clock_->Now();
+  }
+  if (previous_holder != config_.identity && config_.onNewLeader) {
+    config_.onNewLeader(config_.identity);
+  }
+  return true;
+}
+
+Status LeaderElector::Release() {
+  LeaseRecord record;
+  {
+    std::lock_guard lock(mu_);
+    if (!observed_ || observed_->holderIdentity != config_.identity) return Status::Ok();
+    record = *observed_;
+  }
+  // An empty holder with a 1 s lease lets a successor acquire at once
+  // (client-go does the same).
+  record.holderIdentity.clear();
+  record.leaseDurationSeconds = 1;
+  record.renewTime = clock_->WallNow();
+  auto updated = lock_->Update(record);
+  if (!updated.ok()) return updated.status().WithContext("release lease " + lock_->Describe());
+  std::lock_guard lock(mu_);
+  observed_ = *updated;
+  observed_at_ = clock_->Now();
+  return Status::Ok();
+}
+
+void LeaderElector::Run(const Cancellation& stop) {
+  std::mt19937_64 rng(std::hash<std::string>{}(config_.identity));
+  std::uniform_real_distribution<double> jitter(1.0, 1.2);
+  Logger()->info("lease {}: {} trying to acquire", lock_->Describe(), config_.identity);
+  while (!stop.cancelled()) {
+    if (TryAcquireOrRenew()) break;
+    auto wait =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(config_.retryPeriod * jitter(rng));
+    clock_->SleepFor(wait, &stop);
+  }
+  if (stop.cancelled()) return;
+
+  leader_ = true;
+  Logger()->info("lease {}: {} is the leader", lock_->Describe(), config_.identity);
+  if (config_.onStartedLeading) config_.onStartedLeading();
+  auto last_renew = clock_->Now();
+  while (true) {
+    if (!clock_->SleepFor(config_.retryPeriod, &stop)) {
+      if (config_.releaseOnCancel) {
+        if (Status s = Release(); !s.ok()) Logger()->warn("{}", s.ToString());
+      }
+      Logger()->info("lease {}: {} stopped leading (shutdown)", lock_->Describe(),
+                     config_.identity);
+      break;
+    }
+    if (TryAcquireOrRenew()) {
+      last_renew = clock_->Now();
+      continue;
+    }
+    if (clock_->Now() - last_renew >= config_.renewDeadline) {
+      Logger()->error("lease {}: {} lost the lease (no renewal for {} ms)", lock_->Describe(),
+                      config_.identity, config_.renewDeadline.count());
+      break;
+    }
+  }
+  leader_ = false;
+  if (config_.onStoppedLeading) config_.onStoppedLeading();
+}
+
+}  // namespace perfgate::kube

@@ -1,0 +1,108 @@
+// Leader election on a coordination.k8s.io/v1 Lease, with client-go's timing
+// (lease duration 15 s, renew deadline 10 s, retry period 2 s) and optimistic
+// concurrency on resourceVersion. Losing the lease (no successful renew within
+// the renew deadline) calls OnStoppedLeading: the operator then exits, as
+// controller-runtime's managers do.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "kube/client.h"
+#include "kube/clock.h"
+
+namespace perfgate::kube {
+
+// The fields of a Lease spec that election uses.
+struct LeaseRecord {
+  std::string holderIdentity;
+  int32_t leaseDurationSeconds = 0;
+  std::chrono::system_clock::time_point acquireTime{};
+  std::chrono::system_clock::time_point renewTime{};
+  int32_t leaseTransitions = 0;
+  std::string resourceVersion;  // of the Lease object (optimistic concurrency)
+};
+
+// MicroTime as the API writes it: "2026-11-30T07:15:39.123456Z". And back.
+std::string FormatMicroTime(std::chrono::system_clock::time_point t);
+Result<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& text);
+
+// Where the lease lives. Implementations are thread-safe and blocking.
+class LeaseLock {
+ public:
+  virtual ~LeaseLock() = default;
+  // The current record; kNotFound when no Lease exists.
+  virtual Result<LeaseRecord> Get() = 0;
+  // Creates the Lease with `record`; kAlreadyExists when someone was faster.
+  virtual Result<LeaseRecord> Create(const LeaseRecord& record) = 0;
+  // Replaces it if record.resourceVersion is still current; kAborted (409)
+  // otherwise.
+  virtual Result<LeaseRecord> Update(const LeaseRecord& record) = 0;
+  // "namespace/name", for logs.
+  virtual std::string Describe() const = 0;
+};
+
+// A LeaseLock on a real Lease through `client`.
+std::shared_ptr<LeaseLock> NewLeaseLock(std::shared_ptr<Client> client, std::string ns,
+                                        std::string name);
+
+struct LeaderElectionConfig {
+  std::string identity;  // unique per candidate: pod name + random suffix
+  std::chrono::milliseconds leaseDuration{15000};
+  std::chrono::milliseconds renewDeadline{10000};
+  std::chrono::milliseconds retryPeriod{2000};
+  // On shutdown while leading, write an expired lease so a successor need not
+  // wait.
+  bool releaseOnCancel = true;
+  // Called once on the elector's thread when we become leader; must return
+  // quickly (start the workers and return) because renewing waits for it.
+  std::function<void()> onStartedLeading;
+  // Called once when leadership ends (lost or released), on the elector's
+  // thread.
+  std::function<void()> onStoppedLeading;
+  // Called when the observed holder changes (including to us).
+  std::function<void(const std::string& identity)> onNewLeader;
+};
+
+class LeaderElector {
+ public:
+  LeaderElector(std::shared_ptr<LeaseLock> lock, LeaderElectionConfig config,
+                std::shared_ptr<Clock> clock = nullptr);
+
+  // Tries to acquire until `stop` fires, then leads: renews every retryPeriod
+  // until a renew has not succeeded for renewDeadline (lost) or `stop` fires
+  // (released if configured). Calls onStartedLeading / onStoppedLeading.
+  // Blocking: run on its own thread. Returns when it has stopped leading or was
+  // stopped before leading.
+  void Run(const Cancellation& stop);
+
+  // One acquire-or-renew attempt, as client-go's tryAcquireOrRenew: true when
+  // we hold the lease afterwards. Blocking (one or two API calls). Not
+  // thread-safe against Run.
+  bool TryAcquireOrRenew();
+  // Writes a released lease if we hold it. Blocking.
+  Status Release();
+
+  bool IsLeader() const { return leader_.load(); }
+  std::string ObservedHolder() const;
+
+ private:
+  std::shared_ptr<LeaseLock> lock_;
+  LeaderElectionConfig config_;
+  std::shared_ptr<Clock> clock_;
+  std::atomic<bool> leader_{false};
+  mutable std::mutex mu_;
+  std::optional<LeaseRecord> observed_;
+  // When we (locally, monotonic) last saw the record change: expiry is judged
+  // from this, not from the holder's wall-clock renewTime, so clock skew
+  // between nodes does not matter.
+  std::chrono::steady_clock::time_point observed_at_{};
+};
+
+}  // namespace perfgate::kube
