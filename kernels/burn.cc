@@ -16,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/gemm.h"
@@ -52,8 +53,12 @@ class BurnRun final : public TestRun {
     std::int64_t matmuls = 0;
     std::int64_t wrong = 0;
     Clock::time_point last_probe = start - std::chrono::seconds(1);
-    double clock_sum = 0, power_sum = 0, temperature_max = 0;
-    int clock_n = 0, power_n = 0, temperature_n = 0;
+    double clock_sum = 0;
+    double power_sum = 0;
+    double temperature_max = 0;
+    int clock_n = 0;
+    int power_n = 0;
+    int temperature_n = 0;
     std::uint64_t reasons = 0;
     bool reasons_read = false;
     const double tolerance = gpu::BurnRelativeTolerance(dtype_);

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -91,7 +92,8 @@ class H2dD2hRun final : public TestRun {
   Result<Sample> RunSample() override {
     Sample sample;
     std::map<std::string, std::string> per_size;
-    std::optional<unsigned> gen, width;
+    std::optional<unsigned> gen;
+    std::optional<unsigned> width;
     for (std::int64_t bytes : sizes_) {
       const bool headline = bytes == sizes_.back();
       const int copies = gpu::CopyIterations(bytes, batch_bytes_, 2, 1000);

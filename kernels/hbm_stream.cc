@@ -54,7 +54,9 @@ class HbmStreamRun final : public TestRun {
  private:
   Status Verify(double dot) {
     const gpu::StreamExpected e = gpu::ExpectStreamValues(rounds_, elements_);
-    std::vector<double> a, b, c;
+    std::vector<double> a;
+    std::vector<double> b;
+    std::vector<double> c;
     RETURN_IF_ERROR(stream_->ReadBack(indices_, &a, &b, &c));
     RETURN_IF_ERROR(gpu::MismatchStatus(
         gpu::CheckAllNear(a, indices_, e.a, kArrayRelTolerance, "a"), "hbm-stream array a"));

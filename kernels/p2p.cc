@@ -52,10 +52,10 @@ class P2pRun final : public TestRun {
           ASSIGN_OR_RETURN(const double direct, copier_->Time(src, dst, true, copies_));
           RETURN_IF_ERROR(copier_->Verify(src, dst));
           best_gbps = Gbps(direct);
-          text = "peer " + gpu::FormatFixed(best_gbps, 1) + " GB/s, " + text;
+          text.insert(0, "peer " + gpu::FormatFixed(best_gbps, 1) + " GB/s, ");
         } else {
           ++missing_peer;
-          text = "peer access unavailable, " + text;
+          text.insert(0, "peer access unavailable, ");
         }
         matrix["pair " + pair] = text;
         if (best_gbps < worst) {

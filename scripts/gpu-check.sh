@@ -48,6 +48,12 @@ say "library folders: ${NVLIBS:-none found}"
 WORKER="$BUNDLE/bin/perfgate-worker"
 DEVTEST="$BUNDLE/bin/gpu_device_test"
 if [ ! -x "$WORKER" ]; then echo "gpu-check: $WORKER missing: run scripts/bundle-worker.sh" >&2; exit 2; fi
+# The machine's C++ runtime first; the bundled one (built against a newer glibc) only if the
+# machine's is too old for the binaries.
+if ! "$WORKER" --version >/dev/null 2>&1; then
+  export LD_LIBRARY_PATH="$BUNDLE/lib-compat:$LD_LIBRARY_PATH"
+  say "using the bundled libstdc++ ($("$WORKER" --version 2>&1 | head -1))"
+fi
 if ldd "$WORKER" | grep -q "not found"; then
   echo "gpu-check: unresolved libraries (the bundle links libcublasLt.so.13; PyTorch's wheels" >&2
   echo "           may carry another major version):" >&2

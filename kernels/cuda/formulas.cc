@@ -103,7 +103,7 @@ double GemmFlops(std::int64_t m, std::int64_t n, std::int64_t k) {
 double Tflops(double flops, double seconds) { return seconds > 0 ? flops / seconds / 1e12 : 0; }
 
 double GemmAbsTolerance(const GemmDtypeInfo& dtype, std::int64_t k, double reference) {
-  const double kd = static_cast<double>(k);
+  const auto kd = static_cast<double>(k);
   // Inputs ~N(0,1): each product ~1, partial sums ~sqrt(k). Output rounding scales with the
   // value; input rounding for the math mode adds a random walk of k product errors; the
   // accumulator's rounding is bounded by k roundoffs of a partial sum of size ~sqrt(k).

@@ -42,7 +42,7 @@ std::optional<unsigned> CountProcesses(nvmlReturn_t (*query)(nvmlDevice_t, unsig
   // Size first, then fetch; the list can grow in between, so retry with headroom.
   std::vector<nvmlProcessInfo_t> infos(16);
   for (int attempt = 0; attempt < 3; ++attempt) {
-    unsigned count = static_cast<unsigned>(infos.size());
+    auto count = static_cast<unsigned>(infos.size());
     const nvmlReturn_t rc = query(device, &count, infos.data());
     if (rc == kErrorInsufficientSize) {
       infos.resize(count + 16);

@@ -64,10 +64,10 @@ std::vector<std::string> ClocksEventReasonNames(std::uint64_t mask);
 bool IsHardwareSlowdown(std::uint64_t mask);
 
 // Metric values (see health.cc for the list): only readings that exist are present.
-std::map<std::string, double> HealthMetrics(const HealthReadings& readings);
+std::map<std::string, double> HealthMetrics(const HealthReadings& h);
 // Report lines: driver, ECC mode, PCIe link, NVLink, throttle reasons, XIDs, other PIDs,
 // "not supported" entries, read errors.
-std::map<std::string, std::string> HealthDetails(const HealthReadings& readings);
+std::map<std::string, std::string> HealthDetails(const HealthReadings& h);
 
 // Telemetry sampled while a load runs (burn, copies).
 struct Telemetry {
