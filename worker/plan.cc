@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 
+#include "kernels/cuda/profile_select.h"
 #include "kernels/registry.h"
 
 namespace perfgate::worker {
@@ -310,27 +311,6 @@ Result<ParamValue> ConvertParam(const kernels::ParamInfo& info,
   return wrong();
 }
 
-std::string SelectProfile(const std::string& gpu_name,
-                          const std::vector<v1alpha1::PerfProfile>& profiles) {
-  auto lower = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-    return s;
-  };
-  const std::string name = lower(gpu_name);
-  std::string best;
-  std::size_t best_len = 0;
-  for (const auto& p : profiles) {
-    for (const auto& model : p.spec().gpumodels()) {
-      const std::string m = lower(model);
-      if (!m.empty() && name.find(m) != std::string::npos && m.size() > best_len) {
-        best_len = m.size();
-        best = p.metadata().name();
-      }
-    }
-  }
-  return best;
-}
-
 Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> LoadProfiles(
     const std::vector<std::string>& dirs) {
   std::vector<spec::Loaded<v1alpha1::PerfProfile>> out;
@@ -392,14 +372,17 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                                  names.status().message());
     }
     ASSIGN_OR_RETURN(auto all, LoadProfiles(options.profile_dirs));
-    std::vector<v1alpha1::PerfProfile> docs;
-    for (const auto& p : all) docs.push_back(p.doc);
-    profile = names->empty() ? "" : SelectProfile(names->front(), docs);
-    if (profile.empty()) {
-      return ctx.where.Error("spec.profile", "no built-in profile matches GPU \"" +
-                                                 (names->empty() ? "" : names->front()) +
-                                                 "\"; name one or give tests");
+    std::vector<kernels::ProfileCandidate> candidates;
+    for (const auto& p : all) {
+      const auto& models = p.doc.spec().gpumodels();
+      candidates.push_back({p.doc.metadata().name(), {models.begin(), models.end()}});
     }
+    if (names->empty()) return ctx.where.Error("spec.profile", "no GPU to pick a profile by");
+    auto picked = kernels::SelectProfileName(names->front(), candidates);
+    if (!picked.ok()) {
+      return ctx.where.Error("spec.profile", picked.status().message() + "; name a profile or give tests");
+    }
+    profile = *picked;
     plan.profile_note = "picked profile " + profile + " for GPU " + names->front();
   }
   if (!profile.empty()) {

@@ -58,11 +58,6 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
 Result<kernels::ParamValue> ConvertParam(const kernels::ParamInfo& info,
                                          const google::protobuf::Value& value);
 
-// The profile name whose gpuModels match `gpu_name` (case-insensitive substring; the longest
-// match wins), or "" when none does.
-std::string SelectProfile(const std::string& gpu_name,
-                          const std::vector<v1alpha1::PerfProfile>& profiles);
-
 // Every PerfProfile document in `dirs` (*.yaml).
 Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> LoadProfiles(
     const std::vector<std::string>& dirs);

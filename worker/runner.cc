@@ -14,6 +14,7 @@
 
 #include "common/report.h"
 #include "common/stats.h"
+#include "kernels/nvml/identity.h"
 
 namespace perfgate::worker {
 namespace {
@@ -271,22 +272,33 @@ void FillIdentity(v1alpha1::Identity* id) {
   if (!mem.empty()) id->set_memorygib(std::stod(mem) / (1024.0 * 1024.0));
   utsname u{};
   if (uname(&u) == 0) id->set_kernel(std::string(u.sysname) + " " + u.release + " " + u.machine);
-  id->set_cudaversion(kernels::CudaRuntimeVersion());
-  id->set_driverversion(kernels::CudaDriverVersion());
+  id->set_cudaversion(kernels::cuda::CudaRuntimeVersion());
   id->set_workerversion(PERFGATE_VERSION);
   auto gpus = kernels::ListCudaDevices();
-  if (gpus.ok()) {
-    for (const auto& g : *gpus) {
-      auto* gi = id->add_gpus();
-      gi->set_index(g.ordinal);
-      gi->set_name(g.name);
-      gi->set_uuid(g.uuid);
-      gi->set_pcibusid(g.pci_bus_id);
-      gi->set_computecapability(std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor));
-      gi->set_smcount(g.sm_count);
-      gi->set_memorygib(g.memory_gib);
-      gi->set_smclockmhz(g.sm_clock_mhz);
-      gi->set_memoryclockmhz(g.memory_clock_mhz);
+  if (!gpus.ok()) return;
+  for (const auto& g : *gpus) {
+    auto info = kernels::ReadGpuIdentity(g.ordinal);
+    if (!info.ok()) continue;
+    auto* gi = id->add_gpus();
+    gi->set_index(info->index);
+    gi->set_name(info->name);
+    gi->set_uuid(info->uuid);
+    gi->set_pcibusid(info->pci_bus_id);
+    gi->set_vbios(info->vbios);
+    gi->set_computecapability(info->compute_capability);
+    gi->set_smcount(info->sm_count);
+    gi->set_memorygib(info->memory_gib);
+    gi->set_smclockmhz(info->sm_clock_mhz);
+    gi->set_memoryclockmhz(info->memory_clock_mhz);
+    gi->set_powerlimitw(info->power_limit_w);
+    gi->set_eccmode(info->ecc_mode);
+    gi->set_migmode(info->mig_mode);
+    gi->set_persistencemode(info->persistence_mode);
+    // The driver's own version (NVML), else the CUDA version it supports.
+    if (id->driverversion().empty()) {
+      id->set_driverversion(!info->driver_version.empty()
+                                ? info->driver_version
+                                : "CUDA " + kernels::cuda::CudaDriverVersion());
     }
   }
 }

@@ -9,22 +9,35 @@ namespace perfgate::kernels::cuda {
 
 bool BuiltWithCuda() { return true; }
 
-std::string FormatGpuUuid(const unsigned char bytes[16]) {
-  char out[48];
-  std::snprintf(
-      out, sizeof(out), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-      bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-      bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
-  return out;
+namespace {
+std::string FormatVersion(int v) {  // CUDA encodes 13.0 as 13000
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
+}  // namespace
 
-Status RequireCudaDevice(int ordinal) {
+Result<int> CudaDeviceCount() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
     (void)cudaGetLastError();  // not sticky: clear it so later calls report their own errors
     return Unavailable(std::string("no CUDA device: ") + cudaGetErrorString(error));
   }
+  if (count == 0) return Unavailable("no CUDA device: cudaGetDeviceCount found 0 devices");
+  return count;
+}
+
+std::string CudaRuntimeVersion() {
+  int v = 0;
+  return cudaRuntimeGetVersion(&v) == cudaSuccess && v > 0 ? FormatVersion(v) : "";
+}
+
+std::string CudaDriverVersion() {
+  int v = 0;
+  return cudaDriverGetVersion(&v) == cudaSuccess && v > 0 ? FormatVersion(v) : "";
+}
+
+Status RequireCudaDevice(int ordinal) {
+  ASSIGN_OR_RETURN(const int count, CudaDeviceCount());
   if (ordinal < 0 || ordinal >= count) {
     return Unavailable("no CUDA device: ordinal " + std::to_string(ordinal) + " not present (" +
                        std::to_string(count) + " devices)");

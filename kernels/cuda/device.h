@@ -37,6 +37,13 @@ Status RequireCudaDevice(int ordinal);
 // Facts about one device (RequireCudaDevice first). Blocking; thread-safe.
 Result<CudaDeviceFacts> QueryCudaDevice(int ordinal);
 
+// Number of usable devices, or Unavailable("no CUDA device: <CUDA's text>"). Blocking.
+Result<int> CudaDeviceCount();
+
+// "13.0": the CUDA runtime this binary uses and the newest the driver supports ("" unknown).
+std::string CudaRuntimeVersion();
+std::string CudaDriverVersion();
+
 // UUID bytes as "GPU-8-4-4-4-12" hex (NVML's spelling, for joining the two).
 std::string FormatGpuUuid(const unsigned char bytes[16]);
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kernels/cuda/device.h"
+
 namespace perfgate::kernels::gpu {
 
 double StreamOpBytes(const StreamOpInfo& op, std::int64_t elements, int element_bytes) {
@@ -186,3 +188,17 @@ std::string FormatBytes(std::int64_t bytes) {
 }
 
 }  // namespace perfgate::kernels::gpu
+
+namespace perfgate::kernels::cuda {
+
+// Shared by the CUDA and the no-CUDA builds (device.h).
+std::string FormatGpuUuid(const unsigned char bytes[16]) {
+  char out[48];
+  std::snprintf(
+      out, sizeof(out), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+      bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
+      bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
+  return out;
+}
+
+}  // namespace perfgate::kernels::cuda

@@ -16,14 +16,9 @@ Status NoCuda() { return Unavailable("no CUDA device: built without CUDA (PERFGA
 
 bool BuiltWithCuda() { return false; }
 
-std::string FormatGpuUuid(const unsigned char bytes[16]) {
-  char out[48];
-  std::snprintf(
-      out, sizeof(out), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-      bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8],
-      bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]);
-  return out;
-}
+Result<int> CudaDeviceCount() { return NoCuda(); }
+std::string CudaRuntimeVersion() { return ""; }
+std::string CudaDriverVersion() { return ""; }
 
 Status RequireCudaDevice(int /*ordinal*/) { return NoCuda(); }
 Result<CudaDeviceFacts> QueryCudaDevice(int /*ordinal*/) { return NoCuda(); }
