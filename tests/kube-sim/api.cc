@@ -413,8 +413,9 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
     if (!fieldSel.empty() && !MatchFieldSelector(fieldSel, o, nullptr)) return false;
     return true;
   };
+  // Field order as kube-apiserver writes it: type, then object.
   auto line = [](const std::string& type, const Json& obj) {
-    return Json{{"type", type}, {"object", obj}}.dump() + "\n";
+    return "{\"type\":\"" + type + "\",\"object\":" + obj.dump() + "}\n";
   };
 
   std::unique_lock<std::mutex> lock(mu);

@@ -325,6 +325,7 @@ void KubeSim::Impl::GarbageCollectLocked() {
       Ref self{key, md.value("namespace", ""), md.value("name", "")};
       Json kept = Json::array();
       bool deleteMe = false;
+      int dangling = 0;
       for (const auto& ref : md["ownerReferences"]) {
         std::string uid = ref.value("uid", "");
         if (orphanOwners.count(uid) > 0) continue;
@@ -332,9 +333,13 @@ void KubeSim::Impl::GarbageCollectLocked() {
           deleteMe = true;
           ++dependentsOf[uid];
         }
-        if (byUid.count(uid) > 0) kept.push_back(ref);
+        if (byUid.count(uid) > 0) {
+          kept.push_back(ref);
+        } else {
+          ++dangling;
+        }
       }
-      if (deleteMe || (kept.empty() && !md["ownerReferences"].empty())) {
+      if (deleteMe || (kept.empty() && dangling > 0)) {
         if (!md.contains("deletionTimestamp") || deleteMe) toDelete.push_back(self);
       } else if (kept.size() != md["ownerReferences"].size()) {
         toUpdate.emplace_back(self, kept);
