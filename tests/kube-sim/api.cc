@@ -254,6 +254,28 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
     });
     cols.push_back(Column("Age", "string"));
     cells.push_back(age);
+  } else if (t.kind == "Event") {
+    cols.clear();
+    cells.clear();
+    cols.push_back(Column("Last Seen", "string"));
+    cells.push_back([](const Json& o) {
+      std::string ts = o.value("lastTimestamp", o["metadata"].value("creationTimestamp", ""));
+      return Json(HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(
+          std::chrono::system_clock::now() - ParseRfc3339(ts))));
+    });
+    cols.push_back(Column("Type", "string"));
+    cells.push_back([](const Json& o) { return Json(o.value("type", "")); });
+    cols.push_back(Column("Reason", "string"));
+    cells.push_back([](const Json& o) { return Json(o.value("reason", "")); });
+    cols.push_back(Column("Object", "string"));
+    cells.push_back([](const Json& o) {
+      const Json io = o.value("involvedObject", Json::object());
+      std::string kind = io.value("kind", "");
+      for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return Json(kind + "/" + io.value("name", ""));
+    });
+    cols.push_back(Column("Message", "string"));
+    cells.push_back([](const Json& o) { return Json(o.value("message", "")); });
   } else if (t.key() == "apiextensions.k8s.io/customresourcedefinitions") {
     cols.push_back(Column("Created At", "date"));
     cells.push_back([](const Json& o) { return Json(o["metadata"].value("creationTimestamp", "")); });
@@ -413,8 +435,19 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
     if (!fieldSel.empty() && !MatchFieldSelector(fieldSel, o, nullptr)) return false;
     return true;
   };
+  // `kubectl get -w` asks for Table rows: each event carries a one-row Table, the first with
+  // the column definitions, as kube-apiserver streams them.
+  bool asTable = req.Header("accept").find("as=Table") != std::string::npos;
+  std::string includeObject = req.Query("includeObject");
+  bool columnsSent = false;
   // Field order as kube-apiserver writes it: type, then object.
-  auto line = [](const std::string& type, const Json& obj) {
+  auto line = [&](const std::string& type, const Json& obj) {
+    if (asTable && type != "ERROR" && type != "BOOKMARK") {
+      Json table = BuildTable(t, {obj}, includeObject);
+      if (columnsSent) table["columnDefinitions"] = Json::array();
+      columnsSent = true;
+      return "{\"type\":\"" + type + "\",\"object\":" + table.dump() + "}\n";
+    }
     return "{\"type\":\"" + type + "\",\"object\":" + obj.dump() + "}\n";
   };
 
