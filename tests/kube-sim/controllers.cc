@@ -278,9 +278,19 @@ Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
 void KubeSim::Impl::ControllerLoop() {
   std::unique_lock<std::mutex> lock(mu);
   while (!stopping) {
-    auto wait = runs.empty() ? std::chrono::milliseconds(200) : std::chrono::milliseconds(20);
+    auto wait = runs.empty() && restartNotBefore.empty() ? std::chrono::milliseconds(200)
+                                                         : std::chrono::milliseconds(20);
     controlCv.wait_for(lock, wait, [&] { return stopping || dirty; });
     if (stopping) break;
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = restartNotBefore.begin(); it != restartNotBefore.end();) {
+      if (it->second <= now) {
+        dirty = true;  // KubeletLocked restarts it
+        it = restartNotBefore.erase(it);
+      } else {
+        ++it;
+      }
+    }
     if (dirty) {
       dirty = false;
       if (gcDirty) {
@@ -529,6 +539,7 @@ void KubeSim::Impl::KubeletLocked() {
     std::string node = p["spec"].value("nodeName", "");
     if (node.empty() || Terminal(p) || p["metadata"].contains("deletionTimestamp")) continue;
     if (runs.count(p["metadata"].value("uid", "")) > 0) continue;
+    if (restartNotBefore.count(p["metadata"].value("uid", "")) > 0) continue;
     if (FindObject(*FindType("", "nodes"), "", node) == nullptr) continue;
     toStart.push_back(k);
   }
@@ -751,6 +762,11 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
   argv.insert(argv.end(), args.begin(), args.end());
 
   Json cstatus = {{"name", cname}, {"image", image}, {"imageID", image}, {"restartCount", 0}};
+  const Json previous = status.value("containerStatuses", Json::array());
+  if (!previous.empty()) {
+    cstatus["restartCount"] = previous[0].value("restartCount", 0);
+    if (previous[0].contains("lastState")) cstatus["lastState"] = previous[0]["lastState"];
+  }
   pid_t pid = -1;
   std::string spawnError;
   if (argv.empty()) {
@@ -886,6 +902,9 @@ void KubeSim::Impl::ReapPodsLocked() {
       cs["state"] = {{"waiting", {{"reason", "CrashLoopBackOff"}}}};
       status["containerStatuses"] = {cs};
       SetPodStatusLocked(ns, name, status);
+      // Back-off 0.5 s doubling to 5 s (the kubelet's is 10 s doubling to 5 min: too slow for tests).
+      int n = std::clamp(cs["restartCount"].get<int>(), 1, 5);
+      restartNotBefore[uid] = now + std::chrono::milliseconds(500 << (n - 1));
       forget.push_back(uid);
       continue;
     }

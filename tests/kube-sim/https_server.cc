@@ -301,17 +301,31 @@ void HttpsServer::AcceptLoop() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      ::close(fd);
-      return;
+    std::vector<std::thread> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        ::close(fd);
+        return;
+      }
+      // Join connections that have ended, so a long test run does not pile up threads.
+      for (int id : finished_) {
+        auto it = threads_.find(id);
+        if (it != threads_.end()) {
+          done.push_back(std::move(it->second));
+          threads_.erase(it);
+        }
+      }
+      finished_.clear();
+      openFds_.insert(fd);
+      int id = nextId_++;
+      threads_[id] = std::thread([this, fd, id] { Serve(fd, id); });
     }
-    openFds_.insert(fd);
-    threads_.emplace_back([this, fd] { Serve(fd); });
+    for (auto& t : done) t.join();
   }
 }
 
-void HttpsServer::Serve(int fd) {
+void HttpsServer::Serve(int fd, int id) {
   SSL* ssl = SSL_new(ctx_);
   SSL_set_fd(ssl, fd);
   if (SSL_accept(ssl) == 1) {
@@ -339,6 +353,7 @@ void HttpsServer::Serve(int fd) {
   SSL_free(ssl);
   std::lock_guard<std::mutex> lock(mu_);
   if (openFds_.erase(fd) > 0) ::close(fd);
+  finished_.push_back(id);
 }
 
 void HttpsServer::Stop() {
@@ -347,13 +362,13 @@ void HttpsServer::Stop() {
   ::shutdown(listenFd_, SHUT_RDWR);
   ::close(listenFd_);
   if (acceptThread_.joinable()) acceptThread_.join();
-  std::vector<std::thread> threads;
+  std::map<int, std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : openFds_) ::shutdown(fd, SHUT_RDWR);
     threads.swap(threads_);
   }
-  for (auto& t : threads) t.join();
+  for (auto& [id, t] : threads) t.join();
   listenFd_ = -1;
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
   ctx_ = nullptr;

@@ -55,6 +55,8 @@ struct KubeSim::Impl {
 
   // Kubelet.
   std::map<std::string, PodRun> runs;  // pod uid -> run
+  // Crash-loop back-off: pod uid -> earliest restart.
+  std::map<std::string, std::chrono::steady_clock::time_point> restartNotBefore;
   std::thread controller;
 
   // ---- store (call with mu held)

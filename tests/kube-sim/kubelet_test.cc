@@ -265,6 +265,26 @@ TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   }));
 }
 
+TEST_F(KubeletTest, RestartPolicyRestartsWithBackOffAndCounts) {
+  Json pod = Pod("t", "crashy", "echo run; exit 1");
+  pod["spec"]["restartPolicy"] = "OnFailure";
+  auto created = std::chrono::steady_clock::now();
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  auto restarts = [&] {
+    auto p = sim_->Get("", "pods", "t", "crashy");
+    if (!p.ok()) return 0;
+    return p->value("status", Json::object()).value("containerStatuses", Json::array()).empty()
+               ? 0
+               : (*p)["status"]["containerStatuses"][0].value("restartCount", 0);
+  };
+  ASSERT_TRUE(Eventually([&] { return restarts() >= 2; }, 10));
+  // Back-off of 0.5 s, then 1 s, before the second restart.
+  EXPECT_GE(std::chrono::steady_clock::now() - created, std::chrono::milliseconds(1400));
+  Json got = *sim_->Get("", "pods", "t", "crashy");
+  EXPECT_NE(got["status"]["phase"], "Succeeded");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 1);
+}
+
 TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {
   Options o;
   o.nodes = 1000;
