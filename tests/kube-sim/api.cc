@@ -77,6 +77,7 @@ struct RequestInfo {
   std::string subresource;
   std::string ns;
   std::string name;
+  std::string nameForAuthz;
 };
 
 RequestInfo ParseRequestInfo(const HttpRequest& req) {
@@ -122,6 +123,16 @@ RequestInfo ParseRequestInfo(const HttpRequest& req) {
     info.verb = "patch";
   } else if (m == "DELETE") {
     info.verb = info.name.empty() ? "deletecollection" : "delete";
+  }
+  // Like kube-apiserver's request-info resolver, a list or watch narrowed to one name by
+  // fieldSelector=metadata.name=X is authorized for that name (so resourceNames rules apply).
+  if ((info.verb == "list" || info.verb == "watch") && info.name.empty()) {
+    std::string fs = req.Query("fieldSelector");
+    for (const std::string prefix : {"metadata.name=", "metadata.name=="}) {
+      if (fs.rfind(prefix, 0) == 0 && fs.find(',') == std::string::npos) {
+        info.nameForAuthz = fs.substr(prefix.size());
+      }
+    }
   }
   return info;
 }
@@ -694,7 +705,8 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     return;
   }
   std::string verb = info.verb;
-  if (!Authorize(*user, verb, info.group, info.resource, info.subresource, info.ns, info.name, "")) {
+  if (!Authorize(*user, verb, info.group, info.resource, info.subresource, info.ns,
+                 info.name.empty() ? info.nameForAuthz : info.name, "")) {
     finish(403);
     std::string res = info.subresource.empty() ? info.resource : info.resource + "/" + info.subresource;
     std::string where = info.ns.empty() ? "at the cluster scope" : "in the namespace \"" + info.ns + "\"";

@@ -34,7 +34,9 @@ struct Options {
   std::string gpuProduct = "NVIDIA-H200";  // label nvidia.com/gpu.product
   std::map<std::string, std::string> imageMap;  // container image -> local binary
   bool scaleMode = false;       // kubelet completes pods at once, no processes
-  size_t watchHistoryEvents = 10000;  // bounded event history for watches from a resourceVersion
+  // Bounded event history for watches from a resourceVersion; each entry holds the object
+  // before and after, so memory is about 2 x this x object size.
+  size_t watchHistoryEvents = 4096;
   double bookmarkIntervalSeconds = 1.0;
   bool quiet = true;            // no request log on stderr
 };

@@ -198,5 +198,41 @@ TEST_F(ApiTest, GenerateNameLeasesAndServiceAccountTokens) {
   EXPECT_THAT(r.err, HasSubstr("Unauthorized"));
 }
 
+TEST_F(ApiTest, ResourceNamesRulesCoverGetsAndSingleNameListsOnly) {
+  const std::string rbac = R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reader, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: one-configmap, namespace: default}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  resourceNames: [mine]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader-one-configmap, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: one-configmap}
+subjects:
+- {kind: ServiceAccount, name: reader, namespace: default}
+)";
+  ASSERT_EQ(Kubectl(*sim_, {"apply", "-f", "-"}, rbac).exitCode, 0);
+  ASSERT_TRUE(sim_->Create("", "configmaps", ConfigMap("mine")).ok());
+  ASSERT_TRUE(sim_->Create("", "configmaps", ConfigMap("other")).ok());
+  auto token = sim_->IssueServiceAccountToken("default", "reader");
+  ASSERT_TRUE(token.ok());
+  std::string t = "--token=" + *token;
+  EXPECT_EQ(Kubectl(*sim_, {t, "get", "cm", "mine", "-o", "name"}).out, "configmap/mine\n");
+  auto r = Kubectl(*sim_, {t, "get", "cm", "other"});
+  EXPECT_THAT(r.err, HasSubstr("configmaps \"other\" is forbidden: User \"system:serviceaccount:default:reader\" cannot get resource \"configmaps\""));
+  r = Kubectl(*sim_, {t, "get", "--raw", "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dmine"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  r = Kubectl(*sim_, {t, "get", "cm"});
+  EXPECT_THAT(r.err, HasSubstr("cannot list resource \"configmaps\""));
+}
+
 }  // namespace
 }  // namespace perfgate::kubesim
