@@ -53,6 +53,7 @@ class KubeletTest : public ::testing::Test {
     Options o;
     o.nodes = 2;
     o.gpusPerNode = 8;
+    o.imageMap["example.com/perfgate-worker"] = "/bin/echo";
     sim_ = std::make_unique<KubeSim>(o);
     ASSERT_TRUE(sim_->Start().ok());
     const std::string rbac = R"(apiVersion: v1
@@ -283,6 +284,31 @@ TEST_F(KubeletTest, RestartPolicyRestartsWithBackOffAndCounts) {
   Json got = *sim_->Get("", "pods", "t", "crashy");
   EXPECT_NE(got["status"]["phase"], "Succeeded");
   EXPECT_EQ(got["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 1);
+}
+
+TEST_F(KubeletTest, ImageMapSuppliesTheEntrypointAndEnvComesFromConfigMaps) {
+  Json pod = Pod("t", "mapped", "unused");
+  Json& c = pod["spec"]["containers"][0];
+  c["image"] = "example.com/perfgate-worker:v0.1.0";
+  c.erase("command");
+  c["args"] = {"run", "$(POD_NAME)", "$(FROM_CM)"};
+  c["env"].push_back({{"name", "FROM_CM"}, {"valueFrom", {{"configMapKeyRef", {{"name", "input"}, {"key", "greeting"}}}}}});
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  // A command naming the mapped binary's file runs the mapped binary.
+  Json named = Pod("t", "named", "unused");
+  named["spec"]["containers"][0]["image"] = "example.com/perfgate-worker";
+  named["spec"]["containers"][0]["command"] = {"/usr/local/bin/echo", "as", "command"};
+  ASSERT_TRUE(sim_->Create("", "pods", named).ok());
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "mapped") && Finished(*sim_, "t", "named"); }));
+  EXPECT_EQ(Kubectl(*sim_, {"logs", "-n", "t", "mapped"}).out, "run mapped hello\n");
+  EXPECT_EQ(Kubectl(*sim_, {"logs", "-n", "t", "named"}).out, "as command\n");
+  // An unmapped image without a command cannot start.
+  Json bare = Pod("t", "bare", "unused");
+  bare["spec"]["containers"][0].erase("command");
+  ASSERT_TRUE(sim_->Create("", "pods", bare).ok());
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "bare"); }));
+  Json got = *sim_->Get("", "pods", "t", "bare");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "StartError");
 }
 
 TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {
