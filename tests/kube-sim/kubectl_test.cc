@@ -67,10 +67,22 @@ TEST_F(KubectlTest, CustomResourceLifecycleAsAUserSeesIt) {
              {"data", {{"a", "b"}}}};
   r = Kubectl(*sim_, {"create", "-f", "-"}, cm.dump());
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  // And so does a namespaced custom resource (a PerfResult) owned by it.
+  r = Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfresult-crd.yaml"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Json result = {{"apiVersion", "perfgate.io/v1alpha1"}, {"kind", "PerfResult"},
+                 {"metadata", {{"name", "smoke-node-0"}, {"namespace", "default"},
+                               {"ownerReferences", cm["metadata"]["ownerReferences"]}}},
+                 {"spec", {{"nodeName", "node-0"}, {"verdict", "PASS"}, {"tests", {{{"type", "hbm-stream"}, {"bandwidthGBps", 4100.5}}}}}}};
+  r = Kubectl(*sim_, {"create", "-f", "-"}, result.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = Kubectl(*sim_, {"get", "pres", "-n", "default"});
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("NAME +NODE +VERDICT\nsmoke-node-0 +node-0 +PASS"));
   r = Kubectl(*sim_, {"delete", "pval", "smoke"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("perfvalidation.perfgate.io \"smoke\" deleted"));
   EXPECT_TRUE(Eventually([&] { return !sim_->Get("", "configmaps", "default", "owned").ok(); }));
+  EXPECT_TRUE(Eventually([&] { return !sim_->Get("perfgate.io", "perfresults", "default", "smoke-node-0").ok(); }));
   r = Kubectl(*sim_, {"get", "pval", "smoke"});
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("Error from server (NotFound): perfvalidations.perfgate.io \"smoke\" not found"));
