@@ -24,9 +24,9 @@ namespace perfgate::kubesim {
 
 struct HttpRequest {
   std::string method;
-  std::string path;                           // percent-decoded, without the query
-  std::map<std::string, std::string> query;   // percent-decoded
-  std::map<std::string, std::string> headers; // lower-case names
+  std::string path;                            // percent-decoded, without the query
+  std::map<std::string, std::string> query;    // percent-decoded
+  std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string Header(const std::string& lowerName) const {
     auto it = headers.find(lowerName);
@@ -86,7 +86,7 @@ class HttpsServer {
   std::mutex mu_;
   std::set<int> openFds_;
   std::map<int, std::thread> threads_;  // connection id -> thread
-  std::vector<int> finished_;            // ids whose thread has returned
+  std::vector<int> finished_;           // ids whose thread has returned
   int nextId_ = 0;
 };
 

@@ -1,21 +1,22 @@
 // kube-sim's API machinery seen through the real kubectl: authentication, watches with
 // bookmarks and expiry, paging, fault injection, finalizers and foreground deletion.
-#include <future>
+#include "tests/kube-sim/kube_sim.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/kube-sim/kube_sim.h"
+#include <future>
+
 #include "tests/kube-sim/test_util.h"
 
 namespace perfgate::kubesim {
 namespace {
 
 using ::testing::ContainsRegex;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::Kubectl;
+using ::testing::Not;
 
 Json ConfigMap(const std::string& name, Json extraMeta = Json::object()) {
   Json md = {{"name", name}, {"namespace", "default"}};
@@ -55,7 +56,8 @@ TEST_F(ApiTest, WatchFromAResourceVersionSendsLaterEventsAndBookmarks) {
   ASSERT_TRUE(sim_->Delete("", "configmaps", "default", "c1").ok());
   auto r = Kubectl(*sim_, {"get", "--raw",
                            "/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true&"
-                           "timeoutSeconds=1&resourceVersion=" + std::to_string(from)});
+                           "timeoutSeconds=1&resourceVersion=" +
+                               std::to_string(from)});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, Not(HasSubstr("\"before\"")));
   EXPECT_THAT(r.out, ContainsRegex("\"type\":\"ADDED\".*\"name\":\"c1\""));
@@ -69,7 +71,8 @@ TEST_F(ApiTest, WatchFromAResourceVersionSendsLaterEventsAndBookmarks) {
   c2["metadata"]["labels"]["app"] = "y";
   ASSERT_TRUE(sim_->Update("", "configmaps", c2).ok());
   r = Kubectl(*sim_, {"get", "--raw",
-                      "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1&labelSelector=app%3Dx&resourceVersion=" +
+                      "/api/v1/namespaces/default/"
+                      "configmaps?watch=1&timeoutSeconds=1&labelSelector=app%3Dx&resourceVersion=" +
                           std::to_string(afterCreate)});
   EXPECT_THAT(r.out, ContainsRegex("\"type\":\"DELETED\".*\"name\":\"c2\""));
 }
@@ -83,15 +86,19 @@ TEST_F(ApiTest, ExpiredResourceVersionsAnswerLikeKubeApiserver) {
   Json first = Json::parse(page.out);
   ASSERT_TRUE(first["metadata"].contains("continue"));
   EXPECT_EQ(first["items"].size(), 1u);
-  auto next = Kubectl(*sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?limit=1&continue=" +
-                                                  first["metadata"]["continue"].get<std::string>()});
+  auto next = Kubectl(*sim_, {"get", "--raw",
+                              "/api/v1/namespaces/default/configmaps?limit=1&continue=" +
+                                  first["metadata"]["continue"].get<std::string>()});
   ASSERT_EQ(next.exitCode, 0) << next.err;
-  EXPECT_NE(Json::parse(next.out)["items"][0]["metadata"]["name"], first["items"][0]["metadata"]["name"]);
+  EXPECT_NE(Json::parse(next.out)["items"][0]["metadata"]["name"],
+            first["items"][0]["metadata"]["name"]);
 
   ASSERT_TRUE(sim_->Create("", "configmaps", ConfigMap("c")).ok());
   sim_->ExpireWatchHistory();
-  auto r = Kubectl(*sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1&resourceVersion=" +
-                                               std::to_string(old)});
+  auto r = Kubectl(
+      *sim_, {"get", "--raw",
+              "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1&resourceVersion=" +
+                  std::to_string(old)});
   ASSERT_EQ(r.exitCode, 0) << r.err;  // HTTP 200 with an ERROR event, as kube-apiserver does
   Json ev = Json::parse(r.out.substr(0, r.out.find('\n')));
   EXPECT_EQ(ev["type"], "ERROR");
@@ -99,10 +106,12 @@ TEST_F(ApiTest, ExpiredResourceVersionsAnswerLikeKubeApiserver) {
   EXPECT_EQ(ev["object"]["reason"], "Expired");
   EXPECT_EQ(ev["object"]["message"], "too old resource version: " + std::to_string(old) + " (" +
                                          std::to_string(sim_->resourceVersion()) + ")");
-  r = Kubectl(*sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?limit=1&continue=" +
-                                          first["metadata"]["continue"].get<std::string>()});
+  r = Kubectl(*sim_, {"get", "--raw",
+                      "/api/v1/namespaces/default/configmaps?limit=1&continue=" +
+                          first["metadata"]["continue"].get<std::string>()});
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("Error from server (Expired): The provided continue parameter is too old"));
+  EXPECT_THAT(r.err,
+              HasSubstr("Error from server (Expired): The provided continue parameter is too old"));
 }
 
 TEST_F(ApiTest, InjectedFaultsReachTheClient) {
@@ -119,14 +128,17 @@ TEST_F(ApiTest, InjectedFaultsReachTheClient) {
   EXPECT_THAT(r.err, HasSubstr("Internal error occurred: injected by kube-sim"));
 
   // The admin endpoint does the same over HTTP, for a kube-sim in another process.
-  r = Kubectl(*sim_, {"create", "--raw", "/kube-sim/faults", "-f", "-"}, R"({"failNext":1,"failCode":503})");
+  r = Kubectl(*sim_, {"create", "--raw", "/kube-sim/faults", "-f", "-"},
+              R"({"failNext":1,"failCode":503})");
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  r = Kubectl(*sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?limit=1", "--request-timeout=2s"});
+  r = Kubectl(*sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?limit=1",
+                      "--request-timeout=2s"});
   EXPECT_NE(r.exitCode, 0);
 
   // A dropped watch ends at once instead of at its timeout.
   auto watch = std::async(std::launch::async, [&] {
-    return Kubectl(*sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=30"});
+    return Kubectl(
+        *sim_, {"get", "--raw", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=30"});
   });
   ASSERT_TRUE(Eventually([&] {
     for (const auto& rec : sim_->Requests()) {
@@ -142,19 +154,25 @@ TEST_F(ApiTest, InjectedFaultsReachTheClient) {
 }
 
 TEST_F(ApiTest, FinalizersHoldDeletionAndForegroundWaitsForDependents) {
-  ASSERT_TRUE(sim_->Create("", "configmaps", ConfigMap("held", {{"finalizers", {"example.com/hold"}}})).ok());
+  ASSERT_TRUE(
+      sim_->Create("", "configmaps", ConfigMap("held", {{"finalizers", {"example.com/hold"}}}))
+          .ok());
   auto r = Kubectl(*sim_, {"delete", "cm", "held", "--wait=false"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   auto held = sim_->Get("", "configmaps", "default", "held");
   ASSERT_TRUE(held.ok()) << "a finalizer keeps the object";
   EXPECT_TRUE((*held)["metadata"].contains("deletionTimestamp"));
-  r = Kubectl(*sim_, {"patch", "cm", "held", "--type=merge", "-p", R"({"metadata":{"finalizers":null}})"});
+  r = Kubectl(*sim_,
+              {"patch", "cm", "held", "--type=merge", "-p", R"({"metadata":{"finalizers":null}})"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_FALSE(sim_->Get("", "configmaps", "default", "held").ok());
 
   Json owner = *sim_->Create("", "configmaps", ConfigMap("owner"));
-  Json ref = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "owner"},
-              {"uid", owner["metadata"]["uid"]}, {"blockOwnerDeletion", true}};
+  Json ref = {{"apiVersion", "v1"},
+              {"kind", "ConfigMap"},
+              {"name", "owner"},
+              {"uid", owner["metadata"]["uid"]},
+              {"blockOwnerDeletion", true}};
   ASSERT_TRUE(sim_->Create("", "configmaps", ConfigMap("dep", {{"ownerReferences", {ref}}})).ok());
   r = Kubectl(*sim_, {"delete", "cm", "owner", "--cascade=foreground", "--timeout=10s"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -175,8 +193,9 @@ TEST_F(ApiTest, FinalizersHoldDeletionAndForegroundWaitsForDependents) {
 }
 
 TEST_F(ApiTest, GenerateNameLeasesAndServiceAccountTokens) {
-  auto r = Kubectl(*sim_, {"create", "-f", "-", "-o", "name"},
-                   R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"generateName":"perfgate-","namespace":"default"},"spec":{"holderIdentity":"a","leaseDurationSeconds":15}})");
+  auto r = Kubectl(
+      *sim_, {"create", "-f", "-", "-o", "name"},
+      R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"generateName":"perfgate-","namespace":"default"},"spec":{"holderIdentity":"a","leaseDurationSeconds":15}})");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, ContainsRegex("^lease.coordination.k8s.io/perfgate-[a-z0-9]{5}\n$"));
   r = Kubectl(*sim_, {"create", "serviceaccount", "bot"});
@@ -187,11 +206,15 @@ TEST_F(ApiTest, GenerateNameLeasesAndServiceAccountTokens) {
   r = Kubectl(*sim_, {"--token=" + token, "auth", "whoami"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("system:serviceaccount:default:bot"));
-  r = Kubectl(*sim_, {"--token=" + token, "auth", "can-i", "create", "perfvalidations.perfgate.io/status"});
+  r = Kubectl(
+      *sim_, {"--token=" + token, "auth", "can-i", "create", "perfvalidations.perfgate.io/status"});
   EXPECT_EQ(r.out, "no\n");
   r = Kubectl(*sim_, {"--token=" + token, "get", "configmaps"});
-  EXPECT_THAT(r.err, HasSubstr("configmaps is forbidden: User \"system:serviceaccount:default:bot\" "
-                               "cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          "configmaps is forbidden: User \"system:serviceaccount:default:bot\" "
+          "cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""));
   // The token dies with its service account.
   ASSERT_EQ(Kubectl(*sim_, {"delete", "serviceaccount", "bot"}).exitCode, 0);
   r = Kubectl(*sim_, {"--token=" + token, "get", "configmaps"});
@@ -227,8 +250,12 @@ subjects:
   std::string t = "--token=" + *token;
   EXPECT_EQ(Kubectl(*sim_, {t, "get", "cm", "mine", "-o", "name"}).out, "configmap/mine\n");
   auto r = Kubectl(*sim_, {t, "get", "cm", "other"});
-  EXPECT_THAT(r.err, HasSubstr("configmaps \"other\" is forbidden: User \"system:serviceaccount:default:reader\" cannot get resource \"configmaps\""));
-  r = Kubectl(*sim_, {t, "get", "--raw", "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dmine"});
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("configmaps \"other\" is forbidden: User \"system:serviceaccount:default:reader\" "
+                "cannot get resource \"configmaps\""));
+  r = Kubectl(*sim_, {t, "get", "--raw",
+                      "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dmine"});
   EXPECT_EQ(r.exitCode, 0) << r.err;
   r = Kubectl(*sim_, {t, "get", "cm"});
   EXPECT_THAT(r.err, HasSubstr("cannot list resource \"configmaps\""));
