@@ -196,6 +196,13 @@ TEST_F(KubeletTest, ExitCodeTerminationMessageLogsAndDeadline) {
   EXPECT_EQ(term["message"], "result: 42");
   auto r = Kubectl(*sim_, {"logs", "-n", "t", "msg", "--tail=1"});
   EXPECT_EQ(r.out, "line2\n") << r.err;
+  // Following a running pod's log streams until its process ends.
+  ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "talker", "echo a; sleep 0.3; echo b")).ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "talker") == "Running"; }));
+  r = Kubectl(*sim_, {"logs", "-f", "-n", "t", "talker"});
+  EXPECT_EQ(r.out, "a\nb\n") << r.err;
+  r = Kubectl(*sim_, {"logs", "-n", "t", "msg", "--tail=1"});
+  EXPECT_EQ(r.out, "line2\n") << r.err;
   r = Kubectl(*sim_, {"get", "pod", "-n", "t", "msg"});
   EXPECT_THAT(r.out, ContainsRegex("msg +0/1 +Error +0"));
 
