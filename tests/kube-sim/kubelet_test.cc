@@ -226,6 +226,21 @@ TEST_F(KubeletTest, DeletingARunningPodKillsItsProcess) {
       << "process " << pid << " survived";
 }
 
+TEST_F(KubeletTest, KilledPodsMarkedForOomReportOomKilled) {
+  Json pod = Pod("t", "hog", "sleep 60");
+  pod["metadata"]["annotations"] = {{"kube-sim.perfgate.io/oom-on-kill", "true"}};
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "hog") == "Running"; }));
+  std::string cid =
+      (*sim_->Get("", "pods", "t", "hog"))["status"]["containerStatuses"][0]["containerID"];
+  ::kill(std::stoi(cid.substr(cid.find("://") + 3)), SIGKILL);
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "hog"); }));
+  Json got = *sim_->Get("", "pods", "t", "hog");
+  EXPECT_EQ(got["status"]["phase"], "Failed");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "OOMKilled");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
+}
+
 TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   auto gpuPod = [&](const std::string& name, int gpus) {
     Json p = Pod("t", name, "sleep 30");
