@@ -275,7 +275,7 @@ Result<std::string> Client::Do(HttpRequest request) {
   }
 }
 
-Result<Json> Client::DoJson(HttpRequest request, bool /*is_create*/) {
+Result<Json> Client::DoJson(HttpRequest request) {
   std::string method = request.method;
   std::string path = request.path;
   ASSIGN_OR_RETURN(std::string body, Do(std::move(request)));
@@ -324,13 +324,12 @@ std::string_view PatchContentType(PatchType type) {
 
 Result<Json> Client::Get(const GroupVersionResource& gvr, const std::string& ns,
                          const std::string& name) {
-  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name), nullptr), false);
+  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name), nullptr));
 }
 
 Result<Json> Client::List(const GroupVersionResource& gvr, const std::string& ns,
                           const ListOptions& options) {
-  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns) + ListQuery(options, false), nullptr),
-                false);
+  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns) + ListQuery(options, false), nullptr));
 }
 
 Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string& ns,
@@ -379,38 +378,36 @@ Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string&
 
 Result<Json> Client::Create(const GroupVersionResource& gvr, const std::string& ns,
                             const Json& object) {
-  return DoJson(JsonRequest("POST", ResourcePath(gvr, ns), &object), true);
+  return DoJson(JsonRequest("POST", ResourcePath(gvr, ns), &object));
 }
 
 Result<Json> Client::Update(const GroupVersionResource& gvr, const std::string& ns,
                             const Json& object) {
   ASSIGN_OR_RETURN(std::string name, NameOf(object, "update"));
-  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name), &object), false);
+  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name), &object));
 }
 
 Result<Json> Client::Patch(const GroupVersionResource& gvr, const std::string& ns,
                            const std::string& name, PatchType type, const Json& patch) {
   return DoJson(JsonRequest("PATCH", ResourcePath(gvr, ns, name), &patch,
-                            std::string(PatchContentType(type))),
-                false);
+                            std::string(PatchContentType(type))));
 }
 
 Result<Json> Client::GetStatus(const GroupVersionResource& gvr, const std::string& ns,
                                const std::string& name) {
-  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name, "status"), nullptr), false);
+  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name, "status"), nullptr));
 }
 
 Result<Json> Client::UpdateStatus(const GroupVersionResource& gvr, const std::string& ns,
                                   const Json& object) {
   ASSIGN_OR_RETURN(std::string name, NameOf(object, "update status"));
-  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name, "status"), &object), false);
+  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name, "status"), &object));
 }
 
 Result<Json> Client::PatchStatus(const GroupVersionResource& gvr, const std::string& ns,
                                  const std::string& name, PatchType type, const Json& patch) {
   return DoJson(JsonRequest("PATCH", ResourcePath(gvr, ns, name, "status"), &patch,
-                            std::string(PatchContentType(type))),
-                false);
+                            std::string(PatchContentType(type))));
 }
 
 Result<Json> Client::Delete(const GroupVersionResource& gvr, const std::string& ns,
@@ -422,7 +419,7 @@ Result<Json> Client::Delete(const GroupVersionResource& gvr, const std::string& 
   if (!options.preconditionResourceVersion.empty()) {
     body["preconditions"]["resourceVersion"] = options.preconditionResourceVersion;
   }
-  return DoJson(JsonRequest("DELETE", ResourcePath(gvr, ns, name), &body), false);
+  return DoJson(JsonRequest("DELETE", ResourcePath(gvr, ns, name), &body));
 }
 
 Result<std::string> Client::Logs(const std::string& ns, const std::string& pod,
