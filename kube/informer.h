@@ -36,7 +36,13 @@ struct InformerOptions {
   ReflectorOptions reflector;
   // Every resyncPeriod, onUpdate(obj, obj) for every cached object. 0 = never.
   std::chrono::seconds resyncPeriod{0};
+  // Applied to every object before it is stored and handed to handlers (on the reflector's
+  // thread): drop what the reconciler never reads to save memory. Null = none.
+  std::function<void(Json& object)> transform;
 };
+
+// A transform that removes metadata.managedFields (often the largest part of an object).
+void StripManagedFields(Json& object);
 
 class Informer {
  public:

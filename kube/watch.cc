@@ -82,9 +82,10 @@ Status WatchDecoder::Feed(std::string_view chunk, const WatchEventCallback& sink
     }
     size_t end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
     pending_.append(chunk.substr(0, end));
-    std::string line = std::move(pending_);
+    // clear() keeps the buffer's capacity for the next split event.
+    Status s = DecodeLine(pending_, sink);
     pending_.clear();
-    RETURN_IF_ERROR(DecodeLine(line, sink));
+    RETURN_IF_ERROR(s);
     start = end + 1;
   }
   // Whole events inside the chunk are decoded in place, without copying.
@@ -100,9 +101,9 @@ Status WatchDecoder::Feed(std::string_view chunk, const WatchEventCallback& sink
 }
 
 Status WatchDecoder::Finish(const WatchEventCallback& sink) {
-  std::string line = std::move(pending_);
+  Status s = DecodeLine(pending_, sink);
   pending_.clear();
-  return DecodeLine(line, sink);
+  return s;
 }
 
 Backoff::Backoff(Options options, uint64_t seed) : options_(options), rng_(seed) {}
