@@ -178,6 +178,11 @@ std::shared_ptr<spdlog::logger> Logger() {
   return logger;
 }
 
+Result<std::shared_ptr<Client>> NewClient(const RestConfig& config, ClientOptions options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, NewCpprestTransport(config));
+  return std::make_shared<Client>(config, std::move(transport), std::move(options));
+}
+
 GroupVersionResource PodsResource() { return {"", "v1", "pods"}; }
 GroupVersionResource NodesResource() { return {"", "v1", "nodes"}; }
 GroupVersionResource EventsResource() { return {"", "v1", "events"}; }

@@ -186,4 +186,9 @@ Status StatusFromWatchError(const Json& status_object);
 // MetaNamespaceKeyFunc).
 std::string ObjectKey(const Json& object);
 
+// A Client over the cpprest transport for `config` (e.g. from LoadKubeconfig or
+// InClusterConfig): the one call a program or an integration test needs. Errors name the config
+// field (an unreadable CA, a bad client key).
+Result<std::shared_ptr<Client>> NewClient(const RestConfig& config, ClientOptions options = {});
+
 }  // namespace perfgate::kube

@@ -22,13 +22,13 @@
 
 namespace perfgate::kube {
 
+// Called on the informer's handler thread, one at a time. They must not throw and should be
+// quick (enqueue a key and return): a slow handler delays every later event. Any may be null.
 struct InformerHandlers {
   std::function<void(const Json& object)> onAdd;
-  // On a change, and for every cached object at each resync (then old ==
-  // current).
+  // On a change, and for every cached object at each resync (then old == current).
   std::function<void(const Json& old_object, const Json& object)> onUpdate;
-  // The last known state (for an object gone while disconnected: the cached
-  // one).
+  // The last known state (for an object gone while disconnected: the cached one).
   std::function<void(const Json& object)> onDelete;
 };
 

@@ -137,10 +137,9 @@ TEST(TlsTransportTest, KubeconfigToClientOverTls) {
       "\n    client-key-data: " + Base64(testing::kTestClientKeyPem) + "\n";
   auto config = ParseKubeconfig(kubeconfig, "test-kubeconfig", "/");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto transport = NewCpprestTransport(*config);
-  ASSERT_TRUE(transport.ok()) << transport.status().ToString();
-  Client client(*config, *transport);
-  auto node = client.Get(NodesResource(), "", "n1");
+  auto client = NewClient(*config);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto node = (*client)->Get(NodesResource(), "", "n1");
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   EXPECT_EQ((*node)["metadata"]["name"], "n1");
 }
