@@ -22,9 +22,9 @@ struct Summary {
   double stddev = 0;  // sample standard deviation (n - 1)
   double min = 0;
   double max = 0;
-  double p05 = 0;  // quantiles by linear interpolation between order statistics
-  double p95 = 0;  // (Hyndman & Fan type 7, numpy's and R's default)
-  double cv = 0;   // stddev / mean (0 when mean is 0)
+  double p05 = 0;      // quantiles by linear interpolation between order statistics
+  double p95 = 0;      // (Hyndman & Fan type 7, numpy's and R's default)
+  double cv = 0;       // stddev / mean (0 when mean is 0)
   Interval mean_ci;    // Student-t
   Interval median_ci;  // distribution-free, from order statistics
   int outliers = 0;    // beyond Tukey's far fences (3 IQR); counted, never dropped
@@ -33,6 +33,10 @@ struct Summary {
 // n == 0 gives a zero Summary; n == 1 gives intervals equal to the value.
 Summary Summarize(std::span<const double> samples, double confidence = 0.95);
 
+// Tukey's far outliers: samples beyond [Q1 - 3 IQR, Q3 + 3 IQR] (type-7 quartiles) of
+// `sorted` (ascending). Fewer than 4 samples have none.
+int CountOutliers(std::span<const double> sorted);
+
 // Type-7 quantile of `sorted` (ascending), q in [0, 1].
 double Quantile(std::span<const double> sorted, double q);
 
@@ -40,8 +44,12 @@ double Quantile(std::span<const double> sorted, double q);
 double StudentTQuantile(double p, double dof);
 // CDF of Student's t.
 double StudentTCdf(double t, double dof);
-// Inverse standard normal CDF.
+// Inverse standard normal CDF: -inf at 0, +inf at 1.
 double NormalQuantile(double p);
+// Regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1].
+double RegularizedIncompleteBeta(double a, double b, double x);
+// P(X <= k) for X ~ Binomial(n, p).
+double BinomialCdf(int k, int n, double p);
 
 // Two-sided interval for the mean, Student-t with n - 1 degrees of freedom.
 Interval MeanInterval(std::span<const double> samples, double confidence);
@@ -49,5 +57,22 @@ Interval MeanInterval(std::span<const double> samples, double confidence);
 // (binomial), at least `confidence` coverage where n allows; otherwise [min, max] with
 // the confidence it actually has.
 Interval QuantileInterval(std::span<const double> samples, double q, double confidence);
+
+// --- Anytime-valid pieces for the sequential rule (docs/methodology.md) -------------------
+
+// Log of a mixture likelihood ratio against "each trial is an event with probability at most
+// p0" after `count` events in `n` trials: a mixture over alternatives p1 > p0. Under the null
+// it is a nonnegative supermartingale with initial value 1, so by Ville's inequality
+// P(it ever reaches log(1/alpha)) <= alpha, however many times it is looked at.
+double BernoulliMixtureLogEvidence(int n, int count, double p0);
+// The smallest count in 1..n whose evidence reaches log(1/alpha); n + 1 when none does.
+int BernoulliMixtureCriticalCount(int n, double p0, double alpha);
+// Two-sided confidence sequence for the q-quantile (each side (1 - confidence) / 2): covers
+// the true quantile at every n simultaneously, for i.i.d. samples of any distribution. Ends
+// are order statistics; an end the samples cannot bound yet is -inf / +inf.
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence);
+// The confidence of each look's Student-t interval when `looks` looks share the error budget
+// of `confidence` (Bonferroni over looks: valid whichever look sampling stops at).
+double MeanLookConfidence(double confidence, int looks);
 
 }  // namespace perfgate::stats

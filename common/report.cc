@@ -1,0 +1,203 @@
+#include "common/report.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <vector>
+
+namespace perfgate::report {
+namespace {
+
+std::string Fixed(double v) {
+  if (std::isnan(v)) return "-";
+  std::ostringstream os;
+  double a = std::fabs(v);
+  os << std::fixed << std::setprecision(a >= 100 ? 1 : a >= 1 ? 2 : 4) << v;
+  return os.str();
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 forbids most control characters.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+double StatisticValue(const v1alpha1::Summary& s, const std::string& statistic) {
+  if (statistic == "mean") return s.mean();
+  if (statistic == "p05") return s.p05();
+  if (statistic == "p95") return s.p95();
+  if (statistic == "min") return s.min();
+  if (statistic == "max") return s.max();
+  if (statistic == "ciLow") return s.meanci().low();
+  if (statistic == "ciHigh") return s.meanci().high();
+  return s.median();
+}
+
+std::string PadRight(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
+
+}  // namespace
+
+std::string VerdictName(v1alpha1::Verdict v) {
+  if (v == v1alpha1::VERDICT_UNSPECIFIED) return "UNSPECIFIED";
+  return v1alpha1::Verdict_Name(v);
+}
+
+std::string FormatTable(const v1alpha1::Report& report) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"TEST", "DEVICE", "METRIC", "STATISTIC", "VALUE", "BOUND", "N", "VERDICT"});
+  for (const auto& t : report.tests()) {
+    if (t.thresholds_size() > 0) {
+      for (const auto& th : t.thresholds()) {
+        std::string unit;
+        for (const auto& m : t.metrics()) {
+          if (m.name() == th.threshold().metric()) unit = m.unit();
+        }
+        rows.push_back({t.name(), t.device(), th.threshold().metric(),
+                        th.threshold().statistic(), Fixed(th.observed()) + " " + unit,
+                        th.threshold().op() + " " + Fixed(th.bound()), std::to_string(t.samples()),
+                        VerdictName(th.verdict())});
+      }
+    } else if (t.metrics_size() > 0) {
+      for (const auto& m : t.metrics()) {
+        rows.push_back({t.name(), t.device(), m.name(), "median",
+                        Fixed(StatisticValue(m.summary(), "median")) + " " + m.unit(), "-",
+                        std::to_string(m.summary().n()), VerdictName(t.verdict())});
+      }
+    } else {
+      rows.push_back({t.name(), t.device(), "-", "-", "-", "-", std::to_string(t.samples()),
+                      VerdictName(t.verdict())});
+    }
+  }
+  std::vector<std::size_t> widths(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
+  }
+  std::ostringstream os;
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      os << (i + 1 < r.size() ? PadRight(r[i], widths[i] + 2) : r[i]);
+    }
+    os << "\n";
+  }
+  bool header = false;
+  for (const auto& t : report.tests()) {
+    if (t.verdict() == v1alpha1::PASS) continue;
+    if (!header) {
+      os << "\n";
+      header = true;
+    }
+    os << VerdictName(t.verdict()) << "  " << t.name() << " [" << t.device() << "]: " << t.reason()
+       << "\n";
+  }
+  os << "\nverdict: " << VerdictName(report.verdict());
+  if (!report.reason().empty()) os << " (" << report.reason() << ")";
+  os << "\n";
+  return os.str();
+}
+
+Result<std::string> ToJson(const v1alpha1::Report& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  std::string out;
+  auto st = google::protobuf::util::MessageToJsonString(report, &out, options);
+  if (!st.ok()) return Internal("report to JSON: " + std::string(st.message()));
+  return out;
+}
+
+Result<v1alpha1::Report> FromJson(const std::string& text) {
+  v1alpha1::Report report;
+  auto st = google::protobuf::util::JsonStringToMessage(text, &report);
+  if (!st.ok()) return InvalidArgument("report JSON: " + std::string(st.message()));
+  return report;
+}
+
+std::string ToJUnit(const v1alpha1::Report& report) {
+  int failures = 0, errors = 0, skipped = 0;
+  double seconds = 0;
+  for (const auto& t : report.tests()) {
+    failures += t.verdict() == v1alpha1::FAIL;
+    errors += t.verdict() == v1alpha1::ERROR || t.verdict() == v1alpha1::INCONCLUSIVE;
+    skipped += t.verdict() == v1alpha1::SKIPPED;
+    seconds += t.seconds();
+  }
+  std::ostringstream os;
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << "<testsuites>\n";
+  os << "  <testsuite name=\"perfgate." << XmlEscape(report.validation()) << "\" tests=\""
+     << report.tests_size() << "\" failures=\"" << failures << "\" errors=\"" << errors
+     << "\" skipped=\"" << skipped << "\" time=\"" << Fixed(seconds) << "\" hostname=\""
+     << XmlEscape(report.identity().hostname()) << "\">\n";
+  for (const auto& t : report.tests()) {
+    os << "    <testcase classname=\"perfgate." << XmlEscape(t.type()) << "\" name=\""
+       << XmlEscape(t.name() + " [" + t.device() + "]") << "\" time=\"" << Fixed(t.seconds())
+       << "\">\n";
+    const std::string reason = XmlEscape(t.reason());
+    switch (t.verdict()) {
+      case v1alpha1::FAIL:
+        os << "      <failure type=\"FAIL\" message=\"" << reason << "\"/>\n";
+        break;
+      case v1alpha1::ERROR:
+      case v1alpha1::INCONCLUSIVE:
+        os << "      <error type=\"" << VerdictName(t.verdict()) << "\" message=\"" << reason
+           << "\"/>\n";
+        break;
+      case v1alpha1::SKIPPED:
+        os << "      <skipped message=\"" << reason << "\"/>\n";
+        break;
+      default:
+        break;
+    }
+    std::ostringstream out;
+    for (const auto& m : t.metrics()) {
+      const auto& s = m.summary();
+      out << m.name() << " (" << m.unit() << "): n=" << s.n() << " median=" << Fixed(s.median())
+          << " mean=" << Fixed(s.mean()) << " p05=" << Fixed(s.p05()) << " p95=" << Fixed(s.p95())
+          << " cv=" << Fixed(s.cv()) << "\n";
+    }
+    for (const auto& th : t.thresholds()) out << th.reason() << "\n";
+    if (!out.str().empty()) os << "      <system-out>" << XmlEscape(out.str()) << "</system-out>\n";
+    os << "    </testcase>\n";
+  }
+  os << "  </testsuite>\n</testsuites>\n";
+  return os.str();
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Unavailable(path + ": cannot write: " + std::strerror(errno));
+    out << text;
+    if (!out.flush()) return Unavailable(path + ": write failed: " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Unavailable(path + ": cannot rename into place: " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace perfgate::report

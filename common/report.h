@@ -1,0 +1,29 @@
+// Report writers: the readable table, protobuf JSON of the Report message, JUnit XML.
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+#include "perfgate/v1alpha1/report.pb.h"
+
+namespace perfgate::report {
+
+// "PASS", "FAIL", ... ("UNSPECIFIED" for 0).
+std::string VerdictName(v1alpha1::Verdict v);
+
+// The table `perfgate-worker run` ends with: test, device, metric, statistic, value, bound,
+// verdict; then one line per non-passing test with its reason; then the overall verdict.
+std::string FormatTable(const v1alpha1::Report& report);
+
+// Protobuf JSON (lowerCamelCase names, every field printed), parseable back into Report.
+Result<std::string> ToJson(const v1alpha1::Report& report);
+Result<v1alpha1::Report> FromJson(const std::string& text);
+
+// JUnit XML: one testsuite, one testcase per test result ("name [device]"); FAIL is a
+// <failure>, ERROR and INCONCLUSIVE an <error>, SKIPPED <skipped>; figures in <system-out>.
+std::string ToJUnit(const v1alpha1::Report& report);
+
+// Writes `text` to `path` atomically (temp file + rename).
+Status WriteFileAtomic(const std::string& path, const std::string& text);
+
+}  // namespace perfgate::report

@@ -1,0 +1,342 @@
+#include "common/stats.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <numeric>
+
+namespace perfgate::stats {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Continued fraction of the regularized incomplete beta function, evaluated with the modified
+// Lentz method. Converges quickly for x < (a + 1) / (a + b + 2); the caller uses the symmetry
+// I_x(a, b) = 1 - I_{1-x}(b, a) to stay in that region.
+double BetaContinuedFraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300;
+  constexpr double kEps = 1e-15;
+  double c = 1.0;
+  double d = 1.0 - (a + b) * x / (a + 1.0);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1.0 / d;
+  double f = d;
+  for (int m = 1; m <= 10000; ++m) {
+    const double dm = m;
+    // Even step: d_{2m} = m (b - m) x / ((a + 2m - 1)(a + 2m)).
+    double num = dm * (b - dm) * x / ((a + 2 * dm - 1) * (a + 2 * dm));
+    d = 1.0 + num * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1.0 / d;
+    f *= d * c;
+    // Odd step: d_{2m+1} = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)).
+    num = -(a + dm) * (a + b + dm) * x / ((a + 2 * dm) * (a + 2 * dm + 1));
+    d = 1.0 + num * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    f *= delta;
+    if (std::fabs(delta - 1.0) < kEps) break;
+  }
+  return f;
+}
+
+double StudentTPdf(double t, double dof) {
+  const double log_norm =
+      std::lgamma((dof + 1) / 2) - std::lgamma(dof / 2) - 0.5 * std::log(dof * std::numbers::pi);
+  return std::exp(log_norm - (dof + 1) / 2 * std::log1p(t * t / dof));
+}
+
+std::vector<double> Sorted(std::span<const double> samples) {
+  std::vector<double> sorted(samples.begin(), samples.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
+}  // namespace
+
+double RegularizedIncompleteBeta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double log_front =
+      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  if (x < (a + 1) / (a + b + 2)) {
+    return std::exp(log_front) * BetaContinuedFraction(a, b, x) / a;
+  }
+  return 1.0 - std::exp(log_front) * BetaContinuedFraction(b, a, 1.0 - x) / b;
+}
+
+double StudentTCdf(double t, double dof) {
+  if (std::isnan(t) || !(dof > 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
+  // P(|T| > |t|) = I_{dof / (dof + t^2)}(dof / 2, 1 / 2).
+  const double tail = 0.5 * RegularizedIncompleteBeta(dof / 2, 0.5, dof / (dof + t * t));
+  return t > 0 ? 1.0 - tail : tail;
+}
+
+double StudentTQuantile(double p, double dof) {
+  if (!(p > 0 && p < 1) || !(dof > 0)) return std::numeric_limits<double>::quiet_NaN();
+  if (p == 0.5) return 0;
+  if (p < 0.5) return -StudentTQuantile(1 - p, dof);
+  // dof 1 (Cauchy) has a closed form, and its tails are too heavy for Newton from the normal.
+  if (dof == 1) return std::tan(std::numbers::pi * (p - 0.5));
+  // Upper-tail probability, kept as such so that p near 1 does not lose digits.
+  const double tail = 1 - p;
+  // Bracket the root in [0, hi], then Newton steps safeguarded by bisection.
+  double lo = 0;
+  double hi = std::max(1.0, NormalQuantile(p));
+  while (1.0 - StudentTCdf(hi, dof) > tail) {
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e300) return kInf;
+  }
+  double t = std::clamp(NormalQuantile(p), lo, hi);
+  for (int i = 0; i < 200; ++i) {
+    const double upper = 0.5 * RegularizedIncompleteBeta(dof / 2, 0.5, dof / (dof + t * t));
+    const double f = tail - upper;  // increasing in t
+    if (f > 0) {
+      hi = t;
+    } else {
+      lo = t;
+    }
+    const double pdf = StudentTPdf(t, dof);
+    double next = pdf > 0 ? t - f / pdf : 0.5 * (lo + hi);
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    if (std::fabs(next - t) <= 1e-14 * std::max(1.0, std::fabs(t))) return next;
+    t = next;
+  }
+  return t;
+}
+
+double NormalQuantile(double p) {
+  if (!(p > 0 && p < 1)) {
+    if (p == 0) return -kInf;
+    if (p == 1) return kInf;
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  // Symmetry: 1 - p is exact for p in [1/2, 1], and the lower tail keeps its digits.
+  if (p > 0.5) return -NormalQuantile(1 - p);
+  // P. J. Acklam's rational approximation (relative error below 1.15e-9), followed by one
+  // Halley step on erfc, which brings it to double precision.
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                 -2.759285104469687e+02, 1.383577518672690e+02,
+                                 -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                 -1.556989798598866e+02, 6.680131188771972e+01,
+                                 -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                 -2.400758277161838e+00, -2.549732539343734e+00,
+                                 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                 2.445134137142996e+00, 3.754408661907416e+00};
+  constexpr double kLow = 0.02425;
+  double x;
+  if (p < kLow) {
+    const double q = std::sqrt(-2 * std::log(p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  } else {
+    const double q = p - 0.5;
+    const double r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  }
+  // One Halley step on erfc (p <= 1/2 here, so no digits are lost in the tail).
+  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+  const double u = e * std::sqrt(2 * std::numbers::pi) * std::exp(x * x / 2);
+  x = x - u / (1 + x * u / 2);
+  return x;
+}
+
+double Quantile(std::span<const double> sorted, double q) {
+  if (sorted.empty()) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  const double h = (static_cast<double>(sorted.size()) - 1) * q;
+  const auto lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+double BinomialCdf(int k, int n, double p) {
+  if (k < 0) return 0;
+  if (k >= n) return 1;
+  // P(X <= k) = I_{1-p}(n - k, k + 1).
+  return RegularizedIncompleteBeta(n - k, k + 1.0, 1.0 - p);
+}
+
+Interval MeanInterval(std::span<const double> samples, double confidence) {
+  Interval iv;
+  iv.confidence = confidence;
+  iv.method = "student-t";
+  const size_t n = samples.size();
+  if (n == 0) return iv;
+  const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
+  iv.low = iv.high = mean;
+  if (n == 1) return iv;
+  double ss = 0;
+  for (double x : samples) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / (n - 1));
+  const double t = StudentTQuantile(0.5 + confidence / 2, static_cast<double>(n - 1));
+  const double half = t * sd / std::sqrt(static_cast<double>(n));
+  iv.low = mean - half;
+  iv.high = mean + half;
+  return iv;
+}
+
+Interval QuantileInterval(std::span<const double> samples, double q, double confidence) {
+  Interval iv;
+  iv.method = "order-statistic";
+  const int n = static_cast<int>(samples.size());
+  if (n == 0) return iv;
+  const std::vector<double> sorted = Sorted(samples);
+  const double alpha_side = (1 - confidence) / 2;
+  // Ranks l < u (1-based) with P(S <= l - 1) <= alpha/2 and P(S >= u) <= alpha/2, S the
+  // number of samples below the true quantile, S ~ Binomial(n, q). Then
+  // P(X_(l) <= Q <= X_(u)) = P(l <= S <= u - 1) >= confidence.
+  int l = 0;  // 0: no rank qualifies
+  while (l + 1 <= n && BinomialCdf(l, n, q) <= alpha_side) ++l;
+  int u = n + 1;  // n + 1: no rank qualifies
+  while (u - 1 >= 1 && 1 - BinomialCdf(u - 2, n, q) <= alpha_side) --u;
+  if (l >= 1 && u <= n && l < u) {
+    iv.low = sorted[l - 1];
+    iv.high = sorted[u - 1];
+    iv.confidence = BinomialCdf(u - 1, n, q) - BinomialCdf(l - 1, n, q);
+    // Report the level asked for when it is met; the exact coverage is at least that.
+    iv.confidence = std::max(iv.confidence, confidence);
+    return iv;
+  }
+  // n too small for the level asked: [min, max] with the coverage it actually has.
+  iv.low = sorted.front();
+  iv.high = sorted.back();
+  iv.confidence = n == 1 ? 0 : 1 - std::pow(q, n) - std::pow(1 - q, n);
+  return iv;
+}
+
+Summary Summarize(std::span<const double> samples, double confidence) {
+  Summary s;
+  s.n = static_cast<int>(samples.size());
+  if (s.n == 0) return s;
+  const std::vector<double> sorted = Sorted(samples);
+  s.mean = std::accumulate(sorted.begin(), sorted.end(), 0.0) / s.n;
+  s.median = Quantile(sorted, 0.5);
+  s.min = sorted.front();
+  s.max = sorted.back();
+  s.p05 = Quantile(sorted, 0.05);
+  s.p95 = Quantile(sorted, 0.95);
+  if (s.n > 1) {
+    double ss = 0;
+    for (double x : sorted) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / (s.n - 1));
+  }
+  s.cv = s.mean != 0 ? s.stddev / s.mean : 0;
+  s.mean_ci = MeanInterval(sorted, confidence);
+  if (s.n == 1) {
+    s.median_ci = Interval{s.median, s.median, 0, "order-statistic"};
+  } else {
+    s.median_ci = QuantileInterval(sorted, 0.5, confidence);
+  }
+  s.outliers = CountOutliers(sorted);
+  return s;
+}
+
+int CountOutliers(std::span<const double> sorted) {
+  if (sorted.size() < 4) return 0;
+  const double q1 = Quantile(sorted, 0.25);
+  const double q3 = Quantile(sorted, 0.75);
+  const double iqr = q3 - q1;
+  const double lo = q1 - 3 * iqr;
+  const double hi = q3 + 3 * iqr;
+  return static_cast<int>(
+      std::count_if(sorted.begin(), sorted.end(), [&](double x) { return x < lo || x > hi; }));
+}
+
+}  // namespace perfgate::stats
+
+namespace perfgate::stats {
+namespace {
+
+// The alternatives of the mixture, as log-odds steps above the null's p0: a geometric grid
+// from 0.2 (a small shift in the sign's probability) to about 12 (essentially every sample on
+// one side), equally weighted. A grid rather than a continuous prior keeps the evidence a
+// short sum of exact likelihood ratios, each a nonnegative martingale under p = p0.
+constexpr int kMixturePoints = 14;
+constexpr double kMixtureFirstStep = 0.2;
+constexpr double kMixtureGrowth = 1.4;
+
+double LogSumExp(const double* v, int n) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < n; ++i) m = std::max(m, v[i]);
+  if (std::isinf(m)) return m;
+  double s = 0;
+  for (int i = 0; i < n; ++i) s += std::exp(v[i] - m);
+  return m + std::log(s);
+}
+
+}  // namespace
+
+double BernoulliMixtureLogEvidence(int n, int count, double p0) {
+  if (n <= 0 || !(p0 > 0 && p0 < 1)) return 0;
+  const double logit0 = std::log(p0 / (1 - p0));
+  double terms[kMixturePoints];
+  double step = kMixtureFirstStep;
+  for (int j = 0; j < kMixturePoints; ++j, step *= kMixtureGrowth) {
+    const double logit = logit0 + step;
+    // p1 = 1 / (1 + e^-logit), computed in log space to keep p1 near 1 exact.
+    const double log_p1 = -std::log1p(std::exp(-logit));
+    const double log_q1 = -std::log1p(std::exp(logit));
+    terms[j] = count * (log_p1 - std::log(p0)) + (n - count) * (log_q1 - std::log1p(-p0)) -
+               std::log(static_cast<double>(kMixturePoints));
+  }
+  return LogSumExp(terms, kMixturePoints);
+}
+
+int BernoulliMixtureCriticalCount(int n, double p0, double alpha) {
+  const double target = -std::log(alpha);
+  // The evidence grows with count (every alternative has p1 > p0): binary search.
+  if (BernoulliMixtureLogEvidence(n, n, p0) < target) return n + 1;
+  int lo = 0;  // evidence(lo) may be below target
+  int hi = n;  // evidence(hi) >= target
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (BernoulliMixtureLogEvidence(n, mid, p0) >= target) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return hi;
+}
+
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence) {
+  Interval iv;
+  iv.confidence = confidence;
+  iv.method = "confidence-sequence";
+  const int n = static_cast<int>(samples.size());
+  if (n == 0) {
+    iv.low = -kInf;
+    iv.high = kInf;
+    return iv;
+  }
+  const std::vector<double> sorted = Sorted(samples);
+  const double alpha_side = (1 - confidence) / 2;
+  // Upper end: "Q >= theta" is rejected once the count strictly below theta reaches
+  // s*, i.e. for every theta above X_(s*).
+  const int s_star = BernoulliMixtureCriticalCount(n, q, alpha_side);
+  iv.high = s_star <= n ? sorted[s_star - 1] : kInf;
+  // Lower end, mirrored: the count strictly above theta, null probability 1 - q.
+  const int t_star = BernoulliMixtureCriticalCount(n, 1 - q, alpha_side);
+  iv.low = t_star <= n ? sorted[n - t_star] : -kInf;
+  return iv;
+}
+
+double MeanLookConfidence(double confidence, int looks) {
+  return 1 - (1 - confidence) / std::max(1, looks);
+}
+
+}  // namespace perfgate::stats

@@ -1,0 +1,403 @@
+// cuBLASLt GEMM for gemm and burn. Layout "TN" (A transposed, both operands k-major), the one
+// layout every dtype supports, fp8 included: C[i,j] = sum_l A[l + i*k] * B[l + j*k], C column-
+// major m x n. Inputs are N(0,1) from a counter-based generator: constant or zero inputs let
+// the tensor cores toggle fewer bits and run faster than real data.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/gemm.h"
+
+namespace perfgate::kernels::cuda {
+namespace {
+
+Status BlasStatus(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
+  return Internal(std::string(what) + ": " + cublasLtGetStatusString(status));
+}
+#define PG_BLAS(expr) RETURN_IF_ERROR(BlasStatus((expr), #expr))
+
+// RAII owners of the cuBLASLt descriptors.
+template <typename T, cublasStatus_t (*Destroy)(T)>
+class LtHandle {
+ public:
+  LtHandle() = default;
+  LtHandle(LtHandle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  LtHandle& operator=(LtHandle&& o) noexcept {
+    if (this != &o) {
+      Release();
+      h_ = std::exchange(o.h_, nullptr);
+    }
+    return *this;
+  }
+  LtHandle(const LtHandle&) = delete;
+  LtHandle& operator=(const LtHandle&) = delete;
+  ~LtHandle() { Release(); }
+  T get() const { return h_; }
+  T* out() {
+    Release();
+    return &h_;
+  }
+
+ private:
+  void Release() noexcept {
+    if (h_ != nullptr) (void)Destroy(h_);
+    h_ = nullptr;
+  }
+  T h_ = nullptr;
+};
+using LtContext = LtHandle<cublasLtHandle_t, cublasLtDestroy>;
+using LtMatmulDesc = LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using LtLayout = LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using LtPreference = LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+
+__device__ inline float NormalAt(std::uint64_t seed, std::uint64_t index) {
+  const std::uint64_t bits = Mix64(seed ^ Mix64(index));
+  // Two 24-bit uniforms in (0, 1] and [0, 1): Box-Muller.
+  const float u1 = (static_cast<float>(bits >> 40) + 1.0f) * (1.0f / 16777216.0f);
+  const float u2 = static_cast<float>((bits >> 16) & 0xffffff) * (1.0f / 16777216.0f);
+  return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+}
+
+__device__ inline void Store(__nv_bfloat16* p, float v) { *p = __float2bfloat16(v); }
+__device__ inline void Store(__half* p, float v) { *p = __float2half(v); }
+__device__ inline void Store(__nv_fp8_e4m3* p, float v) { *p = __nv_fp8_e4m3(v); }
+__device__ inline void Store(float* p, float v) { *p = v; }
+__device__ inline void Store(double* p, float v) { *p = v; }
+
+__device__ inline double Load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ inline double Load(const __half* p) { return __half2float(*p); }
+__device__ inline double Load(const __nv_fp8_e4m3* p) { return static_cast<float>(*p); }
+__device__ inline double Load(const float* p) { return *p; }
+__device__ inline double Load(const double* p) { return *p; }
+
+template <typename T>
+__global__ void FillNormalKernel(T* out, std::int64_t count, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    Store(out + i, NormalAt(seed, static_cast<std::uint64_t>(i)));
+  }
+}
+
+template <typename In, typename Out>
+__global__ void ReferenceKernel(const In* a, const In* b, const Out* d, std::int64_t m,
+                                std::int64_t k, const std::int64_t* rows, const std::int64_t* cols,
+                                int count, double* values, double* references) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= count) return;
+  const std::int64_t i = rows[s];
+  const std::int64_t j = cols[s];
+  double sum = 0;
+  for (std::int64_t l = 0; l < k; ++l) sum += Load(a + l + i * k) * Load(b + l + j * k);
+  references[s] = sum;
+  values[s] = Load(d + i + j * m);
+}
+
+template <typename Out>
+__global__ void CountDiffKernel(const Out* out, const Out* reference, std::int64_t count,
+                                double rel_tol, unsigned long long* wrong) {  // NOLINT
+  unsigned long long local = 0;                                               // NOLINT
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const double x = Load(out + i);
+    const double r = Load(reference + i);
+    const double bound = rel_tol * fmax(fabs(r), 1.0);
+    if (!(fabs(x - r) <= bound)) ++local;  // NaN compares false: counted
+  }
+  if (local != 0) atomicAdd(wrong, local);
+}
+
+struct LtTypes {
+  cudaDataType_t in;
+  cudaDataType_t out;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+};
+
+LtTypes TypesFor(gpu::GemmDtype dtype) {
+  switch (dtype) {
+    case gpu::GemmDtype::kBf16:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gpu::GemmDtype::kFp16:
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gpu::GemmDtype::kFp8E4m3:
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case gpu::GemmDtype::kTf32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
+    case gpu::GemmDtype::kFp64:
+      return {CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+  }
+  return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+}
+
+// Calls fn(In*, Out*) with the dtype's element types.
+template <typename Fn>
+void WithTypes(gpu::GemmDtype dtype, Fn&& fn) {
+  switch (dtype) {
+    case gpu::GemmDtype::kBf16:
+      fn(static_cast<__nv_bfloat16*>(nullptr), static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case gpu::GemmDtype::kFp16:
+      fn(static_cast<__half*>(nullptr), static_cast<__half*>(nullptr));
+      break;
+    case gpu::GemmDtype::kFp8E4m3:
+      fn(static_cast<__nv_fp8_e4m3*>(nullptr), static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case gpu::GemmDtype::kTf32:
+      fn(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+      break;
+    case gpu::GemmDtype::kFp64:
+      fn(static_cast<double*>(nullptr), static_cast<double*>(nullptr));
+      break;
+  }
+}
+
+class GemmRunnerImpl final : public GemmRunner {
+ public:
+  Status Init(const GemmConfig& config) {
+    config_ = config;
+    RETURN_IF_ERROR(RequireCudaDevice(config.device));
+    const auto info = std::find_if(gpu::GemmDtypes().begin(), gpu::GemmDtypes().end(),
+                                   [&](const auto& d) { return d.dtype == config.dtype; });
+    info_ = *info;
+    int major = 0;
+    int minor = 0;
+    PG_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
+    PG_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, config.device));
+    if (!gpu::GemmDtypeSupported(info_, major, minor)) {
+      return FailedPrecondition(std::string(info_.name) + " needs compute capability " +
+                                std::to_string(info_.min_cc / 10) + "." +
+                                std::to_string(info_.min_cc % 10) + ", device has " +
+                                std::to_string(major) + "." + std::to_string(minor));
+    }
+    if (config.m <= 0 || config.n <= 0 || config.k <= 0 || config.output_buffers < 1) {
+      return InvalidArgument("gemm shape and output_buffers must be positive");
+    }
+    const LtTypes t = TypesFor(config.dtype);
+    const std::int64_t a_count = config.k * config.m;
+    const std::int64_t b_count = config.k * config.n;
+    const std::int64_t c_count = config.m * config.n;
+    ASSIGN_OR_RETURN(a_, DeviceBuffer::Allocate(a_count * info_.input_bytes));
+    ASSIGN_OR_RETURN(b_, DeviceBuffer::Allocate(b_count * info_.input_bytes));
+    for (int i = 0; i < config.output_buffers; ++i) {
+      ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(c_count * info_.output_bytes));
+      PG_CUDA(cudaMemset(d.get(), 0, d.bytes()));
+      outputs_.push_back(std::move(d));
+    }
+    ASSIGN_OR_RETURN(workspace_, DeviceBuffer::Allocate(config.workspace_bytes));
+    ASSIGN_OR_RETURN(counter_, DeviceBuffer::Allocate(sizeof(unsigned long long)));  // NOLINT
+    ASSIGN_OR_RETURN(stream_, Stream::Create());
+    ASSIGN_OR_RETURN(start_, Event::Create());
+    ASSIGN_OR_RETURN(stop_, Event::Create());
+
+    // Different seeds for A and B: A == B would make C symmetric-ish and easy to fake.
+    WithTypes(config.dtype, [&](auto* in, auto*) {
+      using In = std::remove_pointer_t<decltype(in)>;
+      FillNormalKernel<In>
+          <<<1024, 256, 0, stream_.get()>>>(a_.as<In>(), a_count, Mix64(config.seed));
+      FillNormalKernel<In>
+          <<<1024, 256, 0, stream_.get()>>>(b_.as<In>(), b_count, Mix64(config.seed + 1));
+    });
+    PG_CUDA(cudaGetLastError());
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
+
+    PG_BLAS(cublasLtCreate(lt_.out()));
+    PG_BLAS(cublasLtMatmulDescCreate(op_.out(), t.compute, t.scale));
+    const cublasOperation_t trans_a = CUBLAS_OP_T;
+    const cublasOperation_t trans_b = CUBLAS_OP_N;
+    PG_BLAS(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                           sizeof(trans_a)));
+    PG_BLAS(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                           sizeof(trans_b)));
+    PG_BLAS(cublasLtMatrixLayoutCreate(a_desc_.out(), t.in, config.k, config.m, config.k));
+    PG_BLAS(cublasLtMatrixLayoutCreate(b_desc_.out(), t.in, config.k, config.n, config.k));
+    PG_BLAS(cublasLtMatrixLayoutCreate(c_desc_.out(), t.out, config.m, config.n, config.m));
+
+    LtPreference preference;
+    PG_BLAS(cublasLtMatmulPreferenceCreate(preference.out()));
+    const std::uint64_t workspace = static_cast<std::uint64_t>(config.workspace_bytes);
+    PG_BLAS(cublasLtMatmulPreferenceSetAttribute(
+        preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    if (config.deterministic) {
+      const std::uint32_t mask =
+          CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
+      PG_BLAS(cublasLtMatmulPreferenceSetAttribute(
+          preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
+    }
+    const int wanted = std::clamp(config.algo_candidates, 1, 32);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(wanted);
+    int returned = 0;
+    PG_BLAS(cublasLtMatmulAlgoGetHeuristic(lt_.get(), op_.get(), a_desc_.get(), b_desc_.get(),
+                                           c_desc_.get(), c_desc_.get(), preference.get(), wanted,
+                                           results.data(), &returned));
+    if (returned <= 0) {
+      return FailedPrecondition("cuBLASLt has no algorithm for " + std::string(info_.name) + " " +
+                                std::to_string(config.m) + "x" + std::to_string(config.n) + "x" +
+                                std::to_string(config.k));
+    }
+    // Heuristics rank by a model; timing the top few on the real device finds the fastest.
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < returned; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      algo_ = results[i].algo;
+      if (!Time(1).ok()) continue;  // warm-up; an algorithm that fails here is skipped
+      auto seconds = Time(3);
+      if (seconds.ok() && *seconds < best) {
+        best = *seconds;
+        best_index_ = i;
+      }
+    }
+    if (best_index_ < 0) return Internal("every cuBLASLt candidate algorithm failed to run");
+    algo_ = results[best_index_].algo;
+    tried_ = returned;
+    // The next Time() writes buffer 0 with the chosen algorithm: Sample() and Snapshot() read
+    // buffer 0, and must not see a candidate's output.
+    next_output_ = 0;
+    return Status::Ok();
+  }
+
+  Result<double> Time(int iterations) override {
+    PG_CUDA(cudaSetDevice(config_.device));
+    const float alpha32 = 1.0f;
+    const float beta32 = 0.0f;
+    const double alpha64 = 1.0;
+    const double beta64 = 0.0;
+    const bool fp64 = config_.dtype == gpu::GemmDtype::kFp64;
+    const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
+    const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
+    PG_CUDA(cudaEventRecord(start_.get(), stream_.get()));
+    for (int it = 0; it < iterations; ++it) {
+      void* d = outputs_[static_cast<std::size_t>(next_output_)].get();
+      next_output_ = (next_output_ + 1) % config_.output_buffers;
+      PG_BLAS(cublasLtMatmul(lt_.get(), op_.get(), alpha, a_.get(), a_desc_.get(), b_.get(),
+                             b_desc_.get(), beta, d, c_desc_.get(), d, c_desc_.get(), &algo_,
+                             workspace_.get(), workspace_.bytes(), stream_.get()));
+    }
+    PG_CUDA(cudaEventRecord(stop_.get(), stream_.get()));
+    return ElapsedSeconds(start_, stop_);
+  }
+
+  Result<GemmSample> Sample(int count) override {
+    PG_CUDA(cudaSetDevice(config_.device));
+    count = std::max(count, 1);
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(count));
+    std::vector<std::int64_t> cols(static_cast<std::size_t>(count));
+    for (int s = 0; s < count; ++s) {
+      const std::uint64_t r = Mix64(config_.seed * 1000003ULL + static_cast<std::uint64_t>(s));
+      rows[s] = static_cast<std::int64_t>(r % static_cast<std::uint64_t>(config_.m));
+      cols[s] = static_cast<std::int64_t>((r >> 32) % static_cast<std::uint64_t>(config_.n));
+    }
+    // Edges are where tiling bugs show: always look at the last row and column.
+    rows[0] = config_.m - 1;
+    if (count > 1) cols[1] = config_.n - 1;
+    ASSIGN_OR_RETURN(DeviceBuffer d_rows, DeviceBuffer::Allocate(sizeof(std::int64_t) * count));
+    ASSIGN_OR_RETURN(DeviceBuffer d_cols, DeviceBuffer::Allocate(sizeof(std::int64_t) * count));
+    ASSIGN_OR_RETURN(DeviceBuffer d_out, DeviceBuffer::Allocate(sizeof(double) * 2 * count));
+    PG_CUDA(cudaMemcpy(d_rows.get(), rows.data(), sizeof(std::int64_t) * count,
+                       cudaMemcpyHostToDevice));
+    PG_CUDA(cudaMemcpy(d_cols.get(), cols.data(), sizeof(std::int64_t) * count,
+                       cudaMemcpyHostToDevice));
+    WithTypes(config_.dtype, [&](auto* in, auto* out) {
+      using In = std::remove_pointer_t<decltype(in)>;
+      using Out = std::remove_pointer_t<decltype(out)>;
+      ReferenceKernel<In, Out><<<(count + 127) / 128, 128, 0, stream_.get()>>>(
+          a_.as<In>(), b_.as<In>(), outputs_[0].as<Out>(), config_.m, config_.k,
+          d_rows.as<std::int64_t>(), d_cols.as<std::int64_t>(), count, d_out.as<double>(),
+          d_out.as<double>() + count);
+    });
+    PG_CUDA(cudaGetLastError());
+    std::vector<double> host(2 * static_cast<std::size_t>(count));
+    PG_CUDA(cudaMemcpyAsync(host.data(), d_out.get(), sizeof(double) * host.size(),
+                            cudaMemcpyDeviceToHost, stream_.get()));
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
+    GemmSample sample;
+    sample.values.assign(host.begin(), host.begin() + count);
+    sample.references.assign(host.begin() + count, host.end());
+    return sample;
+  }
+
+  Status Snapshot() override {
+    PG_CUDA(cudaSetDevice(config_.device));
+    if (snapshot_.get() == nullptr) {
+      ASSIGN_OR_RETURN(snapshot_, DeviceBuffer::Allocate(outputs_[0].bytes()));
+    }
+    PG_CUDA(cudaMemcpyAsync(snapshot_.get(), outputs_[0].get(), outputs_[0].bytes(),
+                            cudaMemcpyDeviceToDevice, stream_.get()));
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
+    return Status::Ok();
+  }
+
+  Result<std::int64_t> CountDifferences(double rel_tol) override {
+    PG_CUDA(cudaSetDevice(config_.device));
+    if (snapshot_.get() == nullptr) return FailedPrecondition("CountDifferences before Snapshot");
+    PG_CUDA(cudaMemsetAsync(counter_.get(), 0, counter_.bytes(), stream_.get()));
+    const std::int64_t count = config_.m * config_.n;
+    WithTypes(config_.dtype, [&](auto*, auto* out) {
+      using Out = std::remove_pointer_t<decltype(out)>;
+      for (const DeviceBuffer& d : outputs_) {
+        CountDiffKernel<Out>
+            <<<1024, 256, 0, stream_.get()>>>(d.as<Out>(), snapshot_.as<Out>(), count, rel_tol,
+                                              counter_.as<unsigned long long>());  // NOLINT
+      }
+    });
+    PG_CUDA(cudaGetLastError());
+    unsigned long long wrong = 0;  // NOLINT
+    PG_CUDA(cudaMemcpyAsync(&wrong, counter_.get(), sizeof(wrong), cudaMemcpyDeviceToHost,
+                            stream_.get()));
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
+    return static_cast<std::int64_t>(wrong);
+  }
+
+  std::string Description() const override {
+    int id = 0;
+    int tile = 0;
+    int split_k = 0;
+    int stages = 0;
+    std::size_t written = 0;
+    (void)cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id),
+                                               &written);
+    (void)cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile,
+                                               sizeof(tile), &written);
+    (void)cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k,
+                                               sizeof(split_k), &written);
+    (void)cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                               sizeof(stages), &written);
+    return "cuBLASLt " + std::to_string(cublasLtGetVersion()) + ", TN, algo " + std::to_string(id) +
+           " tile " + std::to_string(tile) + " splitK " + std::to_string(split_k) + " stages " +
+           std::to_string(stages) + " (fastest of " + std::to_string(tried_) +
+           " heuristic candidates), workspace " + gpu::FormatBytes(config_.workspace_bytes);
+  }
+
+ private:
+  GemmConfig config_;
+  gpu::GemmDtypeInfo info_{};
+  DeviceBuffer a_, b_, workspace_, counter_, snapshot_;
+  std::vector<DeviceBuffer> outputs_;
+  int next_output_ = 0;
+  Stream stream_;
+  Event start_, stop_;
+  LtContext lt_;
+  LtMatmulDesc op_;
+  LtLayout a_desc_, b_desc_, c_desc_;
+  cublasLtMatmulAlgo_t algo_{};
+  int best_index_ = -1;
+  int tried_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<GemmRunner>> CreateGemmRunner(const GemmConfig& config) {
+  auto impl = std::make_unique<GemmRunnerImpl>();
+  RETURN_IF_ERROR(impl->Init(config));
+  return std::unique_ptr<GemmRunner>(std::move(impl));
+}
+
+}  // namespace perfgate::kernels::cuda

@@ -1,0 +1,49 @@
+// Device side of hbm-stream (kernels/hbm_stream.cc): BabelStream's five ops over three device
+// arrays of doubles. Standard types only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace perfgate::kernels::cuda {
+
+struct HbmStreamConfig {
+  int device = 0;
+  std::int64_t elements = 0;  // per array; each array is elements * 8 bytes
+  int block_size = 1024;      // threads per block
+  int blocks_per_sm = 0;      // 0: as many as fit at full occupancy
+};
+
+struct HbmStreamTimings {
+  // Kernel seconds per op (kStreamOps order), summed over the rounds run.
+  std::array<double, 5> seconds{};
+  double last_dot = 0;
+};
+
+class HbmStream {
+ public:
+  virtual ~HbmStream() = default;
+  // Sets a, b, c to their initial values (untimed). Blocking.
+  virtual Status Reset() = 0;
+  // Runs `rounds` rounds of copy, scale, add, triad, dot in that order; each kernel is timed
+  // alone with CUDA events. Blocking; one thread at a time.
+  virtual Result<HbmStreamTimings> RunRounds(int rounds) = 0;
+  // Reads a, b and c at `indices` (gathered on the device). Blocking.
+  virtual Status ReadBack(const std::vector<std::int64_t>& indices, std::vector<double>* a,
+                          std::vector<double>* b, std::vector<double>* c) = 0;
+  // Overwrites one element of array 'a', 'b' or 'c' (tests plant wrong values with it).
+  virtual Status WriteElement(char array, std::int64_t index, double value) = 0;
+  // "grid 264 x 1024, double2 loads, grid-stride".
+  virtual std::string LaunchDescription() const = 0;
+};
+
+// Allocates and initialises the arrays on `config.device`. Unavailable("no CUDA device: ...")
+// without a device; ResourceExhausted when the arrays do not fit. Blocking.
+Result<std::unique_ptr<HbmStream>> CreateHbmStream(const HbmStreamConfig& config);
+
+}  // namespace perfgate::kernels::cuda

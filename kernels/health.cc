@@ -1,0 +1,121 @@
+// health: GPU health counters through NVML (dlopen of libnvidia-ml.so.1), joined to the CUDA
+// device by PCI bus id. Each sample reads:
+//   ECC errors, volatile and aggregate, corrected and uncorrected (counts)
+//   row remapping: correctable/uncorrectable rows, pending, failure (A100 and later)
+//   retired pages pending (before A100; NOT_SUPPORTED after, then left out, not zero)
+//   clock-event (throttle) reasons: hardwareSlowdown = HW slowdown, HW/SW thermal, power brake
+//   PCIe width against the maximum (the generation drops when idle; h2d-d2h reads it loaded)
+//   NVLink links inactive, other processes on the GPU, XID events since Prepare
+// Thresholds in profiles turn these into verdicts (e.g. eccUncorrectedVolatileCount <= 0).
+// Without NVML the test cannot say the GPU is healthy: Unavailable (ERROR where GPUs are
+// expected). A reading NVML refuses other than with NOT_SUPPORTED counts in
+// nvmlReadErrorCount, so "could not read" never passes as "healthy".
+#include <unistd.h>
+
+#include <memory>
+#include <mutex>
+
+#include "kernels/cuda/test_support.h"
+#include "kernels/nvml/health.h"
+#include "kernels/nvml/nvml.h"
+#include "kernels/tests.h"
+
+namespace perfgate::kernels {
+namespace {
+
+class HealthRun final : public TestRun {
+ public:
+  HealthRun(std::shared_ptr<nvml::Nvml> nvml, nvml::nvmlDevice_t device,
+            std::optional<nvml::XidWatch> xids, std::map<std::string, std::string> details)
+      : nvml_(std::move(nvml)),
+        device_(device),
+        xids_(std::move(xids)),
+        details_(std::move(details)) {}
+
+  Result<Sample> RunSample() override {
+    // Prepare selected the device (cudaSetDevice creates the primary context since CUDA 12),
+    // so this process is among the GPU's processes.
+    nvml::HealthReadings readings =
+        nvml::ReadHealth(*nvml_, device_, static_cast<unsigned>(getpid()), true);
+    if (xids_) readings.xids = xids_->Poll();
+    Sample sample = nvml::HealthMetrics(readings);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, value] : nvml::HealthDetails(readings)) details_[key] = value;
+    return sample;
+  }
+
+  std::map<std::string, std::string> Details() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return details_;
+  }
+
+ private:
+  std::shared_ptr<nvml::Nvml> nvml_;
+  nvml::nvmlDevice_t device_;
+  std::optional<nvml::XidWatch> xids_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> details_;
+};
+
+class HealthTest final : public Test {
+ public:
+  HealthTest() {
+    info_.type = "health";
+    info_.description =
+        "GPU health through NVML: ECC, remapped rows, retired pages, throttle reasons, PCIe "
+        "width, NVLink state, XID events during the run, other processes";
+    info_.scope = Scope::kGpu;
+    auto count = [](const char* name, const char* description) {
+      return gpu::Metric(name, "count", false, description);
+    };
+    info_.metrics = {
+        count("eccUncorrectedVolatileCount", "uncorrected ECC errors since driver load"),
+        count("eccCorrectedVolatileCount", "corrected ECC errors since driver load"),
+        count("eccUncorrectedAggregateCount", "uncorrected ECC errors, lifetime"),
+        count("eccCorrectedAggregateCount", "corrected ECC errors, lifetime"),
+        count("remappedRowsUncorrectableCount", "rows remapped for uncorrectable errors"),
+        count("remappedRowsCorrectableCount", "rows remapped for correctable errors"),
+        gpu::Metric("rowRemapPending", "bool", false, "a remap waits for a GPU reset"),
+        gpu::Metric("rowRemapFailure", "bool", false, "a remap failed (RMA candidate)"),
+        gpu::Metric("retiredPagesPending", "bool", false,
+                    "page retirement waits for a reset (pre-A100 GPUs)"),
+        count("xidEventCount", "XID critical errors seen since the test started"),
+        count("otherProcessCount", "compute/graphics processes on the GPU besides this one"),
+        count("nvlinkInactiveLinkCount", "NVLink links present but not active"),
+        gpu::Metric("hardwareSlowdown", "bool", false,
+                    "HW slowdown, thermal or power-brake clock event active"),
+        gpu::Metric("pcieLinkWidthDegraded", "bool", false, "PCIe link narrower than its maximum"),
+        count("nvmlReadErrorCount", "readings NVML refused (other than not supported)"),
+    };
+  }
+
+  const TestInfo& Info() const override { return info_; }
+
+  Result<std::unique_ptr<TestRun>> Prepare(const Params& /*params*/,
+                                           const Target& target) const override {
+    ASSIGN_OR_RETURN(const int ordinal, gpu::SingleGpu(target));
+    ASSIGN_OR_RETURN(const cuda::CudaDeviceFacts facts, cuda::QueryCudaDevice(ordinal));
+    ASSIGN_OR_RETURN(std::shared_ptr<nvml::Nvml> nvml, nvml::SharedNvml());
+    auto device = nvml->DeviceByPciBusId(facts.pci_bus_id);
+    if (!device.ok()) return Unavailable("health: " + device.status().message());
+    std::map<std::string, std::string> details;
+    details["device"] = facts.name + " (" + facts.pci_bus_id + ", " + facts.uuid + ")";
+    std::optional<nvml::XidWatch> xids;
+    if (auto watch = nvml::XidWatch::Start(nvml, *device); watch.ok()) {
+      xids.emplace(std::move(watch).value());
+    } else {
+      details["xidWatch"] = watch.status().message();
+    }
+    return std::unique_ptr<TestRun>(
+        std::make_unique<HealthRun>(std::move(nvml), *device, std::move(xids), std::move(details)));
+  }
+
+ private:
+  TestInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<Test> MakeHealthTest() { return std::make_unique<HealthTest>(); }
+
+}  // namespace perfgate::kernels

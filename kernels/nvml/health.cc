@@ -1,0 +1,316 @@
+#include "kernels/nvml/health.h"
+
+#include <utility>
+
+namespace perfgate::kernels::nvml {
+namespace {
+
+// Records a failed reading: NOT_SUPPORTED (and a missing entry point) leave the value empty;
+// anything else is also listed, since "could not read" must not look like "healthy".
+class Reader {
+ public:
+  Reader(const Nvml& nvml, HealthReadings* out) : nvml_(nvml), out_(out) {}
+  bool Ok(nvmlReturn_t rc, const char* what) {
+    if (rc == kSuccess) return true;
+    if (rc != kErrorNotSupported)
+      out_->read_errors.push_back(std::string(what) + ": " + nvml_.ErrorText(rc));
+    return false;
+  }
+
+ private:
+  const Nvml& nvml_;
+  HealthReadings* out_;
+};
+
+std::optional<std::uint64_t> ReadEcc(const NvmlFunctions& f, Reader& r, nvmlDevice_t device,
+                                     int error_type, int counter_type, const char* what) {
+  if (f.DeviceGetTotalEccErrors == nullptr) return std::nullopt;
+  unsigned long long count = 0;  // NOLINT(google-runtime-int): ABI
+  if (!r.Ok(f.DeviceGetTotalEccErrors(device, error_type, counter_type, &count), what)) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(count);
+}
+
+// Counts processes from one NVML query, skipping ours. nullopt when unsupported.
+std::optional<unsigned> CountProcesses(nvmlReturn_t (*query)(nvmlDevice_t, unsigned*,
+                                                             nvmlProcessInfo_t*),
+                                       Reader& r, nvmlDevice_t device, unsigned self_pid,
+                                       bool assume_self, const char* what,
+                                       std::vector<unsigned>* pids, bool* self_assumed) {
+  if (query == nullptr) return std::nullopt;
+  // Size first, then fetch; the list can grow in between, so retry with headroom.
+  std::vector<nvmlProcessInfo_t> infos(16);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto count = static_cast<unsigned>(infos.size());
+    const nvmlReturn_t rc = query(device, &count, infos.data());
+    if (rc == kErrorInsufficientSize) {
+      infos.resize(count + 16);
+      continue;
+    }
+    if (!r.Ok(rc, what)) return std::nullopt;
+    unsigned others = 0;
+    bool self_seen = false;
+    std::vector<unsigned> found;
+    for (unsigned i = 0; i < count && i < infos.size(); ++i) {
+      if (infos[i].pid == self_pid) {
+        self_seen = true;
+        continue;
+      }
+      ++others;
+      found.push_back(infos[i].pid);
+    }
+    if (assume_self && !self_seen && others > 0) {
+      --others;
+      *self_assumed = true;
+    }
+    pids->insert(pids->end(), found.begin(), found.end());
+    return others;
+  }
+  r.Ok(kErrorInsufficientSize, what);
+  return std::nullopt;
+}
+
+}  // namespace
+
+HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_pid,
+                          bool self_has_context) {
+  HealthReadings h;
+  Reader r(nvml, &h);
+  const NvmlFunctions& f = nvml.fn();
+  h.driver_version = nvml.DriverVersion();
+
+  if (f.DeviceGetEccMode != nullptr) {
+    nvmlEnableState_t current = 0;
+    nvmlEnableState_t pending = 0;
+    if (r.Ok(f.DeviceGetEccMode(device, &current, &pending), "eccMode")) {
+      h.ecc_enabled = current != 0;
+    }
+  }
+  h.ecc_corrected_volatile =
+      ReadEcc(f, r, device, kMemoryErrorCorrected, kVolatileEcc, "eccCorrectedVolatile");
+  h.ecc_uncorrected_volatile =
+      ReadEcc(f, r, device, kMemoryErrorUncorrected, kVolatileEcc, "eccUncorrectedVolatile");
+  h.ecc_corrected_aggregate =
+      ReadEcc(f, r, device, kMemoryErrorCorrected, kAggregateEcc, "eccCorrectedAggregate");
+  h.ecc_uncorrected_aggregate =
+      ReadEcc(f, r, device, kMemoryErrorUncorrected, kAggregateEcc, "eccUncorrectedAggregate");
+
+  if (f.DeviceGetRemappedRows != nullptr) {
+    unsigned correctable = 0;
+    unsigned uncorrectable = 0;
+    unsigned pending = 0;
+    unsigned failure = 0;
+    if (r.Ok(f.DeviceGetRemappedRows(device, &correctable, &uncorrectable, &pending, &failure),
+             "remappedRows")) {
+      h.remapped_rows_correctable = correctable;
+      h.remapped_rows_uncorrectable = uncorrectable;
+      h.remap_pending = pending != 0;
+      h.remap_failure = failure != 0;
+    }
+  }
+  if (f.DeviceGetRetiredPagesPendingStatus != nullptr) {
+    nvmlEnableState_t pending = 0;
+    if (r.Ok(f.DeviceGetRetiredPagesPendingStatus(device, &pending), "retiredPagesPending")) {
+      h.retired_pages_pending = pending != 0;
+    }
+  }
+  if (f.DeviceGetCurrentClocksEventReasons != nullptr) {
+    unsigned long long mask = 0;  // NOLINT(google-runtime-int): ABI
+    if (r.Ok(f.DeviceGetCurrentClocksEventReasons(device, &mask), "clocksEventReasons")) {
+      h.clocks_event_reasons = static_cast<std::uint64_t>(mask);
+    }
+  }
+  auto read_uint = [&](nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*), const char* what,
+                       std::optional<unsigned>* slot) {
+    if (fn == nullptr) return;
+    unsigned value = 0;
+    if (r.Ok(fn(device, &value), what)) *slot = value;
+  };
+  read_uint(f.DeviceGetCurrPcieLinkGeneration, "pcieLinkGeneration", &h.pcie_gen);
+  read_uint(f.DeviceGetCurrPcieLinkWidth, "pcieLinkWidth", &h.pcie_width);
+  read_uint(f.DeviceGetMaxPcieLinkGeneration, "pcieMaxLinkGeneration", &h.pcie_max_gen);
+  read_uint(f.DeviceGetMaxPcieLinkWidth, "pcieMaxLinkWidth", &h.pcie_max_width);
+
+  if (f.DeviceGetNvLinkState != nullptr) {
+    unsigned active = 0;
+    unsigned inactive = 0;
+    bool any = false;
+    for (unsigned link = 0; link < kNvLinkMaxLinks; ++link) {
+      nvmlEnableState_t state = 0;
+      const nvmlReturn_t rc = f.DeviceGetNvLinkState(device, link, &state);
+      // Links past the GPU's count answer INVALID_ARGUMENT or NOT_SUPPORTED: they do not exist.
+      if (rc == kErrorInvalidArgument || rc == kErrorNotSupported) continue;
+      if (!r.Ok(rc, "nvlinkState")) continue;
+      any = true;
+      (state != 0 ? active : inactive)++;
+    }
+    if (any) {
+      h.nvlink_active = active;
+      h.nvlink_inactive = inactive;
+    }
+  }
+
+  const std::optional<unsigned> compute =
+      CountProcesses(f.DeviceGetComputeRunningProcesses, r, device, self_pid, self_has_context,
+                     "computeProcesses", &h.other_process_ids, &h.self_assumed);
+  bool unused = false;
+  const std::optional<unsigned> graphics =
+      CountProcesses(f.DeviceGetGraphicsRunningProcesses, r, device, self_pid, false,
+                     "graphicsProcesses", &h.other_process_ids, &unused);
+  if (compute || graphics) h.other_processes = compute.value_or(0) + graphics.value_or(0);
+  return h;
+}
+
+std::vector<std::string> ClocksEventReasonNames(std::uint64_t mask) {
+  static const std::pair<std::uint64_t, const char*> kNames[] = {
+      {kClocksEventGpuIdle, "GpuIdle"},
+      {kClocksEventApplicationsClocksSetting, "ApplicationsClocksSetting"},
+      {kClocksEventSwPowerCap, "SwPowerCap"},
+      {kClocksEventHwSlowdown, "HwSlowdown"},
+      {kClocksEventSyncBoost, "SyncBoost"},
+      {kClocksEventSwThermalSlowdown, "SwThermalSlowdown"},
+      {kClocksEventHwThermalSlowdown, "HwThermalSlowdown"},
+      {kClocksEventHwPowerBrakeSlowdown, "HwPowerBrakeSlowdown"},
+      {kClocksEventDisplayClockSetting, "DisplayClockSetting"},
+  };
+  std::vector<std::string> names;
+  std::uint64_t known = 0;
+  for (const auto& [bit, name] : kNames) {
+    known |= bit;
+    if ((mask & bit) != 0) names.emplace_back(name);
+  }
+  if ((mask & ~known) != 0)
+    names.push_back("Unknown(0x" + [&] {
+      char buffer[24];
+      std::snprintf(buffer, sizeof(buffer), "%llx",
+                    static_cast<unsigned long long>(mask & ~known));  // NOLINT
+      return std::string(buffer);
+    }() + ")");
+  return names;
+}
+
+bool IsHardwareSlowdown(std::uint64_t mask) {
+  return (mask & (kClocksEventHwSlowdown | kClocksEventHwThermalSlowdown |
+                  kClocksEventHwPowerBrakeSlowdown | kClocksEventSwThermalSlowdown)) != 0;
+}
+
+std::map<std::string, double> HealthMetrics(const HealthReadings& h) {
+  std::map<std::string, double> m;
+  auto put = [&m](const char* name, const auto& value) {
+    if (value) m[name] = static_cast<double>(*value);
+  };
+  put("eccUncorrectedVolatileCount", h.ecc_uncorrected_volatile);
+  put("eccCorrectedVolatileCount", h.ecc_corrected_volatile);
+  put("eccUncorrectedAggregateCount", h.ecc_uncorrected_aggregate);
+  put("eccCorrectedAggregateCount", h.ecc_corrected_aggregate);
+  put("remappedRowsUncorrectableCount", h.remapped_rows_uncorrectable);
+  put("remappedRowsCorrectableCount", h.remapped_rows_correctable);
+  put("rowRemapPending", h.remap_pending);
+  put("rowRemapFailure", h.remap_failure);
+  put("retiredPagesPending", h.retired_pages_pending);
+  put("otherProcessCount", h.other_processes);
+  put("nvlinkInactiveLinkCount", h.nvlink_inactive);
+  if (h.xids) m["xidEventCount"] = static_cast<double>(h.xids->size());
+  if (h.clocks_event_reasons) {
+    m["hardwareSlowdown"] = IsHardwareSlowdown(*h.clocks_event_reasons) ? 1.0 : 0.0;
+  }
+  // Width, not generation: the link drops its generation when idle (read it under load in
+  // h2d-d2h), but a healthy link keeps its full width.
+  if (h.pcie_width && h.pcie_max_width) {
+    m["pcieLinkWidthDegraded"] = *h.pcie_width < *h.pcie_max_width ? 1.0 : 0.0;
+  }
+  m["nvmlReadErrorCount"] = static_cast<double>(h.read_errors.size());
+  return m;
+}
+
+std::map<std::string, std::string> HealthDetails(const HealthReadings& h) {
+  std::map<std::string, std::string> d;
+  const std::string kUnsupported = "not supported";
+  auto opt = [&](const auto& value) -> std::string {
+    return value ? std::to_string(*value) : kUnsupported;
+  };
+  d["driverVersion"] = h.driver_version.empty() ? "unknown" : h.driver_version;
+  d["eccMode"] = h.ecc_enabled ? (*h.ecc_enabled ? "enabled" : "disabled") : kUnsupported;
+  d["remappedRows"] = h.remapped_rows_uncorrectable
+                          ? "uncorrectable " + opt(h.remapped_rows_uncorrectable) +
+                                ", correctable " + opt(h.remapped_rows_correctable) + ", pending " +
+                                (*h.remap_pending ? "yes" : "no") + ", failure " +
+                                (*h.remap_failure ? "yes" : "no")
+                          : kUnsupported;
+  d["retiredPagesPending"] =
+      h.retired_pages_pending ? (*h.retired_pages_pending ? "yes" : "no") : kUnsupported;
+  d["pcieLink"] = "gen " + opt(h.pcie_gen) + " x" + opt(h.pcie_width) + " (max gen " +
+                  opt(h.pcie_max_gen) + " x" + opt(h.pcie_max_width) +
+                  "; generation drops when idle)";
+  d["nvlink"] = h.nvlink_active ? std::to_string(*h.nvlink_active) + " active, " +
+                                      std::to_string(*h.nvlink_inactive) + " inactive"
+                                : kUnsupported;
+  if (h.clocks_event_reasons) {
+    std::string names;
+    for (const std::string& name : ClocksEventReasonNames(*h.clocks_event_reasons)) {
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    d["clocksEventReasons"] = names.empty() ? "none" : names;
+  } else {
+    d["clocksEventReasons"] = kUnsupported;
+  }
+  if (h.xids) {
+    std::string xids;
+    for (std::uint64_t xid : *h.xids) xids += (xids.empty() ? "" : ", ") + std::to_string(xid);
+    d["xidEvents"] = xids.empty() ? "none" : xids;
+  } else {
+    d["xidEvents"] = "not watched (NVML events unavailable)";
+  }
+  std::string pids;
+  for (unsigned pid : h.other_process_ids) {
+    pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+  }
+  d["otherProcesses"] = h.other_processes ? (pids.empty() ? "none" : pids) : kUnsupported;
+  if (h.self_assumed) {
+    d["otherProcesses"] +=
+        " (PIDs are not in this namespace: one compute process, not "
+        "listed above by number, was taken to be this worker)";
+  }
+  if (!h.read_errors.empty()) {
+    std::string errors;
+    for (const std::string& e : h.read_errors) errors += (errors.empty() ? "" : "; ") + e;
+    d["nvmlReadErrors"] = errors;
+  }
+  return d;
+}
+
+Telemetry ReadTelemetry(const Nvml& nvml, nvmlDevice_t device) {
+  const NvmlFunctions& f = nvml.fn();
+  Telemetry t;
+  unsigned value = 0;
+  if (f.DeviceGetClockInfo != nullptr && f.DeviceGetClockInfo(device, kClockSm, &value) == 0) {
+    t.sm_clock_mhz = value;
+  }
+  if (f.DeviceGetClockInfo != nullptr && f.DeviceGetClockInfo(device, kClockMem, &value) == 0) {
+    t.memory_clock_mhz = value;
+  }
+  if (f.DeviceGetTemperature != nullptr &&
+      f.DeviceGetTemperature(device, kTemperatureGpu, &value) == 0) {
+    t.temperature_c = value;
+  }
+  if (f.DeviceGetPowerUsage != nullptr && f.DeviceGetPowerUsage(device, &value) == 0) {
+    t.power_w = value / 1000.0;
+  }
+  unsigned long long mask = 0;  // NOLINT(google-runtime-int): ABI
+  if (f.DeviceGetCurrentClocksEventReasons != nullptr &&
+      f.DeviceGetCurrentClocksEventReasons(device, &mask) == 0) {
+    t.clocks_event_reasons = static_cast<std::uint64_t>(mask);
+  }
+  if (f.DeviceGetCurrPcieLinkGeneration != nullptr &&
+      f.DeviceGetCurrPcieLinkGeneration(device, &value) == 0) {
+    t.pcie_gen = value;
+  }
+  if (f.DeviceGetCurrPcieLinkWidth != nullptr &&
+      f.DeviceGetCurrPcieLinkWidth(device, &value) == 0) {
+    t.pcie_width = value;
+  }
+  return t;
+}
+
+}  // namespace perfgate::kernels::nvml

@@ -1,0 +1,43 @@
+#include "kernels/registry.h"
+
+#include "kernels/tests.h"
+
+namespace perfgate::kernels {
+namespace {
+
+// The one explicit list. Order is the order of `perfgate-worker list`.
+const std::vector<std::unique_ptr<Test>>& Registry() {
+  static const auto* tests = [] {
+    auto* v = new std::vector<std::unique_ptr<Test>>();
+    v->push_back(MakeHostStreamTest());
+    v->push_back(MakeHbmStreamTest());
+    v->push_back(MakeGemmTest());
+    v->push_back(MakeH2dD2hTest());
+    v->push_back(MakeP2pTest());
+    v->push_back(MakeBurnTest());
+    v->push_back(MakeHealthTest());
+    v->push_back(MakeSyntheticTest());
+    return v;
+  }();
+  return *tests;
+}
+
+}  // namespace
+
+std::vector<const Test*> AllTests(bool include_fixtures) {
+  std::vector<const Test*> out;
+  for (const auto& t : Registry()) {
+    if (t->Info().fixture && !include_fixtures) continue;
+    out.push_back(t.get());
+  }
+  return out;
+}
+
+const Test* FindTest(std::string_view type, bool include_fixtures) {
+  for (const Test* t : AllTests(include_fixtures)) {
+    if (t->Info().type == type) return t;
+  }
+  return nullptr;
+}
+
+}  // namespace perfgate::kernels

@@ -1,0 +1,95 @@
+#include "kernels/test.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace perfgate::kernels {
+namespace {
+
+// A test reading a parameter it did not declare, or with the wrong type, is a broken
+// invariant (the loader checked the spec against the declaration): crash with the name.
+[[noreturn]] void BrokenParam(const std::string& name, const char* what) {
+  std::fprintf(stderr, "perfgate: internal error: parameter \"%s\" %s\n", name.c_str(), what);
+  std::abort();
+}
+
+const ParamValue& Find(const std::map<std::string, ParamValue>& values, const std::string& name) {
+  auto it = values.find(name);
+  if (it == values.end()) BrokenParam(name, "was not declared by the test");
+  return it->second;
+}
+
+template <typename T>
+const T& Get(const std::map<std::string, ParamValue>& values, const std::string& name) {
+  const T* v = std::get_if<T>(&Find(values, name));
+  if (v == nullptr) BrokenParam(name, "was read with the wrong type");
+  return *v;
+}
+
+std::string FormatDouble(double d) {
+  std::ostringstream os;
+  os.precision(15);
+  os << d;
+  return os.str();
+}
+
+}  // namespace
+
+std::int64_t Params::Int(const std::string& name) const { return Get<std::int64_t>(values_, name); }
+
+double Params::Double(const std::string& name) const {
+  if (const auto* i = std::get_if<std::int64_t>(&Find(values_, name))) {
+    return static_cast<double>(*i);
+  }
+  return Get<double>(values_, name);
+}
+
+const std::string& Params::String(const std::string& name) const {
+  return Get<std::string>(values_, name);
+}
+bool Params::Bool(const std::string& name) const { return Get<bool>(values_, name); }
+const std::vector<std::string>& Params::StringList(const std::string& name) const {
+  return Get<std::vector<std::string>>(values_, name);
+}
+const std::vector<std::int64_t>& Params::IntList(const std::string& name) const {
+  return Get<std::vector<std::int64_t>>(values_, name);
+}
+
+std::string Params::Format(const ParamValue& value) {
+  struct Visitor {
+    std::string operator()(std::int64_t i) const { return std::to_string(i); }
+    std::string operator()(double d) const { return FormatDouble(d); }
+    std::string operator()(const std::string& s) const { return s; }
+    std::string operator()(bool b) const { return b ? "true" : "false"; }
+    std::string operator()(const std::vector<std::string>& l) const {
+      std::string out = "[";
+      for (size_t i = 0; i < l.size(); ++i) out += (i ? ", " : "") + l[i];
+      return out + "]";
+    }
+    std::string operator()(const std::vector<std::int64_t>& l) const {
+      std::string out = "[";
+      for (size_t i = 0; i < l.size(); ++i) out += (i ? ", " : "") + std::to_string(l[i]);
+      return out + "]";
+    }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+std::string Target::Name() const {
+  switch (scope) {
+    case Scope::kHost:
+      return "host";
+    case Scope::kGpu:
+      return devices.empty() ? "gpu?" : "gpu" + std::to_string(devices.front());
+    case Scope::kAllGpus:
+      if (devices.empty()) return "gpus";
+      if (devices.size() == 1) return "gpus" + std::to_string(devices.front());
+      return "gpus" + std::to_string(devices.front()) + "-" + std::to_string(devices.back());
+  }
+  return "?";
+}
+
+std::vector<MetricInfo> Test::Metrics(const Params& /*params*/) const { return Info().metrics; }
+
+}  // namespace perfgate::kernels

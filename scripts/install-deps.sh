@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages perfgate needs to build and test, if any are missing.
+# The CUDA 13 toolkit (with cuBLAS and NCCL) is expected at /usr/local/cuda on GPU-build
+# machines; without it the build turns CUDA off by itself.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libcpprest-dev libssl-dev libboost-system-dev
+  libyaml-cpp-dev libprotobuf-dev protobuf-compiler
+  libspdlog-dev libfmt-dev nlohmann-json3-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  clang clang-format libclang-rt-14-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# nvcc is found through PATH by CMake.
+if [ -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "install-deps: note: add /usr/local/cuda/bin to PATH to build the CUDA kernels"
+fi

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The newcomer's command: install what is missing, build, and run the local validation
+# (examples/local.yaml) on this machine. Reports go to out/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/cuda/bin"
+bash scripts/install-deps.sh
+cmake --preset default >/dev/null
+cmake --build --preset default --target perfgate-worker
+mkdir -p out
+exec build/worker/perfgate-worker run "${1:-examples/local.yaml}" \
+  --report-json out/local-report.json --junit out/local-junit.xml

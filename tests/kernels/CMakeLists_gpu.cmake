@@ -1,0 +1,13 @@
+# GPU kernels' tests (issue 3). Included from tests/kernels/CMakeLists.txt.
+# Host-side logic runs everywhere (label unit); gpu_device_test needs a GPU (label gpu) and
+# skips each case cleanly without one.
+perfgate_test(gpu_formulas_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_formulas_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_nvml_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_nvml_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_profile_select_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_profile_select_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_prepare_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_prepare_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_device_test.cc
+              LIBS perfgate_kernels LABELS gpu)

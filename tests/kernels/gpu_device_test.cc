@@ -1,0 +1,175 @@
+// On a machine with a GPU (label gpu): each test runs a small configuration end to end,
+// verification passes on healthy hardware and catches a planted wrong value. Every case skips
+// cleanly without a device. Sizes are small so the whole binary takes seconds; performance is
+// measured by scripts/gpu-check.sh, not asserted here.
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/formulas.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/hbm_stream.h"
+#include "kernels/nvml/identity.h"
+#include "kernels/tests.h"
+#include "tests/kernels/gpu_test_params.h"
+
+namespace perfgate::kernels {
+namespace {
+
+#define REQUIRE_GPU()                            \
+  do {                                           \
+    const Status s = cuda::RequireCudaDevice(0); \
+    if (!s.ok()) GTEST_SKIP() << s.message();    \
+  } while (false)
+
+Target Gpu0() {
+  Target t;
+  t.scope = Scope::kGpu;
+  t.devices = {0};
+  return t;
+}
+
+Result<Sample> PrepareAndSample(const Test& test, const Params& params, const Target& target) {
+  ASSIGN_OR_RETURN(auto run, test.Prepare(params, target));
+  return run->RunSample();
+}
+
+TEST(GpuDevice, HbmStreamMeasuresAndVerifies) {
+  REQUIRE_GPU();
+  const auto test = MakeHbmStreamTest();
+  const Params params = testing::DefaultParams(
+      test->Info(), {{"arrayBytes", std::int64_t{64} << 20}, {"roundsPerSample", std::int64_t{3}}});
+  auto sample = PrepareAndSample(*test, params, Gpu0());
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  for (const auto& op : gpu::kStreamOps) EXPECT_GT(sample->at(std::string(op.metric)), 0);
+}
+
+TEST(GpuDevice, HbmStreamCatchesAPlantedWrongValue) {
+  REQUIRE_GPU();
+  cuda::HbmStreamConfig config;
+  config.elements = (16 << 20) + 1;  // odd: the tail element path too
+  auto stream = cuda::CreateHbmStream(config);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  ASSERT_TRUE((*stream)->RunRounds(2).ok());
+  const auto indices = gpu::SampleIndices(config.elements, 1024);
+  ASSERT_TRUE((*stream)->WriteElement('c', indices[500], 123.0).ok());
+  std::vector<double> a, b, c;
+  ASSERT_TRUE((*stream)->ReadBack(indices, &a, &b, &c).ok());
+  const gpu::StreamExpected e = gpu::ExpectStreamValues(2, config.elements);
+  EXPECT_EQ(gpu::CheckAllNear(a, indices, e.a, 1e-9, "a").wrong, 0);
+  EXPECT_EQ(gpu::CheckAllNear(c, indices, e.c, 1e-9, "c").wrong, 1);
+}
+
+TEST(GpuDevice, GemmEveryDtypeVerifies) {
+  REQUIRE_GPU();
+  const auto test = MakeGemmTest();
+  const Params params =
+      testing::DefaultParams(test->Info(), {{"m", std::int64_t{2048}},
+                                            {"n", std::int64_t{1024}},
+                                            {"k", std::int64_t{4096}},
+                                            {"iterationsPerSample", std::int64_t{2}}});
+  auto run = test->Prepare(params, Gpu0());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto sample = (*run)->RunSample();
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_GT(sample->at("bf16Tflops"), 0);
+  EXPECT_GT(sample->at("fp64Tflops"), 0);
+  for (const auto& [key, value] : (*run)->Details())
+    std::printf("  %s: %s\n", key.c_str(), value.c_str());
+}
+
+TEST(GpuDevice, GemmRepeatsBitForBitAndSeesAChangedReference) {
+  REQUIRE_GPU();
+  cuda::GemmConfig config;
+  config.m = config.n = config.k = 1024;
+  config.output_buffers = 3;
+  config.deterministic = true;
+  auto runner = cuda::CreateGemmRunner(config);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  ASSERT_TRUE((*runner)->Time(1).ok());
+  ASSERT_TRUE((*runner)->Snapshot().ok());
+  ASSERT_TRUE((*runner)->Time(6).ok());
+  auto same = (*runner)->CountDifferences(gpu::BurnRelativeTolerance(*gpu::FindGemmDtype("bf16")));
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(*same, 0);
+}
+
+TEST(GpuDevice, BurnWindowRunsClean) {
+  REQUIRE_GPU();
+  const auto test = MakeBurnTest();
+  const Params params = testing::DefaultParams(test->Info(), {{"m", std::int64_t{2048}},
+                                                              {"n", std::int64_t{2048}},
+                                                              {"k", std::int64_t{2048}},
+                                                              {"windowSeconds", 0.5}});
+  auto sample = PrepareAndSample(*test, params, Gpu0());
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_EQ(sample->at("computeErrorCount"), 0);
+  EXPECT_GT(sample->at("tflops"), 0);
+}
+
+TEST(GpuDevice, HostCopiesMeasureAndVerify) {
+  REQUIRE_GPU();
+  const auto test = MakeH2dD2hTest();
+  const Params params =
+      testing::DefaultParams(test->Info(), {{"sizes", std::vector<std::int64_t>{1 << 20, 16 << 20}},
+                                            {"bytesPerBatch", std::int64_t{64} << 20}});
+  auto sample = PrepareAndSample(*test, params, Gpu0());
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_GT(sample->at("h2dBandwidthGBps"), 0);
+  EXPECT_GT(sample->at("d2hBandwidthGBps"), 0);
+  EXPECT_GT(sample->at("bidirectionalBandwidthGBps"), 0);
+}
+
+TEST(GpuDevice, P2pOnOneGpuIsNotApplicable) {
+  REQUIRE_GPU();
+  const auto test = MakeP2pTest();
+  Target one;
+  one.scope = Scope::kAllGpus;
+  one.devices = {0};
+  auto run = test->Prepare(testing::DefaultParams(test->Info()), one);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), Code::kFailedPrecondition);
+}
+
+TEST(GpuDevice, P2pPairsVerifyWhereThereAreTwo) {
+  REQUIRE_GPU();
+  if (!cuda::RequireCudaDevice(1).ok()) GTEST_SKIP() << "one GPU";
+  const auto test = MakeP2pTest();
+  Target two;
+  two.scope = Scope::kAllGpus;
+  two.devices = {0, 1};
+  const Params params = testing::DefaultParams(test->Info(), {{"bytes", std::int64_t{16} << 20}});
+  auto sample = PrepareAndSample(*test, params, two);
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_GT(sample->at("worstPairBandwidthGBps"), 0);
+}
+
+TEST(GpuDevice, HealthReadsNvml) {
+  REQUIRE_GPU();
+  const auto test = MakeHealthTest();
+  auto run = test->Prepare(testing::DefaultParams(test->Info()), Gpu0());
+  if (!run.ok() && run.status().code() == Code::kUnavailable) {
+    GTEST_SKIP() << run.status().message();
+  }
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto sample = (*run)->RunSample();
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_EQ(sample->count("eccUncorrectedVolatileCount"), 1u);
+  for (const auto& [key, value] : (*run)->Details())
+    std::printf("  %s: %s\n", key.c_str(), value.c_str());
+}
+
+TEST(GpuDevice, IdentityNamesTheDevice) {
+  REQUIRE_GPU();
+  auto id = ReadGpuIdentity(0);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  EXPECT_FALSE(id->name.empty());
+  EXPECT_EQ(id->uuid.rfind("GPU-", 0), 0u);
+  EXPECT_GT(id->sm_count, 0);
+  std::printf("  %s %s %s cc %s vbios %s power %.0f W ecc %s mig %s nvml: %s\n", id->name.c_str(),
+              id->uuid.c_str(), id->pci_bus_id.c_str(), id->compute_capability.c_str(),
+              id->vbios.c_str(), id->power_limit_w, id->ecc_mode.c_str(), id->mig_mode.c_str(),
+              id->nvml_note.empty() ? "ok" : id->nvml_note.c_str());
+}
+
+}  // namespace
+}  // namespace perfgate::kernels

@@ -1,0 +1,112 @@
+// KubeSim::Impl: the state shared by the API handlers (kube_sim.cc) and the controllers
+// (controllers.cc: scheduler, kubelet, garbage collector, namespace deletion). Not an API.
+#pragma once
+
+#include "tests/kube-sim/internal.h"
+
+namespace perfgate::kubesim {
+
+struct DeleteOptions {
+  std::string propagationPolicy;  // Background (default), Foreground, Orphan
+  std::optional<long> gracePeriodSeconds;
+  std::string preconditionUid;
+  std::string preconditionResourceVersion;
+  bool dryRun = false;
+};
+
+struct KubeSim::Impl {
+  Options opts;
+  Pki pki;
+  std::string adminToken;
+  std::string signingKey;
+  std::string issuer = "https://kubernetes.default.svc.cluster.local";
+  std::string kubeconfigPath;
+  std::string workDir;
+  bool ownsWorkDir = false;
+  HttpsServer server;
+  bool started = false;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;        // watchers: new events, drops, stop
+  std::condition_variable controlCv; // controllers: something changed
+  uint64_t rv = 1;
+  uint64_t historyFloor = 0;  // a watch from a resourceVersion below this is expired
+  std::deque<WatchEvent> history;
+  uint64_t watchEpoch = 0;
+  bool stopping = false;
+  bool dirty = true;
+  bool gcDirty = true;  // a delete, finalizer or owner reference needs the garbage collector
+  std::map<std::string, ResourceType> types;               // group/plural -> type
+  std::map<std::string, std::map<std::string, Json>> objects;  // group/plural -> ns/name -> obj
+
+  // Faults.
+  int latencyMs = 0;
+  int throttleNext = 0;
+  int retryAfterSeconds = 1;
+  int failNext = 0;
+  int failCode = 500;
+  double failureFraction = 0;
+  int failureFractionCode = 500;
+  std::mt19937 rng{42};
+
+  std::vector<RequestRecord> requests;
+  AdmissionHook admission;
+  std::function<PodOutcome(const Json&)> scaleAction;
+
+  // Kubelet.
+  std::map<std::string, PodRun> runs;  // pod uid -> run
+  std::thread controller;
+
+  // ---- store (call with mu held)
+  const ResourceType* FindType(const std::string& group, const std::string& plural) const;
+  const ResourceType* FindTypeByKind(const std::string& apiVersion, const std::string& kind) const;
+  Json* FindObject(const ResourceType& t, const std::string& ns, const std::string& name);
+  void Emit(const ResourceType& t, const std::string& type, const Json& obj, const Json& prev);
+  Outcome CreateLocked(const ResourceType& t, const std::string& ns, Json obj, bool dryRun,
+                       const std::string& fieldValidation, std::vector<std::string>* warnings);
+  Outcome ReplaceLocked(const ResourceType& t, const std::string& ns, const std::string& name,
+                        Json obj, bool statusOnly, bool dryRun,
+                        const std::string& fieldValidation, std::vector<std::string>* warnings);
+  Outcome DeleteLocked(const ResourceType& t, const std::string& ns, const std::string& name,
+                       const DeleteOptions& options);
+  void RemoveLocked(const ResourceType& t, const std::string& ns, const std::string& name);
+  Outcome ValidateCustom(const ResourceType& t, Json& obj, const std::string& fieldValidation,
+                         std::vector<std::string>* warnings);
+  Outcome RegisterCrd(const Json& crd, bool dryRun);
+  void UnregisterCrd(const Json& crd);
+  std::string NewUid();
+  void MarkDirty();
+
+  // ---- auth
+  std::optional<UserInfo> Authenticate(const HttpRequest& req);
+  bool Authorize(const UserInfo& user, const std::string& verb, const std::string& group,
+                 const std::string& resource, const std::string& subresource,
+                 const std::string& ns, const std::string& name, const std::string& path);
+  Result<std::string> IssueTokenLocked(const std::string& ns, const std::string& sa,
+                                       const std::string& podName, int expirationSeconds,
+                                       Json* claimsOut);
+
+  // ---- HTTP
+  void Handle(const HttpRequest& req, HttpResponder& resp);
+  void ServeWatch(const HttpRequest& req, HttpResponder& resp, const ResourceType& t,
+                  const std::string& ns);
+  Json Discovery(const std::string& path, bool* found) const;
+  Json OpenApiV3(const std::string& gvPath, bool* found) const;
+  Json BuildTable(const ResourceType& t, const std::vector<Json>& items,
+                  const std::string& includeObject) const;
+
+  // ---- controllers (controllers.cc)
+  void ControllerLoop();
+  void GarbageCollectLocked();
+  void ScheduleLocked();
+  void KubeletLocked();
+  void StartPodLocked(const ResourceType& podType, Json& pod);
+  void ReapPodsLocked();
+  void KillAllPods();
+  void SetPodStatusLocked(const std::string& ns, const std::string& name, const Json& status);
+  void RecordEventLocked(const Json& involved, const std::string& type,
+                         const std::string& reason, const std::string& message);
+  Status AddNodeLocked(const NodeSpec& spec);
+};
+
+}  // namespace perfgate::kubesim

@@ -1,0 +1,122 @@
+// Internals shared by kube-sim's translation units. Not an API.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/kube-sim/https_server.h"
+#include "tests/kube-sim/kube_sim.h"
+#include "tests/kube-sim/pki.h"
+
+namespace perfgate::kubesim {
+
+struct ResourceType {
+  std::string group;
+  std::string version;
+  std::string kind;
+  std::string plural;
+  std::string singular;
+  std::vector<std::string> shortNames;
+  std::vector<std::string> categories;
+  bool namespaced = true;
+  bool statusSubresource = false;
+  bool hasGeneration = false;
+  bool crd = false;
+  bool virtualOnly = false;  // create-only review APIs, never stored
+  Json schema;               // CRD openAPIV3Schema; null for built-ins
+  Json printerColumns = Json::array();
+  std::vector<std::string> extraSubresources;  // besides status: log, token, ...
+
+  std::string apiVersion() const { return group.empty() ? version : group + "/" + version; }
+  std::string key() const { return group + "/" + plural; }
+  // "pods", "perfvalidations.perfgate.io": how kube-apiserver names a resource in messages.
+  std::string qualified() const { return group.empty() ? plural : plural + "." + group; }
+  std::string qualifiedKind() const { return group.empty() ? kind : kind + "." + group; }
+};
+
+// An HTTP answer: a 2xx with an object, or an error with a Status body.
+struct Outcome {
+  int code = 200;
+  Json body;
+  bool ok() const { return code < 400; }
+};
+
+Json StatusBody(int code, const std::string& reason, const std::string& message,
+                Json details = nullptr);
+Outcome Err(int code, const std::string& reason, const std::string& message,
+            Json details = nullptr);
+Outcome NotFound(const ResourceType& t, const std::string& name);
+Outcome AlreadyExists(const ResourceType& t, const std::string& name);
+Outcome Conflict(const ResourceType& t, const std::string& name, const std::string& why);
+Outcome BadRequest(const std::string& message);
+struct FieldError {
+  std::string type;   // FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, ...
+  std::string field;  // spec.level
+  std::string message;  // full text after "field: "
+};
+Outcome Invalid(const ResourceType& t, const std::string& name, const std::vector<FieldError>& errs);
+
+struct WatchEvent {
+  uint64_t rv = 0;
+  std::string resKey;
+  std::string type;  // ADDED MODIFIED DELETED
+  Json object;
+  Json previous;     // null for ADDED
+};
+
+struct UserInfo {
+  std::string name;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>> extra;
+  std::string uid;
+};
+
+struct PodRun {
+  std::string key;  // ns/name
+  std::string uid;
+  pid_t pid = -1;
+  std::string root;
+  std::string logPath;
+  std::chrono::steady_clock::time_point started;
+  std::optional<std::chrono::steady_clock::time_point> killAt;  // SIGKILL after grace
+  bool deadlineKilled = false;
+  bool deleting = false;
+  int restarts = 0;
+  bool finished = false;
+  std::string logText;  // scale mode: the canned log
+  std::optional<std::chrono::steady_clock::time_point> restartAt;
+};
+
+// Schema (structural-schema validation and pruning, defaults).
+// Validates `value` against `schema` at `path`, appending errors; removes unknown fields and
+// reports their paths in `unknown` (for strict field validation). Applies defaults.
+void ValidateAndPrune(const Json& schema, Json& value, const std::string& path,
+                      std::vector<FieldError>& errs, std::vector<std::string>& unknown);
+// Evaluates a kubectl-style JSONPath (".status.conditions[?(@.type==\"Ready\")].status").
+std::vector<Json> JsonPathEval(const Json& obj, const std::string& path);
+// Strategic merge patch as far as kubectl's client-side apply needs it for built-in types.
+Json StrategicMerge(const Json& original, const Json& patch, const std::string& fieldName = "");
+// Label selector (=, ==, !=, in, notin, exists, !exists) and field selector matching.
+bool MatchLabelSelector(const std::string& selector, const Json& labels, std::string* error);
+bool MatchFieldSelector(const std::string& selector, const Json& object, std::string* error);
+bool MatchLabelSelectorObject(const Json& selector, const Json& labels);  // metav1.LabelSelector
+std::string HumanDuration(std::chrono::seconds age);
+// The Kubernetes protobuf envelope ("k8s\0" + runtime.Unknown) for the kinds kubectl's typed
+// commands send; *ok is false for anything else.
+Json DecodeKubeProtobuf(const std::string& body, bool* ok);
+std::string NowRfc3339();
+std::chrono::system_clock::time_point ParseRfc3339(const std::string& text);
+
+}  // namespace perfgate::kubesim

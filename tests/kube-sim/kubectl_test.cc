@@ -1,0 +1,184 @@
+// The real kubectl (v1.32) against kube-sim: CRD registration, printer columns, strict field
+// validation, status subresource, kubectl wait, owner-reference garbage collection.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/kube-sim/kube_sim.h"
+#include "tests/kube-sim/test_util.h"
+
+namespace perfgate::kubesim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::Eventually;
+using testing::Kubectl;
+
+const std::string kTestdata = KUBE_SIM_TESTDATA;
+
+class KubectlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Options o;
+    o.nodes = 2;
+    o.bookmarkIntervalSeconds = 0.2;
+    sim_ = std::make_unique<KubeSim>(o);
+    ASSERT_TRUE(sim_->Start().ok());
+  }
+  void ApplyCrd() {
+    auto r = Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfvalidation-crd.yaml"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    ASSERT_THAT(r.out, HasSubstr("customresourcedefinition.apiextensions.k8s.io/perfvalidations.perfgate.io created"));
+  }
+  std::unique_ptr<KubeSim> sim_;
+};
+
+TEST_F(KubectlTest, CustomResourceLifecycleAsAUserSeesIt) {
+  ApplyCrd();
+  auto r = Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfvalidation.yaml"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("perfvalidation.perfgate.io/smoke created"));
+
+  // Printer columns from the CRD, through the short name.
+  r = Kubectl(*sim_, {"get", "pval"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("NAME +LEVEL +GPUS +READY +AGE"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("smoke +quick +8 +"));
+
+  // Status through the subresource; the main endpoint's generation stays put.
+  r = Kubectl(*sim_, {"patch", "perfvalidation", "smoke", "--subresource=status", "--type=merge", "-p",
+                      R"({"status":{"conditions":[{"type":"Ready","status":"True","reason":"Passed","message":"all nodes passed"}]}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = Kubectl(*sim_, {"wait", "--for=condition=Ready", "perfvalidation/smoke", "--timeout=10s"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("perfvalidation.perfgate.io/smoke condition met"));
+  r = Kubectl(*sim_, {"get", "pval", "smoke"});
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("smoke +quick +8 +True"));
+  auto obj = sim_->Get("perfgate.io", "perfvalidations", "", "smoke");
+  ASSERT_TRUE(obj.ok());
+  EXPECT_EQ((*obj)["metadata"]["generation"], 1);
+  EXPECT_EQ((*obj)["spec"]["suspend"], false) << "schema default applied";
+
+  // A namespaced object owned by the cluster-scoped validation goes with it.
+  Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+             {"metadata", {{"name", "owned"}, {"namespace", "default"},
+                           {"ownerReferences", {{{"apiVersion", "perfgate.io/v1alpha1"}, {"kind", "PerfValidation"},
+                                                 {"name", "smoke"}, {"uid", (*obj)["metadata"]["uid"]}}}}}},
+             {"data", {{"a", "b"}}}};
+  r = Kubectl(*sim_, {"create", "-f", "-"}, cm.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = Kubectl(*sim_, {"delete", "pval", "smoke"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("perfvalidation.perfgate.io \"smoke\" deleted"));
+  EXPECT_TRUE(Eventually([&] { return !sim_->Get("", "configmaps", "default", "owned").ok(); }));
+  r = Kubectl(*sim_, {"get", "pval", "smoke"});
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (NotFound): perfvalidations.perfgate.io \"smoke\" not found"));
+}
+
+TEST_F(KubectlTest, RefusesUnknownFieldsAndWrongTypesNamingTheField) {
+  ApplyCrd();
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"},
+                   "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: a}\n"
+                   "spec: {level: quick, colour: blue}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("PerfValidation in version \"v1alpha1\" cannot be handled as a "
+                               "PerfValidation: strict decoding error: unknown field \"spec.colour\""));
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: b}\n"
+              "spec: {level: quick, gpusPerNode: eight}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("spec.gpusPerNode: Invalid value: \"string\": spec.gpusPerNode in "
+                               "body must be of type integer: \"string\""));
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: c}\n"
+              "spec: {level: slow, gpusPerNode: 99}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("spec.level: Unsupported value: \"slow\": supported values: \"quick\", \"full\""));
+  EXPECT_THAT(r.err, HasSubstr("spec.gpusPerNode: Invalid value: 99: spec.gpusPerNode in body should be less than or equal to 16"));
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: d}\nspec: {profile: x}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("spec.level: Required value"));
+  // Nothing refused was stored.
+  EXPECT_TRUE(sim_->List("perfgate.io", "perfvalidations").empty());
+}
+
+TEST_F(KubectlTest, GenerationBumpsOnSpecChangesOnlyAndStaleUpdatesConflict) {
+  ApplyCrd();
+  ASSERT_EQ(Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfvalidation.yaml"}).exitCode, 0);
+  auto r = Kubectl(*sim_, {"label", "pval", "smoke", "team=gpu"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ((*sim_->Get("perfgate.io", "perfvalidations", "", "smoke"))["metadata"]["generation"], 1);
+  // The main endpoint ignores status.
+  r = Kubectl(*sim_, {"patch", "pval", "smoke", "--type=merge", "-p",
+                      R"({"spec":{"level":"full"},"status":{"observedGeneration":7}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Json obj = *sim_->Get("perfgate.io", "perfvalidations", "", "smoke");
+  EXPECT_EQ(obj["metadata"]["generation"], 2);
+  EXPECT_FALSE(obj.contains("status"));
+  // Re-applying the file sets level back: a client-side apply merge patch.
+  r = Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfvalidation.yaml"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("configured"));
+  obj = *sim_->Get("perfgate.io", "perfvalidations", "", "smoke");
+  EXPECT_EQ(obj["spec"]["level"], "quick");
+  EXPECT_EQ(obj["metadata"]["labels"]["team"], "gpu");
+  // A replace carrying an old resourceVersion is refused as kube-apiserver words it.
+  Json stale = obj;
+  stale["metadata"]["resourceVersion"] = "2";
+  stale["spec"]["profile"] = "h200";
+  r = Kubectl(*sim_, {"replace", "-f", "-"}, stale.dump());
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("Operation cannot be fulfilled on perfvalidations.perfgate.io \"smoke\": "
+                               "the object has been modified; please apply your changes to the "
+                               "latest version and try again"));
+  r = Kubectl(*sim_, {"create", "-f", kTestdata + "/perfvalidation.yaml"});
+  EXPECT_THAT(r.err, HasSubstr("Error from server (AlreadyExists): error when creating"));
+  EXPECT_THAT(r.err, HasSubstr("perfvalidations.perfgate.io \"smoke\" already exists"));
+}
+
+TEST_F(KubectlTest, BuiltinsApplyDescribeSelectorsAndNamespaces) {
+  const std::string manifest = R"(apiVersion: v1
+kind: Namespace
+metadata: {name: perfgate-system}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, namespace: perfgate-system, labels: {app: perfgate, tier: x}}
+data: {k: v}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, namespace: perfgate-system, labels: {app: other}}
+data: {k: v}
+)";
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"}, manifest);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // Re-apply with a change: strategic merge patch for a built-in kind.
+  std::string changed = manifest;
+  changed.replace(changed.find("data: {k: v}"), 12, "data: {k: w}");
+  r = Kubectl(*sim_, {"apply", "-f", "-"}, changed);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("configmap/a configured"));
+  EXPECT_EQ((*sim_->Get("", "configmaps", "perfgate-system", "a"))["data"]["k"], "w");
+  r = Kubectl(*sim_, {"get", "cm", "-n", "perfgate-system", "-l", "app in (perfgate),tier", "-o", "name"});
+  EXPECT_EQ(r.out, "configmap/a\n") << r.err;
+  r = Kubectl(*sim_, {"get", "cm", "-n", "perfgate-system", "-l", "app!=perfgate", "-o", "name"});
+  EXPECT_THAT(r.out, HasSubstr("configmap/b"));
+  EXPECT_THAT(r.out, Not(HasSubstr("configmap/a")));
+  r = Kubectl(*sim_, {"get", "cm", "-A", "--field-selector", "metadata.name=b", "-o", "name"});
+  EXPECT_EQ(r.out, "configmap/b\n") << r.err;
+  r = Kubectl(*sim_, {"describe", "node", "node-0"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("nvidia.com/gpu.product=NVIDIA-H200"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("nvidia.com/gpu: +8"));
+  // Deleting the namespace takes its contents with it.
+  r = Kubectl(*sim_, {"delete", "namespace", "perfgate-system", "--timeout=10s"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(sim_->List("", "configmaps", "perfgate-system").empty());
+  EXPECT_FALSE(sim_->Get("", "namespaces", "", "perfgate-system").ok());
+}
+
+}  // namespace
+}  // namespace perfgate::kubesim

@@ -1,0 +1,305 @@
+// kube-sim's scheduler and kubelet: pods run as local processes with their ConfigMaps, env and
+// a service-account token bound to pod and node; kubectl inside the pod is the in-cluster
+// client.
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/kube-sim/kube_sim.h"
+#include "tests/kube-sim/test_util.h"
+
+namespace perfgate::kubesim {
+namespace {
+
+using ::testing::ContainsRegex;
+using ::testing::HasSubstr;
+using testing::Eventually;
+using testing::Kubectl;
+
+Json Pod(const std::string& ns, const std::string& name, const std::string& script,
+         const std::string& node = "") {
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec",
+               {{"restartPolicy", "Never"},
+                {"containers",
+                 {{{"name", "main"},
+                   {"image", "busybox:1.36"},
+                   {"command", {"/bin/sh", "-c", script}},
+                   {"env",
+                    {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                     {{"name", "POD_NAMESPACE"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
+                     {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+                     {{"name", "GREETING_FROM_ENV"}, {"value", "hi-$(POD_NAME)"}}}}}}}}}};
+  if (!node.empty()) pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  return pod;
+}
+
+std::string Phase(const KubeSim& sim, const std::string& ns, const std::string& name) {
+  auto p = sim.Get("", "pods", ns, name);
+  return p.ok() ? p->value("status", Json::object()).value("phase", "") : "<gone>";
+}
+
+bool Finished(const KubeSim& sim, const std::string& ns, const std::string& name) {
+  std::string phase = Phase(sim, ns, name);
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+class KubeletTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Options o;
+    o.nodes = 2;
+    o.gpusPerNode = 8;
+    sim_ = std::make_unique<KubeSim>(o);
+    ASSERT_TRUE(sim_->Start().ok());
+    const std::string rbac = R"(apiVersion: v1
+kind: Namespace
+metadata: {name: t}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: worker, namespace: t}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: writer, namespace: t}
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [create, get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: worker-writer, namespace: t}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: writer}
+subjects:
+- {kind: ServiceAccount, name: worker, namespace: t}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: input, namespace: t}
+data: {greeting: hello}
+)";
+    auto r = Kubectl(*sim_, {"apply", "-f", "-"}, rbac);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+  std::unique_ptr<KubeSim> sim_;
+};
+
+TEST_F(KubeletTest, PodReadsItsConfigMapAndWritesWithANodeBoundToken) {
+  // The in-pod client: kubectl with the token, CA and API address the kubelet provides.
+  const std::string script = R"(set -e
+G=$(cat "$KUBE_SIM_ROOT/etc/input/greeting")
+K="kubectl --server=https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT --certificate-authority=$KUBE_SIM_SA_DIR/ca.crt --token=$(cat $KUBE_SIM_SA_DIR/token) -n $POD_NAMESPACE"
+$K create configmap "out-$POD_NAME" --from-literal=greeting="$G" --from-literal=env="$GREETING_FROM_ENV"
+$K auth whoami -o json
+if $K get secrets; then exit 9; fi
+)";
+  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"wa", "node-0"}, {"wb", "node-1"}}) {
+    Json pod = Pod("t", name, script, node);
+    pod["spec"]["serviceAccountName"] = "worker";
+    pod["spec"]["containers"][0]["volumeMounts"] = {{{"name", "input"}, {"mountPath", "/etc/input"}}};
+    pod["spec"]["volumes"] = {{{"name", "input"}, {"configMap", {{"name", "input"}}}}};
+    auto r = Kubectl(*sim_, {"create", "-f", "-"}, pod.dump());
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "wa") && Finished(*sim_, "t", "wb"); }, 30));
+  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"wa", "node-0"}, {"wb", "node-1"}}) {
+    auto logs = Kubectl(*sim_, {"logs", "-n", "t", name});
+    ASSERT_EQ(Phase(*sim_, "t", name), "Succeeded") << logs.out;
+    Json pod = *sim_->Get("", "pods", "t", name);
+    EXPECT_EQ(pod["spec"]["nodeName"], node);
+    EXPECT_EQ(pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
+    EXPECT_EQ(pod["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "Completed");
+    auto out = sim_->Get("", "configmaps", "t", "out-" + name);
+    ASSERT_TRUE(out.ok()) << logs.out;
+    EXPECT_EQ((*out)["data"]["greeting"], "hello");
+    EXPECT_EQ((*out)["data"]["env"], "hi-" + name);
+    // The authenticator saw the node the token is bound to, not what the pod claims.
+    EXPECT_THAT(logs.out, HasSubstr("system:serviceaccount:t:worker"));
+    EXPECT_THAT(logs.out, ContainsRegex("authentication.kubernetes.io/node-name\":\\s*\\[\\s*\"" + node + "\""));
+    EXPECT_THAT(logs.out, HasSubstr("secrets is forbidden: User \"system:serviceaccount:t:worker\" "
+                                    "cannot list resource \"secrets\" in API group \"\" in the "
+                                    "namespace \"t\""));
+  }
+  std::map<std::string, std::string> writerNode;
+  int forbidden = 0;
+  for (const auto& rec : sim_->Requests()) {
+    if (rec.user != "system:serviceaccount:t:worker") continue;
+    if (rec.verb == "create" && rec.resource == "configmaps" && rec.code == 201) {
+      writerNode[rec.extra.at("authentication.kubernetes.io/pod-name")[0]] =
+          rec.extra.at("authentication.kubernetes.io/node-name")[0];
+    }
+    if (rec.resource == "secrets" && rec.code == 403) ++forbidden;
+  }
+  EXPECT_EQ(writerNode["wa"], "node-0");
+  EXPECT_EQ(writerNode["wb"], "node-1");
+  EXPECT_EQ(forbidden, 2);
+}
+
+TEST_F(KubeletTest, AdmissionHookSeesTheNodeAndCanDeny) {
+  sim_->SetAdmissionHook([](const RequestRecord& who, const Json&) -> Status {
+    auto it = who.extra.find("authentication.kubernetes.io/node-name");
+    if (it != who.extra.end() && it->second[0] == "node-1") {
+      return Status(Code::kPermissionDenied, "node-1 may not write");
+    }
+    return Status::Ok();
+  });
+  const std::string script =
+      "kubectl --server=https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT "
+      "--certificate-authority=$KUBE_SIM_SA_DIR/ca.crt --token=$(cat $KUBE_SIM_SA_DIR/token) "
+      "-n t create configmap out-$POD_NAME --from-literal=a=b";
+  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"pa", "node-0"}, {"pb", "node-1"}}) {
+    Json pod = Pod("t", name, script, node);
+    pod["spec"]["serviceAccountName"] = "worker";
+    pod["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+    ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  }
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "pa") && Finished(*sim_, "t", "pb"); }, 30));
+  EXPECT_EQ(Phase(*sim_, "t", "pa"), "Succeeded");
+  EXPECT_EQ(Phase(*sim_, "t", "pb"), "Failed");
+  Json pb = *sim_->Get("", "pods", "t", "pb");
+  const Json& term = pb["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(term["reason"], "Error");
+  EXPECT_EQ(term["exitCode"], 1);
+  EXPECT_THAT(term["message"].get<std::string>(),
+              HasSubstr("configmaps \"out-pb\" is forbidden: node-1 may not write"));
+}
+
+TEST_F(KubeletTest, ExitCodeTerminationMessageLogsAndDeadline) {
+  Json pod = Pod("t", "msg", "echo line1; echo line2; printf 'result: 42' > $KUBE_SIM_ROOT/dev/termination-log; exit 3");
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  Json slow = Pod("t", "slow", "sleep 30");
+  slow["spec"]["activeDeadlineSeconds"] = 1;
+  ASSERT_TRUE(sim_->Create("", "pods", slow).ok());
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "msg"); }, 20));
+  Json got = *sim_->Get("", "pods", "t", "msg");
+  EXPECT_EQ(got["status"]["phase"], "Failed");
+  const Json& term = got["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(term["exitCode"], 3);
+  EXPECT_EQ(term["reason"], "Error");
+  EXPECT_EQ(term["message"], "result: 42");
+  auto r = Kubectl(*sim_, {"logs", "-n", "t", "msg", "--tail=1"});
+  EXPECT_EQ(r.out, "line2\n") << r.err;
+  r = Kubectl(*sim_, {"get", "pod", "-n", "t", "msg"});
+  EXPECT_THAT(r.out, ContainsRegex("msg +0/1 +Error +0"));
+
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "slow"); }, 10));
+  got = *sim_->Get("", "pods", "t", "slow");
+  EXPECT_EQ(got["status"]["phase"], "Failed");
+  EXPECT_EQ(got["status"]["reason"], "DeadlineExceeded");
+}
+
+TEST_F(KubeletTest, DeletingARunningPodKillsItsProcess) {
+  ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "sleeper", "sleep 60")).ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "sleeper") == "Running"; }));
+  std::string cid = (*sim_->Get("", "pods", "t", "sleeper"))["status"]["containerStatuses"][0]["containerID"];
+  pid_t pid = std::stoi(cid.substr(cid.find("://") + 3));
+  ASSERT_EQ(::kill(pid, 0), 0);
+  auto r = Kubectl(*sim_, {"delete", "pod", "-n", "t", "sleeper", "--timeout=10s"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_FALSE(sim_->Get("", "pods", "t", "sleeper").ok());
+  EXPECT_TRUE(Eventually([&] { return ::kill(pid, 0) != 0; }, 5)) << "process " << pid << " survived";
+}
+
+TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
+  auto gpuPod = [&](const std::string& name, int gpus) {
+    Json p = Pod("t", name, "sleep 30");
+    p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", gpus}}}};
+    return p;
+  };
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g1", 8)).ok());
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g2", 8)).ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "g1") == "Running" && Phase(*sim_, "t", "g2") == "Running"; }));
+  EXPECT_NE((*sim_->Get("", "pods", "t", "g1"))["spec"]["nodeName"],
+            (*sim_->Get("", "pods", "t", "g2"))["spec"]["nodeName"]);
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g3", 1)).ok());
+  auto schedMessage = [&](const std::string& name) -> std::string {
+    auto p = sim_->Get("", "pods", "t", name);
+    if (!p.ok()) return "";
+    for (const auto& c : p->value("status", Json::object()).value("conditions", Json::array())) {
+      if (c["type"] == "PodScheduled" && c["status"] == "False" && c["reason"] == "Unschedulable") {
+        return c["message"];
+      }
+    }
+    return "";
+  };
+  ASSERT_TRUE(Eventually([&] { return !schedMessage("g3").empty(); }));
+  EXPECT_EQ(schedMessage("g3"),
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
+            "available: 2 Preemption is not helpful for scheduling.");
+
+  // Freeing a node lets the pending pod run there.
+  auto r = Kubectl(*sim_, {"delete", "pod", "-n", "t", "g1", "--grace-period=0", "--force"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(Eventually([&] { return Phase(*sim_, "t", "g3") == "Running"; }));
+
+  // A cordoned node and a tainted node, and a selector nobody matches.
+  NodeSpec extra;
+  extra.name = "node-tainted";
+  extra.taints = {{{"key", "perfgate.io/failed"}, {"effect", "NoSchedule"}}};
+  ASSERT_TRUE(sim_->AddNode(extra).ok());
+  ASSERT_EQ(Kubectl(*sim_, {"cordon", "node-0"}).exitCode, 0);
+  ASSERT_EQ(Kubectl(*sim_, {"cordon", "node-1"}).exitCode, 0);
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g4", 1)).ok());
+  Json picky = gpuPod("g5", 1);
+  picky["spec"]["affinity"] = {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution",
+      {{"nodeSelectorTerms", {{{"matchExpressions", {{{"key", "nvidia.com/gpu.product"}, {"operator", "In"}, {"values", {"NVIDIA-B200"}}}}}}}}}}}}};
+  ASSERT_TRUE(sim_->Create("", "pods", picky).ok());
+  ASSERT_TRUE(Eventually([&] { return !schedMessage("g4").empty() && !schedMessage("g5").empty(); }));
+  EXPECT_EQ(schedMessage("g4"),
+            "0/3 nodes are available: 1 node(s) had untolerated taint {perfgate.io/failed: }, 2 "
+            "node(s) were unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not "
+            "helpful for scheduling.");
+  EXPECT_THAT(schedMessage("g5"), HasSubstr("node(s) didn't match Pod's node affinity/selector"));
+  // Tolerating the taint is enough on the tainted node.
+  Json tolerant = gpuPod("g6", 1);
+  tolerant["spec"]["tolerations"] = {{{"key", "perfgate.io/failed"}, {"operator", "Exists"}}};
+  ASSERT_TRUE(sim_->Create("", "pods", tolerant).ok());
+  EXPECT_TRUE(Eventually([&] {
+    auto p = sim_->Get("", "pods", "t", "g6");
+    return p.ok() && (*p)["spec"].value("nodeName", "") == "node-tainted";
+  }));
+}
+
+TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {
+  Options o;
+  o.nodes = 1000;
+  o.scaleMode = true;
+  KubeSim sim(o);
+  ASSERT_TRUE(sim.Start().ok());
+  sim.SetScaleModeAction([](const Json& pod) {
+    PodOutcome out;
+    out.terminationMessage = "PASS";
+    out.log = "ran on " + pod["spec"].value("nodeName", "") + "\n";
+    out.objects.push_back({{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+                           {"metadata", {{"name", "result-" + pod["metadata"].value("name", "")},
+                                         {"namespace", "default"}}},
+                           {"data", {{"node", pod["spec"].value("nodeName", "")}}}});
+    return out;
+  });
+  for (int i = 0; i < 1000; ++i) {
+    Json p = Pod("default", "w-" + std::to_string(i), "unused");
+    p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", 8}}}};
+    ASSERT_TRUE(sim.Create("", "pods", p).ok());
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& p : sim.List("", "pods", "default")) {
+      if (p["status"].value("phase", "") != "Succeeded") return false;
+    }
+    return true;
+  }, 30));
+  int results = 0;
+  for (const auto& cm : sim.List("", "configmaps", "default")) {
+    if (cm["metadata"]["name"].get<std::string>().rfind("result-", 0) == 0) ++results;
+  }
+  EXPECT_EQ(results, 1000);
+  auto r = Kubectl(sim, {"logs", "w-7"});
+  EXPECT_THAT(r.out, HasSubstr("ran on node-"));
+}
+
+}  // namespace
+}  // namespace perfgate::kubesim

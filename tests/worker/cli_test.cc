@@ -1,0 +1,190 @@
+// perfgate-worker as a user runs it: exit codes, error messages, report files.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/report.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+Outcome Worker(const std::string& args) {
+  std::string cmd = std::string(PERFGATE_WORKER_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("perfgate-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  static std::string Example(const std::string& name) {
+    return std::string(PERFGATE_SOURCE_DIR) + "/examples/" + name;
+  }
+  fs::path dir_;
+};
+
+// A quick spec: small host-stream arrays.
+constexpr const char* kQuickHost = R"(apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: quick
+spec:
+  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 8}
+  tests:
+    - type: host-stream
+      parameters: {arrayBytes: 8388608}
+      thresholds:
+        - metric: triadBandwidthGBps
+          value: 0.1
+)";
+
+TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
+  std::string json = (dir_ / "r.json").string();
+  std::string junit = (dir_ / "r.xml").string();
+  Outcome o = Worker("run " + Example("local.yaml") + " --report-json " + json + " --junit " + junit);
+  std::ifstream in(json);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto report = perfgate::report::FromJson(ss.str());
+  ASSERT_TRUE(report.ok()) << report.status().ToString() << "\n" << o.output;
+  bool host = false;
+  for (const auto& t : report->tests()) {
+    if (t.type() == "host-stream") {
+      host = true;
+      EXPECT_GE(t.samples(), 5);
+      EXPECT_EQ(t.verdict(), perfgate::v1alpha1::PASS) << t.reason();
+      ASSERT_GT(t.metrics_size(), 0);
+      // Host memory of any machine of this decade: 1 GB/s .. 2 TB/s.
+      EXPECT_GT(t.metrics(0).summary().median(), 1.0);
+      EXPECT_LT(t.metrics(0).summary().median(), 2000.0);
+    } else if (report->identity().gpus_size() == 0) {
+      EXPECT_EQ(t.verdict(), perfgate::v1alpha1::SKIPPED) << t.type();
+      EXPECT_THAT(t.reason(), HasSubstr("no CUDA device"));
+    }
+  }
+  EXPECT_TRUE(host);
+  if (report->identity().gpus_size() == 0) {
+    EXPECT_EQ(o.exit_code, 0) << o.output;
+  }
+  EXPECT_THAT(o.output, HasSubstr("verdict: "));
+  EXPECT_TRUE(fs::file_size(junit) > 0);
+}
+
+TEST_F(Cli, RequiredGpuTestsWithoutGpuExitThreeWithCudaText) {
+  std::string spec = Write("gpu.yaml", R"(apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata: {name: gpu}
+spec:
+  tests:
+    - type: hbm-stream
+    - type: gemm
+)");
+  Outcome o = Worker("run " + spec);
+  if (o.output.find("no CUDA device") == std::string::npos) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(o.exit_code, 3) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("ERROR  hbm-stream [gpu]: no CUDA device: "));
+  EXPECT_THAT(o.output, HasSubstr("ERROR  gemm [gpu]: no CUDA device: "));
+}
+
+TEST_F(Cli, QuickPassExitsZeroAndOnlySelects) {
+  std::string spec = Write("q.yaml", kQuickHost);
+  Outcome o = Worker("run " + spec + " --quiet --only host-stream");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("verdict: PASS"));
+  o = Worker("run " + spec + " --only nothing-like-this");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("--only matched no test"));
+}
+
+TEST_F(Cli, ImpossibleBoundExitsOne) {
+  std::string text = kQuickHost;
+  text.replace(text.find("value: 0.1"), 10, "value: 1e9");
+  Outcome o = Worker("run " + Write("f.yaml", text) + " --quiet");
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("FAIL  host-stream [host]: "));
+}
+
+TEST_F(Cli, BadSpecsExitTwoNamingFileLineAndField) {
+  struct Case {
+    std::string body, expected;
+  };
+  const std::string head =
+      "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: b}\nspec:\n";
+  const Case cases[] = {
+      {"  tests:\n    - type: hbm-strem\n", ":6: spec.tests[0].type: unknown test type"},
+      {"  tests:\n    - type: host-stream\n      repeats: 3\n",
+       ":7: spec.tests[0].repeats: unknown field \"repeats\""},
+      {"  sampling:\n    maxRepeats: many\n  tests:\n    - type: host-stream\n",
+       ":6: spec.sampling.maxRepeats: expected an integer"},
+      {"  sampling:\n    minRepeats: -3\n  tests:\n    - type: host-stream\n",
+       ":6: spec.sampling.minRepeats: must be 1 or more"},
+      {"  tests:\n    - type: host-stream\n      thresholds:\n        - metric: tflops\n"
+       "          value: 3\n",
+       ":8: spec.tests[0].thresholds[0].metric: test type host-stream does not produce metric"},
+      {"  tests: [\n", "malformed YAML"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    std::string path = Write("bad" + std::to_string(i++) + ".yaml", head + c.body);
+    Outcome o = Worker("run " + path);
+    EXPECT_EQ(o.exit_code, 2) << c.body << o.output;
+    EXPECT_THAT(o.output, HasSubstr(path)) << c.body;
+    EXPECT_THAT(o.output, HasSubstr(c.expected)) << c.body;
+  }
+  Outcome o = Worker("run /nonexistent.yaml");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("/nonexistent.yaml: cannot read"));
+}
+
+TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
+  Outcome o = Worker("list");
+  EXPECT_EQ(o.exit_code, 0);
+  for (const char* type : {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health"}) {
+    EXPECT_THAT(o.output, HasSubstr(std::string(type) + "  (")) << type;
+  }
+  EXPECT_THAT(o.output, HasSubstr("arrayBytes (int, bytes, default 0)"));
+  EXPECT_THAT(o.output, HasSubstr("triadBandwidthGBps (GB/s, higher is better)"));
+  EXPECT_THAT(o.output, ::testing::Not(HasSubstr("synthetic")));  // fixtures hidden
+  o = Worker("list --json");
+  EXPECT_EQ(o.exit_code, 0);
+  EXPECT_THAT(o.output, HasSubstr("\"type\": \"host-stream\""));
+}
+
+TEST_F(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(Worker("").exit_code, 2);
+  EXPECT_EQ(Worker("frobnicate").exit_code, 2);
+  Outcome o = Worker("run " + Write("q.yaml", kQuickHost) + " --colour");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("unknown option --colour"));
+  EXPECT_EQ(Worker("--help").exit_code, 0);
+}
+
+}  // namespace

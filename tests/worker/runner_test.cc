@@ -1,0 +1,266 @@
+// The runner as a user sees its outcome: verdicts per test and device, reasons, the overall
+// verdict and exit code — with fake tests and fake GPUs, so no device is needed.
+#include "worker/runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+namespace perfgate::worker {
+namespace {
+
+using ::testing::HasSubstr;
+using v1alpha1::Report;
+
+// A test whose samples come from a function; scope and preparation are configurable.
+class FakeTest : public kernels::Test {
+ public:
+  FakeTest(kernels::Scope scope, std::function<Result<kernels::Sample>(int device, int i)> sample,
+           Status prepare_error = Status::Ok())
+      : sample_(std::move(sample)), prepare_error_(std::move(prepare_error)) {
+    info_.type = "fake";
+    info_.scope = scope;
+    info_.metrics = {{"bandwidthGBps", "GB/s", true, ""}};
+  }
+  const kernels::TestInfo& Info() const override { return info_; }
+  Result<std::unique_ptr<kernels::TestRun>> Prepare(const kernels::Params&,
+                                                    const kernels::Target& target) const override {
+    if (!prepare_error_.ok()) return prepare_error_;
+    struct Run : kernels::TestRun {
+      const FakeTest* test;
+      int device;
+      int i = 0;
+      Result<kernels::Sample> RunSample() override { return test->sample_(device, i++); }
+    };
+    auto run = std::make_unique<Run>();
+    run->test = this;
+    run->device = target.devices.empty() ? -1 : target.devices.front();
+    return std::unique_ptr<kernels::TestRun>(std::move(run));
+  }
+
+ private:
+  kernels::TestInfo info_;
+  std::function<Result<kernels::Sample>(int, int)> sample_;
+  Status prepare_error_;
+};
+
+// Deterministic noise around `mean` (a fixed zig-zag of +-cv).
+std::function<Result<kernels::Sample>(int, int)> Around(double mean, double cv = 0.01) {
+  return [=](int, int i) -> Result<kernels::Sample> {
+    static const double kPattern[] = {0.3, -0.8, 1.0, -0.2, 0.6, -1.0, 0.1, 0.9, -0.5, -0.4};
+    return kernels::Sample{{"bandwidthGBps", mean * (1 + cv * kPattern[i % 10])}};
+  };
+}
+
+PlannedTest Planned(const FakeTest& test, double bound, bool optional = false) {
+  PlannedTest t;
+  t.name = "fake";
+  t.type = "fake";
+  t.test = &test;
+  t.optional = optional;
+  t.metrics = test.Info().metrics;
+  if (bound > 0) {
+    v1alpha1::Threshold spec;
+    spec.set_metric("bandwidthGBps");
+    spec.set_statistic("median");
+    spec.set_op(">=");
+    spec.set_value(bound);
+    t.threshold_specs.push_back(spec);
+    t.thresholds.push_back({"bandwidthGBps", verdict::Statistic::kMedian, verdict::Op::kGe, bound});
+  }
+  t.sampling.warmup = 1;
+  t.sampling.min_repeats = 5;
+  t.sampling.max_repeats = 30;
+  t.sampling.max_seconds = 1e9;
+  return t;
+}
+
+RunOptions Options(int gpus) {
+  RunOptions o;
+  o.identity = [](v1alpha1::Identity* id) { id->set_hostname("test-host"); };
+  o.list_gpus = [gpus]() -> Result<std::vector<kernels::GpuDevice>> {
+    if (gpus == 0) {
+      return Status(Code::kUnavailable, "no CUDA device: no CUDA-capable device is detected");
+    }
+    std::vector<kernels::GpuDevice> v(gpus);
+    for (int i = 0; i < gpus; ++i) v[i].ordinal = i;
+    return v;
+  };
+  return o;
+}
+
+Report RunOne(PlannedTest t, const RunOptions& o, int gpus_per_node = 0,
+              v1alpha1::Policy policy = {}) {
+  Plan plan;
+  plan.validation = "v";
+  plan.gpus_per_node = gpus_per_node;
+  plan.policy = policy;
+  plan.tests.push_back(std::move(t));
+  return RunPlan(plan, o);
+}
+
+TEST(Runner, FarAboveTheBoundPassesEarly) {
+  FakeTest test(kernels::Scope::kHost, Around(100));
+  Report r = RunOne(Planned(test, 50), Options(0));
+  ASSERT_EQ(r.tests_size(), 1);
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::PASS) << r.tests(0).reason();
+  EXPECT_EQ(r.tests(0).stopreason(), "decided");
+  EXPECT_LT(r.tests(0).samples(), 30);
+  EXPECT_GE(r.tests(0).samples(), 5);
+  EXPECT_EQ(r.tests(0).device(), "host");
+  EXPECT_EQ(r.verdict(), v1alpha1::PASS);
+  EXPECT_EQ(ExitCode(r), 0);
+  EXPECT_EQ(r.identity().hostname(), "test-host");
+  ASSERT_EQ(r.tests(0).metrics_size(), 1);
+  EXPECT_NEAR(r.tests(0).metrics(0).summary().median(), 100, 1.5);
+}
+
+TEST(Runner, FarBelowTheBoundFailsNamingMetricAndFigure) {
+  FakeTest test(kernels::Scope::kHost, Around(40));
+  Report r = RunOne(Planned(test, 50), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::FAIL);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("bandwidthGBps"));
+  EXPECT_THAT(r.reason(), HasSubstr("fake [host]"));
+  EXPECT_EQ(r.verdict(), v1alpha1::FAIL);
+  EXPECT_EQ(ExitCode(r), 1);
+}
+
+TEST(Runner, OnTheBoundRunsToTheCapAndSaysInconclusive) {
+  FakeTest test(kernels::Scope::kHost, Around(50, 0.05));
+  Report r = RunOne(Planned(test, 50), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::INCONCLUSIVE);
+  EXPECT_EQ(r.tests(0).samples(), 30);
+  EXPECT_EQ(r.tests(0).stopreason(), "maxRepeats");
+  EXPECT_EQ(ExitCode(r), 3);
+  v1alpha1::Policy allow;
+  allow.set_allowinconclusive(true);
+  EXPECT_EQ(RunOne(Planned(test, 50), Options(0), 0, allow).verdict(), v1alpha1::PASS);
+}
+
+TEST(Runner, StopsAtMaxSeconds) {
+  FakeTest test(kernels::Scope::kHost, Around(50, 0.05));
+  RunOptions o = Options(0);
+  auto t = std::make_shared<double>(0);
+  o.now_seconds = [t] { return *t += 1.0; };  // every look costs a second
+  PlannedTest p = Planned(test, 50);
+  p.sampling.max_seconds = 8;
+  Report r = RunOne(p, o);
+  EXPECT_EQ(r.tests(0).stopreason(), "maxSeconds");
+  EXPECT_LT(r.tests(0).samples(), 10);
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::INCONCLUSIVE);
+}
+
+TEST(Runner, RequiredGpuTestWithoutGpuIsErrorWithCudaText) {
+  FakeTest test(kernels::Scope::kGpu, Around(100));
+  Report r = RunOne(Planned(test, 50), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::ERROR);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("no CUDA device: no CUDA-capable device is detected"));
+  EXPECT_EQ(ExitCode(r), 3);
+}
+
+TEST(Runner, OptionalGpuTestWithoutGpuIsSkippedButNothingMeasuredNeverPasses) {
+  FakeTest test(kernels::Scope::kGpu, Around(100));
+  Report r = RunOne(Planned(test, 50, /*optional=*/true), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::SKIPPED);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("optional and cannot run here: no CUDA device"));
+  EXPECT_EQ(r.verdict(), v1alpha1::ERROR);
+  EXPECT_THAT(r.reason(), HasSubstr("nothing was measured"));
+}
+
+TEST(Runner, SkipsPassUnlessThePolicyFailsThem) {
+  FakeTest host(kernels::Scope::kHost, Around(100));
+  FakeTest gpu(kernels::Scope::kGpu, Around(100));
+  Plan plan;
+  plan.tests = {Planned(host, 50), Planned(gpu, 50, true)};
+  plan.tests[1].name = "gpu";
+  EXPECT_EQ(RunPlan(plan, Options(0)).verdict(), v1alpha1::PASS);
+  plan.policy.set_failonskipped(true);
+  Report r = RunPlan(plan, Options(0));
+  EXPECT_EQ(r.verdict(), v1alpha1::FAIL);
+  EXPECT_THAT(r.reason(), HasSubstr("policy.failOnSkipped"));
+}
+
+TEST(Runner, MissingExpectedGpusIsError) {
+  FakeTest test(kernels::Scope::kGpu, Around(100));
+  Report r = RunOne(Planned(test, 50), Options(2), /*gpus_per_node=*/8);
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::ERROR);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("expected 8 GPUs, found 2"));
+}
+
+TEST(Runner, PerGpuTestRunsOnEveryGpuAtOnceAndNeedsAllOfThem) {
+  // Device 2 is slow; all four run concurrently (each waits until all have started).
+  std::mutex mu;
+  std::condition_variable cv;
+  int started = 0;
+  std::atomic<bool> concurrent{true};
+  FakeTest test(kernels::Scope::kGpu, [&](int device, int i) -> Result<kernels::Sample> {
+    if (i == 0) {
+      std::unique_lock<std::mutex> lock(mu);
+      ++started;
+      cv.notify_all();
+      if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == 4; })) {
+        concurrent = false;
+      }
+    }
+    return kernels::Sample{{"bandwidthGBps", device == 2 ? 30.0 + 0.1 * (i % 3) : 100.0 + (i % 3)}};
+  });
+  Report r = RunOne(Planned(test, 50), Options(4));
+  EXPECT_TRUE(concurrent);
+  ASSERT_EQ(r.tests_size(), 4);
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(r.tests(d).device(), "gpu" + std::to_string(d));
+    EXPECT_EQ(r.tests(d).verdict(), d == 2 ? v1alpha1::FAIL : v1alpha1::PASS);
+  }
+  EXPECT_EQ(r.verdict(), v1alpha1::FAIL);
+  EXPECT_THAT(r.reason(), HasSubstr("[gpu2]"));
+  EXPECT_EQ(r.passed(), 3);
+  EXPECT_EQ(r.failed(), 1);
+}
+
+TEST(Runner, WrongResultIsFailNotAFastResult) {
+  FakeTest test(kernels::Scope::kHost, [](int, int i) -> Result<kernels::Sample> {
+    if (i == 3) return Status(Code::kDataLoss, "element 7 is 2.0, expected 1.0");
+    return kernels::Sample{{"bandwidthGBps", 100.0}};
+  });
+  Report r = RunOne(Planned(test, 50), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::FAIL);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("element 7 is 2.0, expected 1.0"));
+}
+
+TEST(Runner, PrepareErrorsMapToVerdicts) {
+  FakeTest na(kernels::Scope::kHost, Around(1), FailedPrecondition("needs two GPUs, found 1"));
+  Report r = RunOne(Planned(na, 50), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::SKIPPED);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("not applicable: needs two GPUs"));
+
+  FakeTest broken(kernels::Scope::kHost, Around(1), Internal("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED"));
+  r = RunOne(Planned(broken, 50, /*optional=*/true), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::ERROR);  // optional skips only "cannot run here"
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("CUBLAS_STATUS_NOT_SUPPORTED"));
+}
+
+TEST(Runner, FixedMethodTakesExactlyMaxRepeats) {
+  FakeTest test(kernels::Scope::kHost, Around(100));
+  PlannedTest p = Planned(test, 50);
+  p.sampling.fixed = true;
+  p.sampling.max_repeats = 12;
+  Report r = RunOne(p, Options(0));
+  EXPECT_EQ(r.tests(0).samples(), 12);
+  EXPECT_EQ(r.tests(0).stopreason(), "fixed");
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::PASS);
+}
+
+TEST(Runner, KeepsOnlyACappedSetOfRawSamples) {
+  FakeTest test(kernels::Scope::kHost, Around(50, 0.05));
+  RunOptions o = Options(0);
+  o.sample_cap = 4;
+  Report r = RunOne(Planned(test, 50), o);
+  EXPECT_EQ(r.tests(0).metrics(0).samples_size(), 4);
+  EXPECT_EQ(r.tests(0).metrics(0).summary().n(), 30);
+}
+
+}  // namespace
+}  // namespace perfgate::worker

@@ -1,0 +1,247 @@
+// perfgate-worker: runs a validation spec on this machine.
+//   perfgate-worker run SPEC [--report-json PATH] [--junit PATH] [--only NAME]...
+//   perfgate-worker list [--json]
+// Exit codes: 0 passed, 1 a threshold failed, 2 invalid input, 3 inconclusive or error.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/report.h"
+#include "common/spec.h"
+#include "kernels/registry.h"
+#include "worker/plan.h"
+#include "worker/runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using perfgate::Status;
+using perfgate::kernels::ParamType;
+
+constexpr int kExitInvalid = 2;
+constexpr int kExitError = 3;
+
+const char* kUsage = R"(perfgate-worker: GPU node acceptance tests, locally or in a perfgate pod.
+
+usage:
+  perfgate-worker run SPEC [options]   run a PerfValidation spec (YAML or JSON) here
+  perfgate-worker list [--json]        tests, their parameters and metrics
+  perfgate-worker --version
+
+run options:
+  --report-json PATH   write the report (protobuf JSON of perfgate.v1alpha1.Report)
+  --junit PATH         write JUnit XML, one testcase per test and device
+  --only NAME          run only the test with this name or type (repeatable)
+  --profiles DIR       where <profile>.yaml files are (repeatable; default: built-in)
+  --quiet              no progress lines, only the table
+  --enable-fixtures    allow test-only fixture tests (synthetic samples); never in production
+
+exit codes: 0 passed, 1 a threshold failed, 2 invalid input, 3 inconclusive or error
+)";
+
+std::string ExeDir() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : p.parent_path().string();
+}
+
+std::vector<std::string> DefaultProfileDirs() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("PERFGATE_PROFILES")) {
+    std::string s = env;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+      auto colon = s.find(':', start);
+      std::string d = s.substr(start, colon - start);
+      if (!d.empty()) dirs.push_back(d);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  const std::string exe = ExeDir();
+  dirs.push_back(exe + "/../share/perfgate/profiles");
+  dirs.push_back(PERFGATE_SOURCE_PROFILES);
+  dirs.push_back("profiles");
+  return dirs;
+}
+
+const char* TypeName(ParamType t) {
+  switch (t) {
+    case ParamType::kInt: return "int";
+    case ParamType::kDouble: return "number";
+    case ParamType::kString: return "string";
+    case ParamType::kBool: return "bool";
+    case ParamType::kStringList: return "list of string";
+    case ParamType::kIntList: return "list of int";
+  }
+  return "?";
+}
+
+const char* ScopeName(perfgate::kernels::Scope s) {
+  switch (s) {
+    case perfgate::kernels::Scope::kHost: return "host";
+    case perfgate::kernels::Scope::kGpu: return "each GPU";
+    case perfgate::kernels::Scope::kAllGpus: return "all GPUs together";
+  }
+  return "?";
+}
+
+int List(bool as_json, bool fixtures) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto* t : perfgate::kernels::AllTests(fixtures)) {
+    const auto& info = t->Info();
+    if (as_json) {
+      nlohmann::json j = {{"type", info.type}, {"description", info.description},
+                          {"scope", ScopeName(info.scope)}};
+      for (const auto& p : info.params) {
+        j["parameters"].push_back({{"name", p.name}, {"type", TypeName(p.type)},
+                                   {"default", p.default_value}, {"unit", p.unit},
+                                   {"description", p.description}});
+      }
+      for (const auto& m : info.metrics) {
+        j["metrics"].push_back({{"name", m.name}, {"unit", m.unit},
+                                {"higherIsBetter", m.higher_is_better}});
+      }
+      out.push_back(j);
+      continue;
+    }
+    std::cout << info.type << "  (" << ScopeName(info.scope) << ")\n  " << info.description << "\n";
+    if (!info.params.empty()) std::cout << "  parameters:\n";
+    for (const auto& p : info.params) {
+      std::cout << "    " << p.name << " (" << TypeName(p.type)
+                << (p.unit.empty() ? "" : ", " + p.unit) << ", default " << p.default_value
+                << "): " << p.description << "\n";
+    }
+    std::cout << "  metrics:\n";
+    for (const auto& m : info.metrics) {
+      std::cout << "    " << m.name << " (" << m.unit << ", "
+                << (m.higher_is_better ? "higher is better" : "lower is better") << ")"
+                << (m.description.empty() ? "" : ": " + m.description) << "\n";
+    }
+    std::cout << "\n";
+  }
+  if (as_json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+int Fail(int code, const std::string& message) {
+  std::cerr << "perfgate-worker: " << message << "\n";
+  return code;
+}
+
+int Run(const std::vector<std::string>& args) {
+  std::string spec_path, report_json, junit;
+  std::vector<std::string> only, profile_dirs;
+  bool quiet = false, fixtures = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* flag) -> const std::string* {
+      if (i + 1 >= args.size()) return nullptr;
+      (void)flag;
+      return &args[++i];
+    };
+    if (a == "--report-json" || a == "--junit" || a == "--only" || a == "--profiles") {
+      const std::string* v = value(a.c_str());
+      if (v == nullptr) return Fail(kExitInvalid, a + " needs a value");
+      if (a == "--report-json") report_json = *v;
+      if (a == "--junit") junit = *v;
+      if (a == "--only") only.push_back(*v);
+      if (a == "--profiles") profile_dirs.push_back(*v);
+    } else if (a == "--quiet") {
+      quiet = true;
+    } else if (a == "--enable-fixtures") {
+      fixtures = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return Fail(kExitInvalid, "unknown option " + a + "\n\n" + kUsage);
+    } else if (spec_path.empty()) {
+      spec_path = a;
+    } else {
+      return Fail(kExitInvalid, "one spec at a time (got " + spec_path + " and " + a + ")");
+    }
+  }
+  if (spec_path.empty()) return Fail(kExitInvalid, std::string("run needs a SPEC\n\n") + kUsage);
+
+  auto loaded = perfgate::spec::LoadValidation(spec_path);
+  if (!loaded.ok()) return Fail(kExitInvalid, loaded.status().message());
+  perfgate::worker::PlanOptions plan_options;
+  plan_options.profile_dirs = profile_dirs.empty() ? DefaultProfileDirs() : profile_dirs;
+  plan_options.enable_fixtures = fixtures;
+  plan_options.gpu_names = []() -> perfgate::Result<std::vector<std::string>> {
+    ASSIGN_OR_RETURN(auto gpus, perfgate::kernels::ListCudaDevices());
+    std::vector<std::string> names;
+    for (const auto& g : gpus) names.push_back(g.name);
+    return names;
+  };
+  auto plan = perfgate::worker::BuildPlan(*loaded, plan_options);
+  if (!plan.ok()) return Fail(kExitInvalid, plan.status().message());
+  if (plan->validation.empty()) plan->validation = fs::path(spec_path).stem().string();
+  if (!only.empty()) {
+    std::set<std::string> wanted(only.begin(), only.end());
+    std::vector<perfgate::worker::PlannedTest> kept;
+    for (auto& t : plan->tests) {
+      if (wanted.count(t.name) || wanted.count(t.type)) kept.push_back(std::move(t));
+    }
+    if (kept.empty()) return Fail(kExitInvalid, "--only matched no test in " + spec_path);
+    plan->tests = std::move(kept);
+  }
+
+  perfgate::worker::RunOptions run_options;
+  run_options.progress = quiet ? nullptr : &std::cerr;
+  if (!quiet) {
+    std::cerr << "perfgate-worker: running " << plan->validation << " (" << plan->tests.size()
+              << " tests" << (plan->profile.empty() ? "" : ", profile " + plan->profile + " " +
+                                                               plan->profile_version)
+              << ")\n";
+  }
+  perfgate::v1alpha1::Report report = perfgate::worker::RunPlan(*plan, run_options);
+  std::cout << "\n" << perfgate::report::FormatTable(report);
+
+  if (!report_json.empty()) {
+    auto json = perfgate::report::ToJson(report);
+    Status st = json.ok() ? perfgate::report::WriteFileAtomic(report_json, *json) : json.status();
+    if (!st.ok()) return Fail(kExitError, "cannot write the JSON report: " + st.message());
+  }
+  if (!junit.empty()) {
+    Status st = perfgate::report::WriteFileAtomic(junit, perfgate::report::ToJUnit(report));
+    if (!st.ok()) return Fail(kExitError, "cannot write the JUnit report: " + st.message());
+  }
+  return perfgate::worker::ExitCode(report);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? kExitInvalid : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "perfgate-worker " << PERFGATE_VERSION << "\n";
+    return 0;
+  }
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "list") {
+    bool as_json = false, fixtures = false;
+    for (const auto& a : args) {
+      if (a == "--json") {
+        as_json = true;
+      } else if (a == "--enable-fixtures") {
+        fixtures = true;
+      } else {
+        return Fail(kExitInvalid, "list: unknown option " + a);
+      }
+    }
+    return List(as_json, fixtures);
+  }
+  if (cmd == "run") return Run(args);
+  return Fail(kExitInvalid, "unknown command \"" + cmd + "\"\n\n" + kUsage);
+}

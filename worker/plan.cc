@@ -1,0 +1,440 @@
+#include "worker/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "kernels/cuda/profile_select.h"
+#include "kernels/registry.h"
+
+namespace perfgate::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using kernels::ParamType;
+using kernels::ParamValue;
+
+std::string TypeName(ParamType t) {
+  switch (t) {
+    case ParamType::kInt: return "an integer";
+    case ParamType::kDouble: return "a number";
+    case ParamType::kString: return "a string";
+    case ParamType::kBool: return "true or false";
+    case ParamType::kStringList: return "a list of strings";
+    case ParamType::kIntList: return "a list of integers";
+  }
+  return "?";
+}
+
+std::string Trim(std::string s) {
+  auto b = s.find_first_not_of(" \t");
+  auto e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::string body = Trim(text);
+  if (!body.empty() && body.front() == '[') body = body.substr(1);
+  if (!body.empty() && body.back() == ']') body.pop_back();
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (!Trim(body).empty() && start <= body.size()) {
+    auto comma = body.find(',', start);
+    out.push_back(Trim(body.substr(start, comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// Declared defaults are written as a user would write them.
+ParamValue DefaultValue(const kernels::ParamInfo& p) {
+  switch (p.type) {
+    case ParamType::kInt: return static_cast<std::int64_t>(std::stoll(p.default_value));
+    case ParamType::kDouble: return std::stod(p.default_value);
+    case ParamType::kString: return p.default_value;
+    case ParamType::kBool: return p.default_value == "true";
+    case ParamType::kStringList: return SplitList(p.default_value);
+    case ParamType::kIntList: {
+      std::vector<std::int64_t> v;
+      for (const auto& s : SplitList(p.default_value)) v.push_back(std::stoll(s));
+      return v;
+    }
+  }
+  return std::int64_t{0};
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+Status CheckRange(const kernels::ParamInfo& info, double v) {
+  if (v < info.min || v > info.max) {
+    return InvalidArgument("value " + kernels::Params::Format(v) + " is out of range [" +
+                           kernels::Params::Format(info.min) + ", " +
+                           kernels::Params::Format(info.max) + "]");
+  }
+  return Status::Ok();
+}
+
+Status CheckChoice(const kernels::ParamInfo& info, const std::string& s) {
+  if (info.choices.empty() ||
+      std::find(info.choices.begin(), info.choices.end(), s) != info.choices.end()) {
+    return Status::Ok();
+  }
+  return InvalidArgument("unsupported value \"" + s + "\": supported values: " +
+                         Join(info.choices));
+}
+
+Result<std::int64_t> ToInt(const google::protobuf::Value& v) {
+  if (v.kind_case() != google::protobuf::Value::kNumberValue ||
+      v.number_value() != std::floor(v.number_value()) || std::fabs(v.number_value()) > 9e15) {
+    return InvalidArgument("");
+  }
+  return static_cast<std::int64_t>(v.number_value());
+}
+
+std::string DescribeValue(const google::protobuf::Value& v) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kNumberValue: return "the number " + kernels::Params::Format(v.number_value());
+    case google::protobuf::Value::kStringValue: return "the string \"" + v.string_value() + "\"";
+    case google::protobuf::Value::kBoolValue: return v.bool_value() ? "true" : "false";
+    case google::protobuf::Value::kListValue: return "a list";
+    case google::protobuf::Value::kStructValue: return "a mapping";
+    default: return "null";
+  }
+}
+
+struct Context {
+  const spec::SourceMap& where;
+  const PlanOptions& options;
+};
+
+Status MergeSampling(const v1alpha1::Sampling& s, const std::string& path, const Context& ctx,
+                     verdict::Sampling* out) {
+  if (s.has_warmup()) {
+    if (s.warmup() < 0) return ctx.where.Error(path + ".warmup", "must be 0 or more");
+    out->warmup = s.warmup();
+  }
+  if (s.has_minrepeats()) {
+    if (s.minrepeats() < 1) return ctx.where.Error(path + ".minRepeats", "must be 1 or more");
+    out->min_repeats = s.minrepeats();
+  }
+  if (s.has_maxrepeats()) {
+    if (s.maxrepeats() < 1) return ctx.where.Error(path + ".maxRepeats", "must be 1 or more");
+    out->max_repeats = s.maxrepeats();
+  }
+  if (s.has_maxseconds()) {
+    if (!(s.maxseconds() > 0)) return ctx.where.Error(path + ".maxSeconds", "must be more than 0");
+    out->max_seconds = s.maxseconds();
+  }
+  if (s.has_confidence()) {
+    if (!(s.confidence() > 0 && s.confidence() < 1)) {
+      return ctx.where.Error(path + ".confidence", "must be between 0 and 1, e.g. 0.95");
+    }
+    out->confidence = s.confidence();
+  }
+  if (!s.method().empty()) {
+    if (s.method() != "sequential" && s.method() != "fixed") {
+      return ctx.where.Error(path + ".method", "unsupported value \"" + s.method() +
+                                                   "\": supported values: sequential, fixed");
+    }
+    out->fixed = s.method() == "fixed";
+  }
+  if (out->max_repeats < out->min_repeats) {
+    return ctx.where.Error(path + ".maxRepeats",
+                           "maxRepeats (" + std::to_string(out->max_repeats) +
+                               ") is less than minRepeats (" + std::to_string(out->min_repeats) +
+                               ")");
+  }
+  return Status::Ok();
+}
+
+Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& path,
+                             const verdict::Sampling& base_sampling, const Context& ctx) {
+  PlannedTest out;
+  out.type = t.type();
+  out.name = t.name().empty() ? t.type() : t.name();
+  out.optional = t.optional();
+  if (t.type().empty()) return ctx.where.Error(path + ".type", "required field is missing");
+  out.test = kernels::FindTest(t.type(), ctx.options.enable_fixtures);
+  if (out.test == nullptr) {
+    if (kernels::FindTest(t.type(), true) != nullptr) {
+      return ctx.where.Error(path + ".type",
+                             "test type \"" + t.type() +
+                                 "\" is a test fixture (invented samples); the worker refuses it "
+                                 "unless started with --enable-fixtures");
+    }
+    std::vector<std::string> known;
+    for (const auto* k : kernels::AllTests()) known.push_back(k->Info().type);
+    return ctx.where.Error(path + ".type",
+                           "unknown test type \"" + t.type() + "\": known types: " + Join(known));
+  }
+  const kernels::TestInfo& info = out.test->Info();
+
+  // Parameters: declared, typed, in range; defaults for the rest.
+  std::map<std::string, ParamValue> values;
+  for (const auto& p : info.params) values[p.name] = DefaultValue(p);
+  for (const auto& [key, value] : t.parameters().fields()) {
+    const std::string ppath = path + ".parameters." + key;
+    const std::string& param_name = key;  // clang 14 cannot capture structured bindings
+    auto it = std::find_if(info.params.begin(), info.params.end(),
+                           [&](const kernels::ParamInfo& p) { return p.name == param_name; });
+    if (it == info.params.end()) {
+      std::vector<std::string> names;
+      for (const auto& p : info.params) names.push_back(p.name);
+      return ctx.where.Error(ppath, "unknown parameter \"" + key + "\" for test type " +
+                                        t.type() + " (parameters: " +
+                                        (names.empty() ? "none" : Join(names)) + ")");
+    }
+    auto converted = ConvertParam(*it, value);
+    if (!converted.ok()) return ctx.where.Error(ppath, converted.status().message());
+    values[key] = std::move(converted).value();
+  }
+  out.params = kernels::Params(std::move(values));
+  out.metrics = out.test->Metrics(out.params);
+
+  out.sampling = base_sampling;
+  if (t.has_sampling()) RETURN_IF_ERROR(MergeSampling(t.sampling(), path + ".sampling", ctx, &out.sampling));
+
+  for (int i = 0; i < t.thresholds_size(); ++i) {
+    const auto& th = t.thresholds(i);
+    const std::string tpath = path + ".thresholds[" + std::to_string(i) + "]";
+    verdict::Threshold resolved;
+    resolved.metric = th.metric();
+    if (th.metric().empty()) return ctx.where.Error(tpath + ".metric", "required field is missing");
+    bool known = false;
+    std::vector<std::string> names;
+    for (const auto& m : out.metrics) {
+      names.push_back(m.name);
+      known |= m.name == th.metric();
+    }
+    if (!known) {
+      return ctx.where.Error(tpath + ".metric", "test type " + t.type() +
+                                                    " does not produce metric \"" + th.metric() +
+                                                    "\" (it produces: " + Join(names) + ")");
+    }
+    v1alpha1::Threshold written = th;
+    if (written.statistic().empty()) written.set_statistic("median");
+    if (written.op().empty()) written.set_op(">=");
+    if (!verdict::ParseStatistic(written.statistic(), &resolved.statistic)) {
+      return ctx.where.Error(tpath + ".statistic",
+                             "unsupported value \"" + th.statistic() +
+                                 "\": supported values: mean, median, p05, p95, min, max, "
+                                 "ciLow, ciHigh");
+    }
+    if (!verdict::ParseOp(written.op(), &resolved.op)) {
+      return ctx.where.Error(tpath + ".op", "unsupported value \"" + th.op() +
+                                                "\": supported values: >=, >, <=, <");
+    }
+    const bool relative = th.has_reference() || th.has_fraction();
+    if (th.has_value() == relative) {
+      return ctx.where.Error(tpath, "give either value, or reference and fraction");
+    }
+    if (relative) {
+      if (!th.has_reference() || !th.has_fraction()) {
+        return ctx.where.Error(tpath + (th.has_reference() ? ".fraction" : ".reference"),
+                               "a relative bound needs both reference and fraction");
+      }
+      if (!(th.fraction() > 0)) return ctx.where.Error(tpath + ".fraction", "must be more than 0");
+      resolved.bound = th.reference() * th.fraction();
+    } else {
+      resolved.bound = th.value();
+    }
+    out.threshold_specs.push_back(written);
+    out.thresholds.push_back(resolved);
+  }
+  return out;
+}
+
+fs::path ProfilePath(const std::vector<std::string>& dirs, const std::string& name) {
+  for (const auto& d : dirs) {
+    fs::path p = fs::path(d) / (name + ".yaml");
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p;
+  }
+  return {};
+}
+
+}  // namespace
+
+verdict::Sampling DefaultSampling() { return verdict::Sampling{}; }
+
+Result<ParamValue> ConvertParam(const kernels::ParamInfo& info,
+                                const google::protobuf::Value& value) {
+  auto wrong = [&]() {
+    return InvalidArgument("expected " + TypeName(info.type) + ", got " + DescribeValue(value));
+  };
+  switch (info.type) {
+    case ParamType::kInt: {
+      auto i = ToInt(value);
+      if (!i.ok()) return wrong();
+      RETURN_IF_ERROR(CheckRange(info, static_cast<double>(*i)));
+      return ParamValue(*i);
+    }
+    case ParamType::kDouble:
+      if (value.kind_case() != google::protobuf::Value::kNumberValue) return wrong();
+      RETURN_IF_ERROR(CheckRange(info, value.number_value()));
+      return ParamValue(value.number_value());
+    case ParamType::kString:
+      if (value.kind_case() != google::protobuf::Value::kStringValue) return wrong();
+      RETURN_IF_ERROR(CheckChoice(info, value.string_value()));
+      return ParamValue(value.string_value());
+    case ParamType::kBool:
+      if (value.kind_case() != google::protobuf::Value::kBoolValue) return wrong();
+      return ParamValue(value.bool_value());
+    case ParamType::kStringList: {
+      if (value.kind_case() != google::protobuf::Value::kListValue) return wrong();
+      std::vector<std::string> out;
+      for (const auto& e : value.list_value().values()) {
+        if (e.kind_case() != google::protobuf::Value::kStringValue) return wrong();
+        RETURN_IF_ERROR(CheckChoice(info, e.string_value()));
+        out.push_back(e.string_value());
+      }
+      return ParamValue(std::move(out));
+    }
+    case ParamType::kIntList: {
+      if (value.kind_case() != google::protobuf::Value::kListValue) return wrong();
+      std::vector<std::int64_t> out;
+      for (const auto& e : value.list_value().values()) {
+        auto i = ToInt(e);
+        if (!i.ok()) return wrong();
+        RETURN_IF_ERROR(CheckRange(info, static_cast<double>(*i)));
+        out.push_back(*i);
+      }
+      return ParamValue(std::move(out));
+    }
+  }
+  return wrong();
+}
+
+Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> LoadProfiles(
+    const std::vector<std::string>& dirs) {
+  std::vector<spec::Loaded<v1alpha1::PerfProfile>> out;
+  std::set<std::string> names;
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      ASSIGN_OR_RETURN(auto p, spec::LoadProfile(f.string()));
+      if (names.insert(p.doc.metadata().name()).second) out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
+                       const PlanOptions& options) {
+  const auto& doc = loaded.doc;
+  const auto& s = doc.spec();
+  Context ctx{loaded.where, options};
+  Plan plan;
+  plan.validation = doc.metadata().name();
+  plan.policy = s.policy();
+  if (s.gpuspernode() < 0) return ctx.where.Error("spec.gpusPerNode", "must be 0 or more");
+  plan.gpus_per_node = s.gpuspernode();
+  const std::string level = s.level().empty() ? "quick" : s.level();
+  if (level != "quick" && level != "full") {
+    return ctx.where.Error("spec.level", "unsupported value \"" + s.level() +
+                                             "\": supported values: quick, full");
+  }
+  const auto& on_failure = s.policy().onfailure();
+  if (!on_failure.empty() && on_failure != "none" && on_failure != "taint" &&
+      on_failure != "taintAndCordon") {
+    return ctx.where.Error("spec.policy.onFailure",
+                           "unsupported value \"" + on_failure +
+                               "\": supported values: none, taint, taintAndCordon");
+  }
+  if (s.policy().parallelism() < 0) return ctx.where.Error("spec.policy.parallelism", "must be 0 or more");
+  if (s.policy().nodetimeoutseconds() < 0) {
+    return ctx.where.Error("spec.policy.nodeTimeoutSeconds", "must be 0 or more");
+  }
+  if (s.policy().keepresults() < 0) return ctx.where.Error("spec.policy.keepResults", "must be 0 or more");
+
+  // Profile: named, "auto", or picked from the GPU when the spec has no inline tests.
+  std::string profile = s.profile();
+  verdict::Sampling sampling = DefaultSampling();
+  spec::Loaded<v1alpha1::PerfProfile> profile_doc;
+  v1alpha1::ProfileLevel profile_level;
+  if (profile == "auto" || (profile.empty() && s.tests_size() == 0)) {
+    if (!options.gpu_names) return ctx.where.Error("spec.profile", "no profile named and no GPU to pick one by");
+    auto names = options.gpu_names();
+    if (!names.ok()) {
+      return ctx.where.Error("spec.profile", "cannot pick a profile by GPU model: " +
+                                                 names.status().message());
+    }
+    ASSIGN_OR_RETURN(auto all, LoadProfiles(options.profile_dirs));
+    std::vector<kernels::ProfileCandidate> candidates;
+    for (const auto& p : all) {
+      const auto& models = p.doc.spec().gpumodels();
+      candidates.push_back({p.doc.metadata().name(), {models.begin(), models.end()}});
+    }
+    if (names->empty()) return ctx.where.Error("spec.profile", "no GPU to pick a profile by");
+    auto picked = kernels::SelectProfileName(names->front(), candidates);
+    if (!picked.ok()) {
+      return ctx.where.Error("spec.profile", picked.status().message() + "; name a profile or give tests");
+    }
+    profile = *picked;
+    plan.profile_note = "picked profile " + profile + " for GPU " + names->front();
+  }
+  if (!profile.empty()) {
+    fs::path file = ProfilePath(options.profile_dirs, profile);
+    if (file.empty()) {
+      std::string dirs;
+      for (const auto& d : options.profile_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+      return ctx.where.Error("spec.profile", "profile \"" + profile + "\" not found in " +
+                                                 (dirs.empty() ? "(no profile folders)" : dirs));
+    }
+    ASSIGN_OR_RETURN(profile_doc, spec::LoadProfile(file.string()));
+    const v1alpha1::PerfProfileSpec& ps = profile_doc.doc.spec();
+    profile_level = level == "full" ? ps.full() : ps.quick();
+    Context pctx{profile_doc.where, options};
+    RETURN_IF_ERROR(MergeSampling(profile_level.sampling(), "spec." + level + ".sampling", pctx,
+                                  &sampling));
+    plan.profile = profile_doc.doc.metadata().name();
+    plan.profile_version = ps.version();
+  }
+  RETURN_IF_ERROR(MergeSampling(s.sampling(), "spec.sampling", ctx, &sampling));
+
+  std::set<std::string> names;
+  for (int i = 0; i < s.tests_size(); ++i) {
+    const std::string path = "spec.tests[" + std::to_string(i) + "]";
+    ASSIGN_OR_RETURN(PlannedTest t, PlanTest(s.tests(i), path, sampling, ctx));
+    if (!names.insert(t.name).second) {
+      return ctx.where.Error(path + ".name", "duplicate test name \"" + t.name +
+                                                 "\" (give each test of the same type a name)");
+    }
+    plan.tests.push_back(std::move(t));
+  }
+  // The profile's tests, except those an inline test of the same name overrides; errors
+  // point into the profile file.
+  Context pctx{profile_doc.where, options};
+  for (int i = 0; i < profile_level.tests_size(); ++i) {
+    const std::string path = "spec." + level + ".tests[" + std::to_string(i) + "]";
+    ASSIGN_OR_RETURN(PlannedTest t, PlanTest(profile_level.tests(i), path, sampling, pctx));
+    if (!names.insert(t.name).second) continue;
+    plan.tests.push_back(std::move(t));
+  }
+  // A plan the operator resolved names its profile in annotations (the tests are inline).
+  const auto& ann = doc.metadata().annotations();
+  if (plan.profile.empty() && ann.count("perfgate.io/profile") != 0) {
+    plan.profile = ann.at("perfgate.io/profile");
+    if (ann.count("perfgate.io/profile-version") != 0) {
+      plan.profile_version = ann.at("perfgate.io/profile-version");
+    }
+  }
+  if (plan.tests.empty()) {
+    return ctx.where.Error("spec.tests", "the spec has no tests (give tests or a profile)");
+  }
+  return plan;
+}
+
+}  // namespace perfgate::worker

@@ -1,0 +1,438 @@
+#include "worker/runner.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "common/report.h"
+#include "common/stats.h"
+#include "kernels/nvml/identity.h"
+
+namespace perfgate::worker {
+namespace {
+
+v1alpha1::Verdict ToProto(verdict::Verdict v) {
+  switch (v) {
+    case verdict::Verdict::kPass: return v1alpha1::PASS;
+    case verdict::Verdict::kFail: return v1alpha1::FAIL;
+    case verdict::Verdict::kInconclusive: return v1alpha1::INCONCLUSIVE;
+    case verdict::Verdict::kSkipped: return v1alpha1::SKIPPED;
+    case verdict::Verdict::kError: return v1alpha1::ERROR;
+  }
+  return v1alpha1::ERROR;
+}
+
+// An end the samples cannot bound yet is infinite; JSON (and a CRD `number`) has no
+// infinity, so it is left out and flagged.
+void ToProto(const stats::Interval& in, v1alpha1::Interval* out) {
+  if (std::isfinite(in.low)) {
+    out->set_low(in.low);
+  } else {
+    out->set_lowunbounded(true);
+  }
+  if (std::isfinite(in.high)) {
+    out->set_high(in.high);
+  } else {
+    out->set_highunbounded(true);
+  }
+  out->set_confidence(in.confidence);
+  out->set_method(in.method);
+}
+
+void ToProto(const stats::Summary& s, v1alpha1::Summary* out) {
+  out->set_n(s.n);
+  out->set_mean(s.mean);
+  out->set_median(s.median);
+  out->set_stddev(s.stddev);
+  out->set_min(s.min);
+  out->set_max(s.max);
+  out->set_p05(s.p05);
+  out->set_p95(s.p95);
+  out->set_cv(s.cv);
+  ToProto(s.mean_ci, out->mutable_meanci());
+  ToProto(s.median_ci, out->mutable_medianci());
+  out->set_outliers(s.outliers);
+}
+
+std::string Rfc3339Now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class Progress {
+ public:
+  explicit Progress(std::ostream* out) : out_(out) {}
+  void Line(const std::string& s) {
+    if (out_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    *out_ << s << std::endl;
+  }
+
+ private:
+  std::ostream* out_;
+  std::mutex mu_;
+};
+
+std::string Figure(double v) {
+  std::ostringstream os;
+  os.precision(4);
+  os << v;
+  return os.str();
+}
+
+struct TargetContext {
+  const PlannedTest* test;
+  kernels::Target target;
+  double threshold_confidence;
+  const RunOptions* options;
+  Progress* progress;
+};
+
+v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
+  const PlannedTest& t = *ctx.test;
+  const verdict::Sampling& sampling = t.sampling;
+  const auto now = ctx.options->now_seconds;
+  const std::string label = t.name + " [" + ctx.target.Name() + "]";
+  v1alpha1::TestResult r;
+  r.set_name(t.name);
+  r.set_type(t.type);
+  r.set_device(ctx.target.Name());
+  for (const auto& [k, v] : t.params.values()) (*r.mutable_parameters())[k] = kernels::Params::Format(v);
+  const double start = now();
+
+  auto finish_error = [&](v1alpha1::Verdict v, const std::string& reason, const char* stop) {
+    r.set_verdict(v);
+    r.set_reason(reason);
+    r.set_stopreason(stop);
+    r.set_seconds(now() - start);
+    ctx.progress->Line(label + ": " + report::VerdictName(v) + ": " + reason);
+    return r;
+  };
+
+  auto prepared = t.test->Prepare(t.params, ctx.target);
+  if (!prepared.ok()) {
+    const Status& st = prepared.status();
+    if (st.code() == Code::kFailedPrecondition) {
+      return finish_error(v1alpha1::SKIPPED, "not applicable: " + st.message(), "error");
+    }
+    if (st.code() == Code::kUnavailable && t.optional) {
+      return finish_error(v1alpha1::SKIPPED, "optional and cannot run here: " + st.message(),
+                          "error");
+    }
+    return finish_error(v1alpha1::ERROR, st.message(), "error");
+  }
+  std::unique_ptr<kernels::TestRun> run = std::move(prepared).value();
+
+  ctx.progress->Line(label + ": warm-up " + std::to_string(sampling.warmup) + ", then " +
+                     (sampling.fixed ? std::to_string(sampling.max_repeats) + " samples"
+                                     : std::to_string(sampling.min_repeats) + ".." +
+                                           std::to_string(sampling.max_repeats) + " samples") +
+                     " within " + Figure(sampling.max_seconds) + " s");
+  for (int i = 0; i < sampling.warmup; ++i) {
+    auto s = run->RunSample();
+    if (!s.ok()) {
+      return finish_error(s.status().code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
+                          s.status().message(), "error");
+    }
+  }
+  r.set_warmupsamples(sampling.warmup);
+
+  std::map<std::string, std::string> units;
+  for (const auto& m : t.metrics) units[m.name] = m.unit;
+  verdict::MetricSamples samples;
+  const double sampling_start = now();
+  verdict::Assessment assessment;
+  std::string stop;
+  int n = 0;
+  while (true) {
+    auto s = run->RunSample();
+    if (!s.ok()) {
+      return finish_error(s.status().code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
+                          s.status().message(), "error");
+    }
+    ++n;
+    for (const auto& [metric, value] : *s) samples[metric].push_back(value);
+    std::string line = label + ": sample " + std::to_string(n);
+    const std::string& shown = t.thresholds.empty() ? (t.metrics.empty() ? "" : t.metrics.front().name)
+                                                    : t.thresholds.front().metric;
+    if (s->count(shown) != 0) line += ": " + shown + " " + Figure(s->at(shown)) + " " + units[shown];
+    ctx.progress->Line(line);
+
+    const bool at_cap = n >= sampling.max_repeats;
+    const bool out_of_time = now() - sampling_start >= sampling.max_seconds;
+    if (sampling.fixed) {
+      if (!at_cap) continue;
+      stop = "fixed";
+      break;
+    }
+    assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence,
+                                 units, false);
+    // A threshold decided FAIL fails the test whatever the others say: stop there.
+    const bool failed = std::any_of(
+        assessment.outcomes.begin(), assessment.outcomes.end(), [](const verdict::Outcome& o) {
+          return o.decided && o.verdict == verdict::Verdict::kFail;
+        });
+    if (assessment.stop) {
+      stop = assessment.stop_reason;
+    } else if (failed && n >= sampling.min_repeats) {
+      stop = "decided";
+    } else if (at_cap) {
+      stop = "maxRepeats";
+    } else if (out_of_time) {
+      stop = "maxSeconds";
+    } else {
+      continue;
+    }
+    break;
+  }
+  assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units,
+                               true);
+  r.set_samples(n);
+  r.set_stopreason(stop);
+
+  for (const auto& m : t.metrics) {
+    auto it = samples.find(m.name);
+    if (it == samples.end()) continue;
+    auto* mr = r.add_metrics();
+    mr->set_name(m.name);
+    mr->set_unit(m.unit);
+    mr->set_higherisbetter(m.higher_is_better);
+    ToProto(stats::Summarize(it->second, 0.95), mr->mutable_summary());
+    for (std::size_t i = 0; i < it->second.size() && static_cast<int>(i) < ctx.options->sample_cap; ++i) {
+      mr->add_samples(it->second[i]);
+    }
+  }
+  v1alpha1::Verdict verdict = v1alpha1::PASS;
+  std::string reason;
+  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
+    const auto& o = assessment.outcomes[i];
+    auto* tr = r.add_thresholds();
+    *tr->mutable_threshold() = t.threshold_specs[i];
+    tr->set_bound(t.thresholds[i].bound);
+    tr->set_observed(o.observed);
+    ToProto(o.interval, tr->mutable_interval());
+    tr->set_verdict(ToProto(o.verdict));
+    tr->set_reason(o.reason);
+    if (o.verdict == verdict::Verdict::kFail && verdict != v1alpha1::FAIL) {
+      verdict = v1alpha1::FAIL;
+      reason = o.reason;
+    } else if (o.verdict != verdict::Verdict::kPass && verdict == v1alpha1::PASS) {
+      verdict = ToProto(o.verdict);
+      reason = o.reason;
+    }
+  }
+  if (verdict == v1alpha1::INCONCLUSIVE && !assessment.stop_detail.empty()) {
+    reason += " (" + assessment.stop_detail + ")";
+  }
+  if (t.thresholds.empty()) reason = "measured; no thresholds to meet";
+  for (const auto& [k, v] : run->Details()) (*r.mutable_details())[k] = v;
+  r.set_verdict(verdict);
+  r.set_reason(reason);
+  r.set_seconds(now() - start);
+  ctx.progress->Line(label + ": " + report::VerdictName(verdict) + " after " + std::to_string(n) +
+                     " samples (" + stop + ")" + (reason.empty() ? "" : ": " + reason));
+  return r;
+}
+
+std::string ReadFirstMatch(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) {
+      auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      auto v = line.substr(colon + 1);
+      auto b = v.find_first_not_of(" \t");
+      return b == std::string::npos ? "" : v.substr(b);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+void FillIdentity(v1alpha1::Identity* id) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) id->set_hostname(host);
+  id->set_cpumodel(ReadFirstMatch("/proc/cpuinfo", "model name"));
+  id->set_cpucores(static_cast<int>(std::thread::hardware_concurrency()));
+  std::string mem = ReadFirstMatch("/proc/meminfo", "MemTotal");  // "24634344 kB"
+  if (!mem.empty()) id->set_memorygib(std::stod(mem) / (1024.0 * 1024.0));
+  utsname u{};
+  if (uname(&u) == 0) id->set_kernel(std::string(u.sysname) + " " + u.release + " " + u.machine);
+  id->set_cudaversion(kernels::cuda::CudaRuntimeVersion());
+  id->set_workerversion(PERFGATE_VERSION);
+  auto gpus = kernels::ListCudaDevices();
+  if (!gpus.ok()) return;
+  for (const auto& g : *gpus) {
+    auto info = kernels::ReadGpuIdentity(g.ordinal);
+    if (!info.ok()) continue;
+    auto* gi = id->add_gpus();
+    gi->set_index(info->index);
+    gi->set_name(info->name);
+    gi->set_uuid(info->uuid);
+    gi->set_pcibusid(info->pci_bus_id);
+    gi->set_vbios(info->vbios);
+    gi->set_computecapability(info->compute_capability);
+    gi->set_smcount(info->sm_count);
+    gi->set_memorygib(info->memory_gib);
+    gi->set_smclockmhz(info->sm_clock_mhz);
+    gi->set_memoryclockmhz(info->memory_clock_mhz);
+    gi->set_powerlimitw(info->power_limit_w);
+    gi->set_eccmode(info->ecc_mode);
+    gi->set_migmode(info->mig_mode);
+    gi->set_persistencemode(info->persistence_mode);
+    // The driver's own version (NVML), else the CUDA version it supports.
+    if (id->driverversion().empty()) {
+      id->set_driverversion(!info->driver_version.empty()
+                                ? info->driver_version
+                                : "CUDA " + kernels::cuda::CudaDriverVersion());
+    }
+  }
+}
+
+v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
+  RunOptions options = in_options;
+  if (!options.now_seconds) {
+    options.now_seconds = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  Progress progress(options.progress);
+  v1alpha1::Report report;
+  report.set_validation(plan.validation);
+  report.set_profile(plan.profile);
+  report.set_profileversion(plan.profile_version);
+  report.set_starttime(Rfc3339Now());
+  report.set_samplecap(options.sample_cap);
+  if (options.identity) {
+    options.identity(report.mutable_identity());
+  } else {
+    FillIdentity(report.mutable_identity());
+  }
+  if (!plan.profile_note.empty()) progress.Line(plan.profile_note);
+
+  // GPUs once, for every GPU test.
+  bool any_gpu = false;
+  for (const auto& t : plan.tests) any_gpu |= t.test->Info().scope != kernels::Scope::kHost;
+  Result<std::vector<kernels::GpuDevice>> gpus = std::vector<kernels::GpuDevice>{};
+  if (any_gpu) gpus = options.list_gpus();
+  std::string gpu_problem;
+  if (!gpus.ok()) {
+    gpu_problem = gpus.status().message();
+  } else if (plan.gpus_per_node > 0 && static_cast<int>(gpus->size()) < plan.gpus_per_node) {
+    gpu_problem = "expected " + std::to_string(plan.gpus_per_node) + " GPUs, found " +
+                  std::to_string(gpus->size());
+  }
+
+  // Targets per test, and the node's number of threshold checks for the error budget.
+  std::vector<std::vector<kernels::Target>> targets(plan.tests.size());
+  int checks = 0;
+  for (std::size_t i = 0; i < plan.tests.size(); ++i) {
+    const auto scope = plan.tests[i].test->Info().scope;
+    if (scope == kernels::Scope::kHost) {
+      targets[i].push_back({kernels::Scope::kHost, {}});
+    } else if (gpu_problem.empty()) {
+      std::vector<int> all;
+      for (const auto& g : *gpus) all.push_back(g.ordinal);
+      if (scope == kernels::Scope::kGpu) {
+        for (int d : all) targets[i].push_back({scope, {d}});
+      } else {
+        targets[i].push_back({scope, all});
+      }
+    }
+    checks += static_cast<int>(plan.tests[i].thresholds.size() * targets[i].size());
+  }
+
+  for (std::size_t i = 0; i < plan.tests.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    if (targets[i].empty()) {
+      auto* r = report.add_tests();
+      r->set_name(t.name);
+      r->set_type(t.type);
+      r->set_device("gpu");
+      r->set_stopreason("error");
+      if (t.optional) {
+        r->set_verdict(v1alpha1::SKIPPED);
+        r->set_reason("optional and cannot run here: " + gpu_problem);
+      } else {
+        r->set_verdict(v1alpha1::ERROR);
+        r->set_reason(gpu_problem);
+      }
+      progress.Line(t.name + " [gpu]: " + report::VerdictName(r->verdict()) + ": " + r->reason());
+      continue;
+    }
+    const double conf = verdict::SplitConfidence(t.sampling.confidence, std::max(checks, 1));
+    std::vector<v1alpha1::TestResult> results(targets[i].size());
+    std::vector<std::thread> threads;
+    for (std::size_t k = 0; k < targets[i].size(); ++k) {
+      TargetContext ctx{&t, targets[i][k], conf, &options, &progress};
+      if (targets[i].size() == 1) {
+        results[k] = RunOnTarget(ctx);
+      } else {
+        threads.emplace_back([ctx, &results, k] { results[k] = RunOnTarget(ctx); });
+      }
+    }
+    for (auto& th : threads) th.join();
+    for (auto& r : results) *report.add_tests() = std::move(r);
+  }
+
+  // Overall verdict (DESIGN.md): FAIL beats ERROR beats INCONCLUSIVE; nothing measured never
+  // passes; skips pass unless the policy says otherwise.
+  int counts[6] = {0};
+  for (const auto& r : report.tests()) counts[r.verdict()]++;
+  report.set_passed(counts[v1alpha1::PASS]);
+  report.set_failed(counts[v1alpha1::FAIL]);
+  report.set_inconclusive(counts[v1alpha1::INCONCLUSIVE]);
+  report.set_skipped(counts[v1alpha1::SKIPPED]);
+  report.set_errors(counts[v1alpha1::ERROR]);
+  auto first_reason = [&](v1alpha1::Verdict v) {
+    for (const auto& r : report.tests()) {
+      if (r.verdict() == v) return r.name() + " [" + r.device() + "]: " + r.reason();
+    }
+    return std::string();
+  };
+  if (counts[v1alpha1::FAIL] > 0) {
+    report.set_verdict(v1alpha1::FAIL);
+    report.set_reason(first_reason(v1alpha1::FAIL));
+  } else if (counts[v1alpha1::ERROR] > 0) {
+    report.set_verdict(v1alpha1::ERROR);
+    report.set_reason(first_reason(v1alpha1::ERROR));
+  } else if (counts[v1alpha1::INCONCLUSIVE] > 0 && !plan.policy.allowinconclusive()) {
+    report.set_verdict(v1alpha1::INCONCLUSIVE);
+    report.set_reason(first_reason(v1alpha1::INCONCLUSIVE));
+  } else if (counts[v1alpha1::SKIPPED] > 0 && plan.policy.failonskipped()) {
+    report.set_verdict(v1alpha1::FAIL);
+    report.set_reason("policy.failOnSkipped: " + first_reason(v1alpha1::SKIPPED));
+  } else if (counts[v1alpha1::PASS] + counts[v1alpha1::INCONCLUSIVE] == 0) {
+    report.set_verdict(v1alpha1::ERROR);
+    report.set_reason("nothing was measured: every test was skipped");
+  } else {
+    report.set_verdict(v1alpha1::PASS);
+  }
+  report.set_completiontime(Rfc3339Now());
+  return report;
+}
+
+int ExitCode(const v1alpha1::Report& report) {
+  switch (report.verdict()) {
+    case v1alpha1::PASS: return 0;
+    case v1alpha1::FAIL: return 1;
+    default: return 3;
+  }
+}
+
+}  // namespace perfgate::worker

@@ -1,0 +1,38 @@
+// Runs a plan on this machine: every test on every target (the host, or each GPU at once, one
+// host thread per device), warm-up then samples until the verdict is decided or the budget is
+// spent, thresholds evaluated, one Report.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <vector>
+
+#include "kernels/devices.h"
+#include "perfgate/v1alpha1/report.pb.h"
+#include "worker/plan.h"
+
+namespace perfgate::worker {
+
+struct RunOptions {
+  // Progress lines while it works (may be null). Written under a lock.
+  std::ostream* progress = nullptr;
+  // Raw samples kept per metric in the report.
+  int sample_cap = 16;
+  // Seconds on a monotonic clock (injectable for tests).
+  std::function<double()> now_seconds;
+  // GPU discovery (injectable for tests).
+  std::function<Result<std::vector<kernels::GpuDevice>>()> list_gpus = kernels::ListCudaDevices;
+  // The identity block (host, CPU, GPUs); filled by FillIdentity() unless tests replace it.
+  std::function<void(v1alpha1::Identity*)> identity;
+};
+
+v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& options);
+
+// Local exit codes (DESIGN.md): 0 passed, 1 a threshold failed, 3 inconclusive or error.
+// (2, invalid input, is decided before a run.)
+int ExitCode(const v1alpha1::Report& report);
+
+// Host identity: hostname, CPU model and cores, memory, kernel, CUDA versions, GPUs.
+void FillIdentity(v1alpha1::Identity* identity);
+
+}  // namespace perfgate::worker
