@@ -11,9 +11,9 @@ WorkQueue::WorkQueue(WorkQueueOptions options, std::shared_ptr<Clock> clock)
 
 void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_) return;
-  if (dirty_.count(key) != 0) return;  // already waiting: collapse
+  if (dirty_.contains(key)) return;  // already waiting: collapse
   dirty_.insert(key);
-  if (processing_.count(key) != 0) return;  // Done() will queue it
+  if (processing_.contains(key)) return;  // Done() will queue it
   queue_.push_back(key);
   cv_.notify_one();
 }
@@ -119,7 +119,7 @@ std::optional<std::string> WorkQueue::TryGet() {
 void WorkQueue::Done(const std::string& key) {
   std::lock_guard lock(mu_);
   processing_.erase(key);
-  if (dirty_.count(key) != 0) {
+  if (dirty_.contains(key)) {
     queue_.push_back(key);
     cv_.notify_one();
   }
