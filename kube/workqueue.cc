@@ -58,7 +58,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
     // cap, not overflow.
     double d =
         static_cast<double>(options_.baseDelay.count()) * std::pow(2.0, std::min(failures, 62));
-    double cap = static_cast<double>(options_.maxDelay.count());
+    auto cap = static_cast<double>(options_.maxDelay.count());
     delay = std::chrono::nanoseconds(static_cast<int64_t>(std::min(d, cap)));
   }
   AddAfter(key, delay);
