@@ -125,9 +125,7 @@ Code CodeForHttp(int status, std::string_view reason, bool is_create) {
     case 412:
       return Code::kFailedPrecondition;
     case 413:
-      return Code::kInvalidArgument;
     case 415:
-      return Code::kInvalidArgument;
     case 422:
       return Code::kInvalidArgument;
     case 429:
@@ -145,7 +143,7 @@ bool Retryable(const HttpRequest& request, const HttpResponse& response) {
   // the server asks (Retry-After, as client-go does) or the request is a read.
   if (response.status == 429) return true;
   if (response.status < 500) return false;
-  if (response.headers.count("Retry-After") != 0) return true;
+  if (response.headers.contains("Retry-After")) return true;
   return request.method == "GET";
 }
 
@@ -176,6 +174,11 @@ std::shared_ptr<spdlog::logger> Logger() {
     return l;
   }();
   return logger;
+}
+
+Result<std::shared_ptr<Client>> NewClient(const RestConfig& config, ClientOptions options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Transport> transport, NewCpprestTransport(config));
+  return std::make_shared<Client>(config, std::move(transport), std::move(options));
 }
 
 GroupVersionResource PodsResource() { return {"", "v1", "pods"}; }
@@ -241,7 +244,7 @@ Client::Client(RestConfig config, std::shared_ptr<Transport> transport, ClientOp
 Status Client::AddAuth(HttpRequest& request) {
   ASSIGN_OR_RETURN(std::string token, tokens_.Token());
   if (!token.empty()) request.headers["Authorization"] = "Bearer " + token;
-  if (request.headers.count("Accept") == 0) request.headers["Accept"] = "application/json";
+  if (!request.headers.contains("Accept")) request.headers["Accept"] = "application/json";
   request.headers["User-Agent"] = config_.userAgent;
   return Status::Ok();
 }
@@ -268,14 +271,14 @@ Result<std::string> Client::Do(HttpRequest request) {
                       response->status, attempt + 1,
                       std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
       clock_->SleepFor(delay, nullptr);
-      if (request.headers.count("Authorization") != 0) RETURN_IF_ERROR(AddAuth(request));
+      if (request.headers.contains("Authorization")) RETURN_IF_ERROR(AddAuth(request));
       continue;
     }
     return HttpError(request, *response, is_create);
   }
 }
 
-Result<Json> Client::DoJson(HttpRequest request, bool /*is_create*/) {
+Result<Json> Client::DoJson(HttpRequest request) {
   std::string method = request.method;
   std::string path = request.path;
   ASSIGN_OR_RETURN(std::string body, Do(std::move(request)));
@@ -324,13 +327,12 @@ std::string_view PatchContentType(PatchType type) {
 
 Result<Json> Client::Get(const GroupVersionResource& gvr, const std::string& ns,
                          const std::string& name) {
-  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name), nullptr), false);
+  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name), nullptr));
 }
 
 Result<Json> Client::List(const GroupVersionResource& gvr, const std::string& ns,
                           const ListOptions& options) {
-  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns) + ListQuery(options, false), nullptr),
-                false);
+  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns) + ListQuery(options, false), nullptr));
 }
 
 Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string& ns,
@@ -379,38 +381,36 @@ Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string&
 
 Result<Json> Client::Create(const GroupVersionResource& gvr, const std::string& ns,
                             const Json& object) {
-  return DoJson(JsonRequest("POST", ResourcePath(gvr, ns), &object), true);
+  return DoJson(JsonRequest("POST", ResourcePath(gvr, ns), &object));
 }
 
 Result<Json> Client::Update(const GroupVersionResource& gvr, const std::string& ns,
                             const Json& object) {
   ASSIGN_OR_RETURN(std::string name, NameOf(object, "update"));
-  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name), &object), false);
+  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name), &object));
 }
 
 Result<Json> Client::Patch(const GroupVersionResource& gvr, const std::string& ns,
                            const std::string& name, PatchType type, const Json& patch) {
   return DoJson(JsonRequest("PATCH", ResourcePath(gvr, ns, name), &patch,
-                            std::string(PatchContentType(type))),
-                false);
+                            std::string(PatchContentType(type))));
 }
 
 Result<Json> Client::GetStatus(const GroupVersionResource& gvr, const std::string& ns,
                                const std::string& name) {
-  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name, "status"), nullptr), false);
+  return DoJson(JsonRequest("GET", ResourcePath(gvr, ns, name, "status"), nullptr));
 }
 
 Result<Json> Client::UpdateStatus(const GroupVersionResource& gvr, const std::string& ns,
                                   const Json& object) {
   ASSIGN_OR_RETURN(std::string name, NameOf(object, "update status"));
-  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name, "status"), &object), false);
+  return DoJson(JsonRequest("PUT", ResourcePath(gvr, ns, name, "status"), &object));
 }
 
 Result<Json> Client::PatchStatus(const GroupVersionResource& gvr, const std::string& ns,
                                  const std::string& name, PatchType type, const Json& patch) {
   return DoJson(JsonRequest("PATCH", ResourcePath(gvr, ns, name, "status"), &patch,
-                            std::string(PatchContentType(type))),
-                false);
+                            std::string(PatchContentType(type))));
 }
 
 Result<Json> Client::Delete(const GroupVersionResource& gvr, const std::string& ns,
@@ -422,7 +422,7 @@ Result<Json> Client::Delete(const GroupVersionResource& gvr, const std::string& 
   if (!options.preconditionResourceVersion.empty()) {
     body["preconditions"]["resourceVersion"] = options.preconditionResourceVersion;
   }
-  return DoJson(JsonRequest("DELETE", ResourcePath(gvr, ns, name), &body), false);
+  return DoJson(JsonRequest("DELETE", ResourcePath(gvr, ns, name), &body));
 }
 
 Result<std::string> Client::Logs(const std::string& ns, const std::string& pod,

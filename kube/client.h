@@ -111,8 +111,7 @@ using WatchEventCallback = std::function<Status(WatchEvent&&)>;
 
 class Client {
  public:
-  // `transport` must outlive nothing: it is shared. Thread-safe: one Client
-  // serves all threads.
+  // The transport is shared with the caller. Thread-safe: one Client serves all threads.
   Client(RestConfig config, std::shared_ptr<Transport> transport, ClientOptions options = {});
 
   const RestConfig& config() const { return config_; }
@@ -164,7 +163,7 @@ class Client {
   Result<std::string> Do(HttpRequest request);
 
  private:
-  Result<Json> DoJson(HttpRequest request, bool is_create);
+  Result<Json> DoJson(HttpRequest request);
   Status AddAuth(HttpRequest& request);
 
   RestConfig config_;
@@ -186,5 +185,10 @@ Status StatusFromWatchError(const Json& status_object);
 // "namespace/name" or "name" for cluster-scoped objects (client-go's
 // MetaNamespaceKeyFunc).
 std::string ObjectKey(const Json& object);
+
+// A Client over the cpprest transport for `config` (e.g. from LoadKubeconfig or
+// InClusterConfig): the one call a program or an integration test needs. Errors name the config
+// field (an unreadable CA, a bad client key).
+Result<std::shared_ptr<Client>> NewClient(const RestConfig& config, ClientOptions options = {});
 
 }  // namespace perfgate::kube

@@ -11,12 +11,16 @@ class Informer::Sink final : public ReflectorSink {
  public:
   explicit Sink(Informer* informer) : informer_(informer) {}
   void Replace(std::vector<Json> items, const std::string& /*resourceVersion*/) override {
+    if (informer_->options_.transform) {
+      for (auto& item : items) informer_->options_.transform(item);
+    }
     Delta d;
     d.kind = Delta::Kind::kReplace;
     d.items = std::move(items);
     informer_->Enqueue(std::move(d));
   }
   void Apply(WatchEventType type, Json object) override {
+    if (informer_->options_.transform) informer_->options_.transform(object);
     Delta d;
     d.kind = Delta::Kind::kApply;
     d.type = type;
@@ -27,6 +31,11 @@ class Informer::Sink final : public ReflectorSink {
  private:
   Informer* informer_;
 };
+
+void StripManagedFields(Json& object) {
+  auto meta = object.find("metadata");
+  if (meta != object.end() && meta->is_object()) meta->erase("managedFields");
+}
 
 Informer::Informer(std::shared_ptr<Client> client, InformerOptions options,
                    std::shared_ptr<Clock> clock)
@@ -109,8 +118,9 @@ size_t Informer::Size() const {
 std::string Informer::LastResourceVersion() const { return reflector_->LastResourceVersion(); }
 
 void Informer::Process(Delta& delta) {
-  // The store changes first, then the handlers run (outside the lock), so a
-  // handler that reads the store sees the state its event describes.
+  // The store changes first, then the handlers run (outside the lock), so a handler that reads
+  // the store sees the state its event describes. Only this thread writes the store, so it may
+  // read store_ here without the lock while other threads read it under the lock.
   if (delta.kind == Delta::Kind::kReplace) {
     std::map<std::string, Json> next;
     for (auto& item : delta.items) {
@@ -122,9 +132,9 @@ void Informer::Process(Delta& delta) {
     {
       std::lock_guard lock(store_mu_);
       previous.swap(store_);
-      store_ = next;
+      store_ = std::move(next);  // moved, not copied: a relist must not need twice the memory
     }
-    for (auto& [key, object] : next) {
+    for (const auto& [key, object] : store_) {
       auto old = previous.find(key);
       for (auto& h : handlers_) {
         if (old == previous.end()) {
@@ -137,7 +147,7 @@ void Informer::Process(Delta& delta) {
     // Gone while we were not watching: deliver the last state we knew
     // (client-go's DeletedFinalStateUnknown carries the same).
     for (auto& [key, object] : previous) {
-      if (next.count(key) != 0) continue;
+      if (store_.contains(key)) continue;
       for (auto& h : handlers_) {
         if (h.onDelete) h.onDelete(object);
       }
@@ -171,17 +181,19 @@ void Informer::Process(Delta& delta) {
     return;
   }
   std::optional<Json> old;
+  const Json* stored = nullptr;
   {
     std::lock_guard lock(store_mu_);
     auto [it, inserted] = store_.try_emplace(key);
     if (!inserted) old = std::move(it->second);
-    it->second = delta.object;
+    it->second = std::move(delta.object);
+    stored = &it->second;
   }
   for (auto& h : handlers_) {
     if (!old) {
-      if (h.onAdd) h.onAdd(delta.object);
+      if (h.onAdd) h.onAdd(*stored);
     } else if (h.onUpdate) {
-      h.onUpdate(*old, delta.object);
+      h.onUpdate(*old, *stored);
     }
   }
 }

@@ -22,13 +22,13 @@
 
 namespace perfgate::kube {
 
+// Called on the informer's handler thread, one at a time. They must not throw and should be
+// quick (enqueue a key and return): a slow handler delays every later event. Any may be null.
 struct InformerHandlers {
   std::function<void(const Json& object)> onAdd;
-  // On a change, and for every cached object at each resync (then old ==
-  // current).
+  // On a change, and for every cached object at each resync (then old == current).
   std::function<void(const Json& old_object, const Json& object)> onUpdate;
-  // The last known state (for an object gone while disconnected: the cached
-  // one).
+  // The last known state (for an object gone while disconnected: the cached one).
   std::function<void(const Json& object)> onDelete;
 };
 
@@ -36,7 +36,13 @@ struct InformerOptions {
   ReflectorOptions reflector;
   // Every resyncPeriod, onUpdate(obj, obj) for every cached object. 0 = never.
   std::chrono::seconds resyncPeriod{0};
+  // Applied to every object before it is stored and handed to handlers (on the reflector's
+  // thread): drop what the reconciler never reads to save memory. Null = none.
+  std::function<void(Json& object)> transform;
 };
+
+// A transform that removes metadata.managedFields (often the largest part of an object).
+void StripManagedFields(Json& object);
 
 class Informer {
  public:

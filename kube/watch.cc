@@ -47,7 +47,7 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line) {
     return DataLoss(fmt::format("watch stream: event without type/object: {}", Excerpt(line)));
   }
   WatchEvent event;
-  const std::string& t = type->get_ref<const std::string&>();
+  const auto& t = type->get_ref<const std::string&>();
   if (t == "ADDED") {
     event.type = WatchEventType::kAdded;
   } else if (t == "MODIFIED") {
@@ -80,18 +80,19 @@ Status WatchDecoder::Feed(std::string_view chunk, const WatchEventCallback& sink
       pending_.append(chunk);
       return Status::Ok();
     }
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
+    auto end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
     pending_.append(chunk.substr(0, end));
-    std::string line = std::move(pending_);
+    // clear() keeps the buffer's capacity for the next split event.
+    Status s = DecodeLine(pending_, sink);
     pending_.clear();
-    RETURN_IF_ERROR(DecodeLine(line, sink));
+    RETURN_IF_ERROR(s);
     start = end + 1;
   }
   // Whole events inside the chunk are decoded in place, without copying.
   while (start < chunk.size()) {
     const void* nl = std::memchr(chunk.data() + start, '\n', chunk.size() - start);
     if (nl == nullptr) break;
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
+    auto end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
     RETURN_IF_ERROR(DecodeLine(chunk.substr(start, end - start), sink));
     start = end + 1;
   }
@@ -100,9 +101,9 @@ Status WatchDecoder::Feed(std::string_view chunk, const WatchEventCallback& sink
 }
 
 Status WatchDecoder::Finish(const WatchEventCallback& sink) {
-  std::string line = std::move(pending_);
+  Status s = DecodeLine(pending_, sink);
   pending_.clear();
-  return DecodeLine(line, sink);
+  return s;
 }
 
 Backoff::Backoff(Options options, uint64_t seed) : options_(options), rng_(seed) {}

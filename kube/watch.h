@@ -35,7 +35,7 @@ class WatchDecoder {
   size_t buffered_bytes() const { return pending_.size(); }
 
  private:
-  Status DecodeLine(std::string_view line, const WatchEventCallback& sink);
+  static Status DecodeLine(std::string_view line, const WatchEventCallback& sink);
   std::string pending_;  // the start of an event whose newline has not arrived yet
 };
 
@@ -88,7 +88,7 @@ struct ReflectorOptions {
   std::chrono::seconds minWatchTimeout{300};
   Backoff::Options backoff{};
   // A watch that lasted at least this long resets the backoff.
-  std::chrono::seconds healthyWatch{60};
+  std::chrono::seconds healthyWatch{120};  // client-go: 2 min
   // The transport's idle timeout per watch; 0 = the watch's timeoutSeconds + 30
   // s.
   std::chrono::seconds watchIdleTimeout{0};

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -163,7 +164,8 @@ TEST_F(ClientTest, AWriteIsRetriedOn5xxOnlyWhenTheServerSaysRetryAfter) {
 }
 
 TEST_F(ClientTest, RequestsCarryTheBearerTokenAndItRotates) {
-  auto dir = std::filesystem::temp_directory_path() / "kube-client-token-test";
+  auto dir =
+      std::filesystem::temp_directory_path() / ("kube-client-token-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto file = dir / "token";
   std::ofstream(file) << "one";

@@ -155,7 +155,7 @@ class FakeTransport final : public Transport {
       if (e.used || e.method != request.method) continue;
       if (request.path.rfind(e.prefix, 0) != 0) continue;
       e.used = true;
-      return e.reply;
+      return std::move(e.reply);  // used once: no copy stays behind
     }
     return std::nullopt;
   }

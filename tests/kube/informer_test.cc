@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -85,7 +86,8 @@ class Recorder {
 class InformerTest : public ::testing::Test {
  protected:
   std::unique_ptr<Informer> Make(int64_t page_size = 500,
-                                 std::chrono::seconds resync = std::chrono::seconds(0)) {
+                                 std::chrono::seconds resync = std::chrono::seconds(0),
+                                 std::function<void(Json&)> transform = nullptr) {
     RestConfig config;
     config.server = "https://api";
     config.qps = 0;
@@ -99,6 +101,7 @@ class InformerTest : public ::testing::Test {
     o.reflector.pageSize = page_size;
     o.reflector.seed = 7;
     o.resyncPeriod = resync;
+    o.transform = std::move(transform);
     auto informer = std::make_unique<Informer>(client, o, clock_);
     informer->AddHandlers(recorder_.Handlers());
     return informer;
@@ -257,6 +260,30 @@ TEST_F(InformerTest, ResyncDeliversAnUpdateForEveryCachedObject) {
   EXPECT_EQ(recorder_.Count("update ns/a 1->1"), 1u);
   EXPECT_EQ(recorder_.Count("update ns/b 2->2"), 1u);
   informer->Stop();
+}
+
+TEST_F(InformerTest, TransformRunsBeforeObjectsAreStoredOrHandedOut) {
+  Json pod = Pod("a", "1");
+  pod["metadata"]["managedFields"] = Json::array({{{"manager", "kubectl"}}});
+  transport_->Expect("GET", kList, Reply().WithBody(List("5", {pod})));
+  pod["metadata"]["resourceVersion"] = "6";
+  transport_->Expect("GET", "/api/v1/namespaces/ns/pods?watch=true",
+                     Reply().WithChunks({Ev("MODIFIED", pod)}));
+  auto informer = Make(500, std::chrono::seconds(0), StripManagedFields);
+  std::atomic<int> calls{0}, with_fields{0};
+  auto check = [&](const Json& obj) {
+    ++calls;
+    if (obj["metadata"].contains("managedFields")) ++with_fields;
+  };
+  informer->AddHandlers({check, [&](const Json&, const Json& obj) { check(obj); }, nullptr});
+  informer->Start();
+  ASSERT_TRUE(Eventually([&] { return calls.load() == 2; }));
+  informer->Stop();
+  EXPECT_EQ(with_fields.load(), 0);
+  auto stored = informer->Get("ns/a");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_FALSE((*stored)["metadata"].contains("managedFields"));
+  EXPECT_EQ((*stored)["metadata"]["resourceVersion"], "6");
 }
 
 TEST_F(InformerTest, StopEndsAHangingWatchAndNoHandlerRunsAfterIt) {

@@ -240,3 +240,45 @@ TEST(CpprestTransportTest, AQuietWatchEndsAtTheIdleTimeoutAndTheInformerReconnec
 
 }  // namespace
 }  // namespace perfgate::kube
+
+namespace perfgate::kube {
+namespace {
+
+TEST(CpprestTransportTest, StopCancelsAnOpenWatchWithoutWaitingForItsTimeout) {
+  Cancellation server_done;
+  LoopbackServer* srv = nullptr;
+  LoopbackServer server([&](http::http_request req) {
+    auto query = http::uri::split_query(req.request_uri().query());
+    if (query.count("watch") == 0) {
+      req.reply(http::status_codes::OK,
+                R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})",
+                "application/json");
+      return;
+    }
+    srv->Stream(std::move(req), [&server_done](auto& buf) {
+      Put(buf, Ev("ADDED", "a", "6"));
+      server_done.WaitFor(20s);
+      buf.close(std::ios_base::out).wait();
+    });
+  });
+  srv = &server;
+  RestConfig config;
+  config.server = server.url();
+  auto transport = NewCpprestTransport(config);
+  ASSERT_TRUE(transport.ok());
+  InformerOptions o;
+  o.reflector.gvr = PodsResource();
+  o.reflector.ns = "ns";
+  o.reflector.watchIdleTimeout = 60s;
+  Informer informer(std::make_shared<Client>(config, *transport), o);
+  informer.Start();
+  ASSERT_TRUE(testing::Eventually([&] { return informer.Size() == 1; }));
+  auto start = std::chrono::steady_clock::now();
+  informer.Stop();
+  // Shutdown must not hang on a quiet watch (the idle timeout here is a minute).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  server_done.Cancel();
+}
+
+}  // namespace
+}  // namespace perfgate::kube
