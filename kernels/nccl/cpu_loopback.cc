@@ -335,25 +335,31 @@ class CpuLoopbackCommunicator final : public Communicator {
           where + " (connecting to rank " + std::to_string(r) + ")", remaining(),
           [&] { return connector.Step(clock_); }, close_all, clock_));
       peers_[r] = connector.Take();
-      RETURN_IF_ERROR(SendAll(peers_[r].get(), std::to_string(rank_) + "\n", r, remaining(),
-                              clock_, where));
+      // Exactly four bytes: the collective's data follows on the same connection at once.
+      const std::uint32_t me = htonl(static_cast<std::uint32_t>(rank_));
+      RETURN_IF_ERROR(SendAll(peers_[r].get(), std::string(reinterpret_cast<const char*>(&me), 4),
+                              r, remaining(), clock_, where));
     }
     for (int accepted = 0; accepted < world_ - 1 - rank_;) {
       Fd fd;
-      std::string text;
+      std::uint32_t wire = 0;
+      std::vector<Transfer> hello(1);
       RETURN_IF_ERROR(WaitWithWatchdog(
           where + " (waiting for higher ranks to connect)", remaining(),
           [&]() -> Result<bool> {
             if (!fd.valid()) {
               ASSIGN_OR_RETURN(bool ok, AcceptStep(data_listener_.get(), fd));
               if (!ok) return false;
+              hello[0].fd = fd.get();
+              hello[0].recv = reinterpret_cast<char*>(&wire);
+              hello[0].recv_bytes = sizeof(wire);
             }
-            return ReadUntil(fd.get(), text, "\n", -1);
+            return Progress(hello, kPollSeconds);
           },
           close_all, clock_));
-      const int peer = std::atoi(text.c_str());
+      const int peer = static_cast<int>(ntohl(wire));
       if (peer <= rank_ || peer >= world_ || peers_[peer].valid()) {
-        return InvalidArgument("rendezvous: unexpected peer rank \"" + text + "\"");
+        return InvalidArgument("rendezvous: unexpected peer rank " + std::to_string(peer));
       }
       peers_[peer] = std::move(fd);
       ++accepted;
