@@ -1,5 +1,6 @@
 // NCCL on the node's GPUs: non-blocking communicators, group calls over local devices, fill and
 // verify kernels from pattern.h, and the watchdog on every wait.
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -56,6 +57,17 @@ __global__ void CountWrongKernel(const std::uint32_t* result, std::int64_t count
     mine += result[j] != ExpectedValue(call, static_cast<std::uint64_t>(j)) ? 1 : 0;
   }
   if (mine != 0) atomicAdd(wrong, mine);
+}
+
+// ncclAlltoAll is new in NCCL 2.28; the GPU machine's NCCL (from PyTorch's wheels) may be
+// older, and a direct reference would keep the whole worker from loading there. Look it up at
+// run time and otherwise do what it does: one send and one receive per peer in a group.
+using AlltoAllFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                    cudaStream_t);
+AlltoAllFn FindAlltoAll() {
+  static const AlltoAllFn fn =
+      reinterpret_cast<AlltoAllFn>(dlsym(RTLD_DEFAULT, "ncclAlltoAll"));  // NOLINT
+  return fn;
 }
 
 int Blocks(std::int64_t count) {
@@ -284,8 +296,19 @@ class NcclCommunicator final : public Communicator {
                                             l.stream.get()),
                           "ncclReduceScatter", l.comm);
       case Collective::kAllToAll:
-        return NcclStatus(ncclAlltoAll(send, out, count, ncclUint32, l.comm, l.stream.get()),
-                          "ncclAlltoAll", l.comm);
+        if (AlltoAllFn fn = FindAlltoAll()) {
+          return NcclStatus(fn(send, out, count, ncclUint32, l.comm, l.stream.get()),
+                            "ncclAlltoAll", l.comm);
+        }
+        for (int p = 0; p < n; ++p) {
+          RETURN_IF_ERROR(NcclStatus(
+              ncclSend(send + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
+              "ncclSend (alltoall)", l.comm));
+          RETURN_IF_ERROR(NcclStatus(
+              ncclRecv(out + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
+              "ncclRecv (alltoall)", l.comm));
+        }
+        return Status::Ok();
       case Collective::kBroadcast:
         return NcclStatus(ncclBroadcast(send, out, count, ncclUint32, 0, l.comm, l.stream.get()),
                           "ncclBroadcast", l.comm);
