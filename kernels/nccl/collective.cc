@@ -88,6 +88,8 @@ Result<std::vector<std::int64_t>> SweepSizes(std::int64_t min_bytes, std::int64_
     sizes.push_back(s);
     if (s > max_bytes / factor) break;  // the next step would overflow or pass max
   }
+  // Thresholds usually name the largest size: it is always measured, even off the steps.
+  if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
   return sizes;
 }
 

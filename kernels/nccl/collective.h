@@ -81,7 +81,8 @@ bool BusBandwidthMeaningful(int world_size);
 // GB/s of `bytes` in `seconds` (1 GB = 1e9 bytes).
 double AlgBandwidthGBps(std::int64_t bytes, double seconds);
 
-// The sweep minBytes, minBytes*factor, ... up to maxBytes (inclusive when reached exactly).
+// The sweep minBytes, minBytes*factor, ... below maxBytes, then maxBytes itself (thresholds
+// usually name the largest size, so it is measured even when the steps miss it).
 // InvalidArgument for min < 1, max < min or factor < 2.
 Result<std::vector<std::int64_t>> SweepSizes(std::int64_t min_bytes, std::int64_t max_bytes,
                                              std::int64_t factor);
