@@ -1,7 +1,9 @@
 #include "kernels/nccl/gang.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
+#include <mutex>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 
@@ -99,6 +101,21 @@ Result<RankLayout> LayoutFor(const GangConfig& gang, int local_ranks) {
   layout.world_size = gang.size * local_ranks;
   for (int i = 0; i < local_ranks; ++i) layout.ranks.push_back(gang.rank * local_ranks + i);
   return layout;
+}
+
+int SocketRetriesFor(double init_timeout_seconds) {
+  // 0.1 s * (1 + 2 + ... + n) = 0.05 * n * (n + 1) >= timeout
+  const double n = std::ceil((-1 + std::sqrt(1 + 80 * std::max(init_timeout_seconds, 0.0))) / 2);
+  return std::max(34, static_cast<int>(n));  // 34: NCCL's default, about a minute
+}
+
+void PrepareNcclConnectRetries(double init_timeout_seconds) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): once, before the first NCCL call
+    ::setenv("NCCL_SOCKET_RETRY_CNT", std::to_string(SocketRetriesFor(init_timeout_seconds)).c_str(),
+             0);
+  });
 }
 
 std::map<std::string, std::string> NcclEnvironment(const std::vector<std::string>& environ_lines) {

@@ -64,6 +64,15 @@ struct RankLayout {
 // and NCCL would wait for ranks that never come). Pure.
 Result<RankLayout> LayoutFor(const GangConfig& gang, int local_ranks);
 
+// NCCL retries a refused connection to rank 0 for about a minute by default
+// (NCCL_SOCKET_RETRY_CNT retries, sleeping NCCL_SOCKET_RETRY_SLEEP_MSEC times the attempt
+// number), but gang pods may start minutes apart. The retry count that covers
+// `init_timeout_seconds` at the default 100 ms step; the watchdog still bounds the wait. Pure.
+int SocketRetriesFor(double init_timeout_seconds);
+// Sets NCCL_SOCKET_RETRY_CNT to SocketRetriesFor(...) unless the environment sets it, before
+// the first NCCL call. Thread-safe; only the first call changes the environment.
+void PrepareNcclConnectRetries(double init_timeout_seconds);
+
 // Every NCCL_* variable of `environ`, for Details(). Pure given the input.
 std::map<std::string, std::string> NcclEnvironment(const std::vector<std::string>& environ_lines);
 // The same from this process's environment.

@@ -352,6 +352,7 @@ CommunicatorFactory NcclFactory() {
     options.init_timeout_seconds = request.init_timeout_seconds;
     options.call_timeout_seconds = request.call_timeout_seconds;
     const std::string log = PrepareNcclDebugLog(DebugDirectory());
+    if (gang.multi_node()) PrepareNcclConnectRetries(request.init_timeout_seconds);
     return CreateNcclCommunicator(options, log);
   };
 }

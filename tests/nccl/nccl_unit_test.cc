@@ -234,6 +234,13 @@ TEST(Gang, NcclEnvironmentKeepsOnlyNcclVariables) {
                                                      {"NCCL_SOCKET_IFNAME", "eth0"}}));
 }
 
+TEST(Gang, ConnectRetriesCoverTheInitDeadline) {
+  EXPECT_EQ(SocketRetriesFor(10), 34);  // never below NCCL's default
+  const int n = SocketRetriesFor(600);
+  EXPECT_GE(0.05 * n * (n + 1), 600);
+  EXPECT_LT(0.05 * (n - 1) * n, 600);
+}
+
 // ---- NCCL's log ---------------------------------------------------------------------------------
 
 constexpr char kSingleNodeLog[] =
