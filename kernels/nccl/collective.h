@@ -31,8 +31,8 @@ enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroa
 
 struct CollectiveInfo {
   Collective op;
-  std::string_view name;       // "all_reduce", as NCCL and nccl-tests spell it
-  std::string_view test_type;  // "nccl-all-reduce"
+  std::string_view name;             // "all_reduce", as NCCL and nccl-tests spell it
+  std::string_view test_type;        // "nccl-all-reduce"
   std::string_view bus_factor_text;  // "2(n-1)/n"
   bool reduces;                      // sums (all_reduce, reduce_scatter)
   bool in_place_supported;           // NCCL defines an in-place form

@@ -52,7 +52,7 @@ class Communicator {
 
 // What a communicator needs to start: the gang's shape from gang.h and the test's deadlines.
 struct CommunicatorOptions {
-  std::vector<int> devices;   // CUDA ordinals (NCCL) or empty (CPU stand-in: one rank)
+  std::vector<int> devices;  // CUDA ordinals (NCCL) or empty (CPU stand-in: one rank)
   int world_size = 1;
   std::vector<int> ranks;     // global ranks, one per device (one for the CPU stand-in)
   std::string rank0_address;  // host:port ("" for a single process: NCCL makes its own id)

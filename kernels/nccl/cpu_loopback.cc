@@ -241,9 +241,8 @@ class CpuLoopbackCommunicator final : public Communicator {
       return WatchdogOptions{std::max(0.0, wd.timeout_seconds - (clock_.NowSeconds() - start)),
                              kPollSeconds};
     };
-    const std::string where = "CPU stand-in rendezvous of rank " + std::to_string(rank_) +
-                              " of " + std::to_string(world_) + " at " +
-                              options_.comm.rank0_address;
+    const std::string where = "CPU stand-in rendezvous of rank " + std::to_string(rank_) + " of " +
+                              std::to_string(world_) + " at " + options_.comm.rank0_address;
     auto close_all = [this](const std::string&) { CloseAll(); };
     ASSIGN_OR_RETURN(TcpListener data, TcpListener::Bind({"0.0.0.0", 0}));
     data_port_ = data.port();
@@ -252,8 +251,8 @@ class CpuLoopbackCommunicator final : public Communicator {
 
     std::vector<HostPort> table(static_cast<std::size_t>(world_));
     if (rank_ == 0) {
-      TcpListener listener = options_.rank0_listener ? std::move(*options_.rank0_listener)
-                                                     : TcpListener{};
+      TcpListener listener =
+          options_.rank0_listener ? std::move(*options_.rank0_listener) : TcpListener{};
       if (listener.fd() < 0) {
         ASSIGN_OR_RETURN(listener, TcpListener::Bind(rank0));
       }
@@ -289,8 +288,7 @@ class CpuLoopbackCommunicator final : public Communicator {
               if (magic != kHello || world != world_ || rank < 1 || rank >= world_ ||
                   table[rank].port != 0) {
                 return InvalidArgument("rendezvous: unexpected hello \"" + it->second +
-                                       "\" (this world has " + std::to_string(world_) +
-                                       " ranks)");
+                                       "\" (this world has " + std::to_string(world_) + " ranks)");
               }
               table[rank] = {PeerHost(it->first.get()), port};
               hellos[rank] = std::move(it->first);
@@ -313,8 +311,8 @@ class CpuLoopbackCommunicator final : public Communicator {
     } else {
       Connector connector(rank0);
       RETURN_IF_ERROR(WaitWithWatchdog(
-          where + " (connecting to rank 0)", remaining(),
-          [&] { return connector.Step(clock_); }, close_all, clock_));
+          where + " (connecting to rank 0)", remaining(), [&] { return connector.Step(clock_); },
+          close_all, clock_));
       Fd to_rank0 = connector.Take();
       const std::string hello = std::string(kHello) + " " + std::to_string(rank_) + " " +
                                 std::to_string(world_) + " " + std::to_string(data_port_) + "\n";
@@ -380,9 +378,9 @@ class CpuLoopbackCommunicator final : public Communicator {
 
   Status Fill(const Call& call) override {
     const PatternCall p = Pattern(call);
-    const std::int64_t fill_count =
-        call.in_place && call.shape.op == Collective::kAllGather ? call.shape.nccl_count
-                                                                 : call.shape.send_count;
+    const std::int64_t fill_count = call.in_place && call.shape.op == Collective::kAllGather
+                                        ? call.shape.nccl_count
+                                        : call.shape.send_count;
     std::fill_n(recv_.begin(), std::max(call.shape.recv_count, call.shape.send_count), 0U);
     std::uint32_t* in = Input(call);
     for (std::int64_t i = 0; i < fill_count; ++i) {
@@ -414,10 +412,12 @@ class CpuLoopbackCommunicator final : public Communicator {
   }
 
   std::map<std::string, std::string> Details() const override {
-    return {{"communicator", "CpuLoopbackCommunicator (test stand-in: host memory over TCP, "
-                             "no GPU; its figures say nothing about any GPU or network)"},
-            {"transport", world_ > 1 ? "TCP sockets between processes (CPU stand-in)" : "none "
-                                                                                      "(one rank)"},
+    return {{"communicator",
+             "CpuLoopbackCommunicator (test stand-in: host memory over TCP, "
+             "no GPU; its figures say nothing about any GPU or network)"},
+            {"transport", world_ > 1 ? "TCP sockets between processes (CPU stand-in)"
+                                     : "none "
+                                       "(one rank)"},
             {"ranks", std::to_string(world_)}};
   }
 
@@ -432,7 +432,7 @@ class CpuLoopbackCommunicator final : public Communicator {
   }
   static std::int64_t ResultCount(const Call& call) {
     return call.in_place && call.shape.op == Collective::kReduceScatter ? call.shape.nccl_count
-                                                                         : call.shape.recv_count;
+                                                                        : call.shape.recv_count;
   }
 
   void CloseAll() {
@@ -462,8 +462,8 @@ class CpuLoopbackCommunicator final : public Communicator {
     std::uint32_t* out = recv_.data();
     const int n = world_;
     const int r = rank_;
-    const std::string what = "CPU stand-in " + std::string(Info(call.shape.op).name) +
-                             " on rank " + std::to_string(r) + " of " + std::to_string(n);
+    const std::string what = "CPU stand-in " + std::string(Info(call.shape.op).name) + " on rank " +
+                             std::to_string(r) + " of " + std::to_string(n);
     std::vector<Transfer> transfers;
     auto as_bytes = [](const std::uint32_t* p) { return reinterpret_cast<const char*>(p); };
     auto as_bytes_mut = [](std::uint32_t* p) { return reinterpret_cast<char*>(p); };

@@ -50,8 +50,8 @@ Result<HostPort> ParseHostPort(const std::string& text, bool allow_port_zero) {
     port_text = text.substr(colon + 1);
   }
   if (hp.host.empty()) return InvalidArgument("\"" + text + "\" has no host");
-  ASSIGN_OR_RETURN(hp.port, ParseInt("port of \"" + text + "\"", port_text,
-                                     allow_port_zero ? 0 : 1, 65535));
+  ASSIGN_OR_RETURN(hp.port,
+                   ParseInt("port of \"" + text + "\"", port_text, allow_port_zero ? 0 : 1, 65535));
   return hp;
 }
 
@@ -71,8 +71,8 @@ Result<GangConfig> GangFromEnv(const EnvLookup& env) {
   if (auto rank = env(kEnvGangRank)) {
     ASSIGN_OR_RETURN(gang.rank, ParseInt(kEnvGangRank, *rank, 0, gang.size - 1));
   } else if (gang.size > 1) {
-    return InvalidArgument(std::string(kEnvGangSize) + "=" + std::to_string(gang.size) +
-                           " but " + kEnvGangRank + " is not set");
+    return InvalidArgument(std::string(kEnvGangSize) + "=" + std::to_string(gang.size) + " but " +
+                           kEnvGangRank + " is not set");
   }
   if (auto gpus = env(kEnvGangGpusPerNode)) {
     ASSIGN_OR_RETURN(gang.gpus_per_node, ParseInt(kEnvGangGpusPerNode, *gpus, 1, 1024));
@@ -83,8 +83,8 @@ Result<GangConfig> GangFromEnv(const EnvLookup& env) {
     if (!hp.ok()) return hp.status().WithContext(kEnvCommId);
     gang.rank0 = *hp;
   } else if (gang.size > 1) {
-    return InvalidArgument(std::string("a gang of ") + std::to_string(gang.size) +
-                           " pods needs " + kEnvCommId + "=host:port of rank 0");
+    return InvalidArgument(std::string("a gang of ") + std::to_string(gang.size) + " pods needs " +
+                           kEnvCommId + "=host:port of rank 0");
   }
   return gang;
 }
@@ -113,8 +113,8 @@ void PrepareNcclConnectRetries(double init_timeout_seconds) {
   static std::once_flag once;
   std::call_once(once, [&] {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): once, before the first NCCL call
-    ::setenv("NCCL_SOCKET_RETRY_CNT", std::to_string(SocketRetriesFor(init_timeout_seconds)).c_str(),
-             0);
+    ::setenv("NCCL_SOCKET_RETRY_CNT",
+             std::to_string(SocketRetriesFor(init_timeout_seconds)).c_str(), 0);
   });
 }
 

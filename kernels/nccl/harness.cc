@@ -133,8 +133,7 @@ class CollectiveRun final : public TestRun {
         const double algbw = AlgBandwidthGBps(call.shape.bytes, per_call);
         sample[AlgBandwidthMetric(nominal, call.in_place)] = algbw;
         if (BusBandwidthMeaningful(n)) {
-          sample[BusBandwidthMetric(nominal, call.in_place)] =
-              algbw * BusBandwidthFactor(op_, n);
+          sample[BusBandwidthMetric(nominal, call.in_place)] = algbw * BusBandwidthFactor(op_, n);
         }
         if (!call.in_place) sample[TimeMetric(nominal)] = per_call * 1e6;
         if (!config_.verify) continue;
@@ -165,7 +164,8 @@ class CollectiveRun final : public TestRun {
     if (wrong_total > 0) {
       return DataLoss(std::to_string(wrong_total) + " result element(s) differ from the expected " +
                       "values on rank(s) " + RankList(comm_->ranks()) + ", first at " +
-                      first_wrong + " (inputs are exactly predictable; a wrong element is a "
+                      first_wrong +
+                      " (inputs are exactly predictable; a wrong element is a "
                       "broken GPU, link or library)");
     }
     if (multi_node_ && comm_->InterNodeSockets()) {
@@ -259,8 +259,7 @@ class CollectiveTest final : public Test {
                            "busbw = algbw * " + factor + at + " (two ranks or more)"));
       out.push_back(Metric(TimeMetric(size), "us", false, "time per call" + at));
       if (in_place) {
-        out.push_back(
-            Metric(AlgBandwidthMetric(size, true), "GB/s", true, "algbw in place" + at));
+        out.push_back(Metric(AlgBandwidthMetric(size, true), "GB/s", true, "algbw in place" + at));
         out.push_back(Metric(BusBandwidthMetric(size, true), "GB/s", true,
                              "busbw in place" + at + " (two ranks or more)"));
       }
@@ -290,9 +289,8 @@ class CollectiveTest final : public Test {
     details["collective"] = std::string(c.name) + ", uint32 sum, root 0 where rooted";
     details["formula"] = "algbw = S / t; busbw = algbw * " + std::string(c.bus_factor_text) +
                          " (nccl-tests doc/PERFORMANCE.md); 1 GB = 1e9 bytes";
-    details["sweep"] = SizeLabel(config.sizes.front()) + " .. " +
-                       SizeLabel(config.sizes.back()) + " x" +
-                       std::to_string(params.Int("stepFactor")) + ", " +
+    details["sweep"] = SizeLabel(config.sizes.front()) + " .. " + SizeLabel(config.sizes.back()) +
+                       " x" + std::to_string(params.Int("stepFactor")) + ", " +
                        std::to_string(config.warmup) + " warm-up + " +
                        std::to_string(config.iterations) + " timed iterations per size and mode";
     details["worldSize"] = std::to_string(n);
@@ -304,8 +302,8 @@ class CollectiveTest final : public Test {
     if (config.in_place && !c.in_place_supported) {
       details["inPlace"] = "not measured: NCCL defines no in-place " + std::string(c.name);
     }
-    details["verification"] = config.verify ? "every result element, every size and mode"
-                                            : "off (verify: false)";
+    details["verification"] =
+        config.verify ? "every result element, every size and mode" : "off (verify: false)";
     auto gang = GangFromEnv(ProcessEnv());
     const bool multi_node = gang.ok() && gang->multi_node();
     if (gang.ok() && multi_node) {

@@ -42,8 +42,8 @@ Status NcclStatus(ncclResult_t result, const char* what, ncclComm_t comm = nullp
 __global__ void FillKernel(std::uint32_t* buffer, std::int64_t count, int rank,
                            std::uint32_t seed) {
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       i < count; i += stride) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride) {
     buffer[i] = InputValue(rank, static_cast<std::uint64_t>(i), seed);
   }
 }
@@ -52,8 +52,8 @@ __global__ void CountWrongKernel(const std::uint32_t* result, std::int64_t count
                                  unsigned long long* wrong) {
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
   unsigned long long mine = 0;
-  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-       j < count; j += stride) {
+  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += stride) {
     mine += result[j] != ExpectedValue(call, static_cast<std::uint64_t>(j)) ? 1 : 0;
   }
   if (mine != 0) atomicAdd(wrong, mine);
@@ -144,9 +144,9 @@ class NcclCommunicator final : public Communicator {
     for (const auto& l : locals_) ranks += (ranks.empty() ? "" : ",") + std::to_string(l.rank);
     const std::string what =
         "NCCL init of rank(s) " + ranks + " of " + std::to_string(options_.world_size) +
-        (options_.rank0_address.empty() ? std::string(" (unique id made in this process)")
-                                        : " (rendezvous at rank 0, NCCL_COMM_ID=" +
-                                              options_.rank0_address + ")");
+        (options_.rank0_address.empty()
+             ? std::string(" (unique id made in this process)")
+             : " (rendezvous at rank 0, NCCL_COMM_ID=" + options_.rank0_address + ")");
     Status st = WaitComms(what, WatchdogOptions{options_.init_timeout_seconds, 1e-3});
     if (st.code() == Code::kDeadlineExceeded) {
       return DeadlineExceeded(st.message() +
@@ -254,9 +254,8 @@ class NcclCommunicator final : public Communicator {
     d["communicator"] = "NCCL, non-blocking communicators, one rank per GPU, group calls";
     d["ncclVersion"] = NcclLibraryVersion();
     const TransportReport report = Transport();
-    d["transport"] = debug_log_.empty()
-                         ? "unknown: NCCL_DEBUG in the spec hides NCCL's INFO lines"
-                         : report.Summary();
+    d["transport"] = debug_log_.empty() ? "unknown: NCCL_DEBUG in the spec hides NCCL's INFO lines"
+                                        : report.Summary();
     if (!report.network.empty()) d["ncclNetwork"] = report.network;
     for (const auto& [k, v] : ProcessNcclEnvironment()) d["env " + k] = v;
     return d;
@@ -277,45 +276,47 @@ class NcclCommunicator final : public Communicator {
     std::uint32_t* recv = l.recv.as<std::uint32_t>();
     const std::uint32_t* send = l.send.as<std::uint32_t>();
     if (call.in_place) {
-      if (call.shape.op == Collective::kAllGather) send = recv + l.rank * count;
-      else send = recv;  // all_reduce, broadcast; reduce_scatter below
+      if (call.shape.op == Collective::kAllGather)
+        send = recv + l.rank * count;
+      else
+        send = recv;  // all_reduce, broadcast; reduce_scatter below
     }
     std::uint32_t* out = recv;
     if (call.in_place && call.shape.op == Collective::kReduceScatter) out = recv + l.rank * count;
     const int n = options_.world_size;
     switch (call.shape.op) {
       case Collective::kAllReduce:
-        return NcclStatus(ncclAllReduce(send, out, count, ncclUint32, ncclSum, l.comm,
-                                        l.stream.get()),
-                          "ncclAllReduce", l.comm);
+        return NcclStatus(
+            ncclAllReduce(send, out, count, ncclUint32, ncclSum, l.comm, l.stream.get()),
+            "ncclAllReduce", l.comm);
       case Collective::kAllGather:
         return NcclStatus(ncclAllGather(send, out, count, ncclUint32, l.comm, l.stream.get()),
                           "ncclAllGather", l.comm);
       case Collective::kReduceScatter:
-        return NcclStatus(ncclReduceScatter(send, out, count, ncclUint32, ncclSum, l.comm,
-                                            l.stream.get()),
-                          "ncclReduceScatter", l.comm);
+        return NcclStatus(
+            ncclReduceScatter(send, out, count, ncclUint32, ncclSum, l.comm, l.stream.get()),
+            "ncclReduceScatter", l.comm);
       case Collective::kAllToAll:
         if (AlltoAllFn fn = FindAlltoAll()) {
           return NcclStatus(fn(send, out, count, ncclUint32, l.comm, l.stream.get()),
                             "ncclAlltoAll", l.comm);
         }
         for (int p = 0; p < n; ++p) {
-          RETURN_IF_ERROR(NcclStatus(
-              ncclSend(send + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
-              "ncclSend (alltoall)", l.comm));
-          RETURN_IF_ERROR(NcclStatus(
-              ncclRecv(out + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
-              "ncclRecv (alltoall)", l.comm));
+          RETURN_IF_ERROR(
+              NcclStatus(ncclSend(send + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
+                         "ncclSend (alltoall)", l.comm));
+          RETURN_IF_ERROR(
+              NcclStatus(ncclRecv(out + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
+                         "ncclRecv (alltoall)", l.comm));
         }
         return Status::Ok();
       case Collective::kBroadcast:
         return NcclStatus(ncclBroadcast(send, out, count, ncclUint32, 0, l.comm, l.stream.get()),
                           "ncclBroadcast", l.comm);
       case Collective::kSendRecv:
-        RETURN_IF_ERROR(NcclStatus(
-            ncclSend(send, count, ncclUint32, (l.rank + 1) % n, l.comm, l.stream.get()),
-            "ncclSend", l.comm));
+        RETURN_IF_ERROR(
+            NcclStatus(ncclSend(send, count, ncclUint32, (l.rank + 1) % n, l.comm, l.stream.get()),
+                       "ncclSend", l.comm));
         return NcclStatus(
             ncclRecv(out, count, ncclUint32, (l.rank + n - 1) % n, l.comm, l.stream.get()),
             "ncclRecv", l.comm);

@@ -4,15 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <vector>
 #include <mutex>
+#include <vector>
 
 namespace perfgate::kernels::nccl {
 namespace {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -59,7 +60,8 @@ TransportReport ParseNcclDebugLog(std::string_view text) {
       r.nvls = true;
     } else if (msg.rfind("comm 0x", 0) == 0) {
       const auto nodes = msg.find("nNodes ");
-      if (nodes != std::string_view::npos) r.nodes = std::atoi(std::string(msg.substr(nodes + 7, 8)).c_str());
+      if (nodes != std::string_view::npos)
+        r.nodes = std::atoi(std::string(msg.substr(nodes + 7, 8)).c_str());
     }
   }
   return r;
@@ -67,8 +69,9 @@ TransportReport ParseNcclDebugLog(std::string_view text) {
 
 bool TransportReport::InterNodeSockets() const {
   if (channel_transports.count("NET/Socket") != 0) return true;
-  const bool net_channel = std::any_of(channel_transports.begin(), channel_transports.end(),
-                                       [](const std::string& t) { return t.rfind("NET/", 0) == 0; });
+  const bool net_channel =
+      std::any_of(channel_transports.begin(), channel_transports.end(),
+                  [](const std::string& t) { return t.rfind("NET/", 0) == 0; });
   return network == "Socket" && (net_channel || nodes > 1);
 }
 
@@ -101,8 +104,7 @@ std::string TransportReport::Summary() const {
   return out;
 }
 
-std::string ExpandNcclDebugFile(const std::string& pattern, const std::string& hostname,
-                                int pid) {
+std::string ExpandNcclDebugFile(const std::string& pattern, const std::string& hostname, int pid) {
   std::string out;
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {

@@ -21,14 +21,14 @@
 namespace perfgate::kernels::nccl {
 
 struct TransportReport {
-  std::string version;                    // "2.28.9+cuda13.0" ("" if not logged)
-  std::string network;                    // "IB", "Socket", ... ("" if none was needed)
+  std::string version;                       // "2.28.9+cuda13.0" ("" if not logged)
+  std::string network;                       // "IB", "Socket", ... ("" if none was needed)
   std::set<std::string> channel_transports;  // "P2P/CUMEM", "SHM", "NET/IB", "NET/Socket"
-  bool nvlink = false;   // a graph over NVLink (type NVL)
-  bool nvls = false;     // NVLink SHARP multicast available
-  bool gdr = false;      // GPUDirect RDMA on a network channel
-  bool roce = false;     // an IB device with a RoCE link layer
-  int nodes = 0;         // nNodes from the comm line (0 unknown)
+  bool nvlink = false;                       // a graph over NVLink (type NVL)
+  bool nvls = false;                         // NVLink SHARP multicast available
+  bool gdr = false;                          // GPUDirect RDMA on a network channel
+  bool roce = false;                         // an IB device with a RoCE link layer
+  int nodes = 0;                             // nNodes from the comm line (0 unknown)
   // One line for Details(): "NVLink (P2P/CUMEM) within nodes; InfiniBand/RoCE with
   // GPUDirect RDMA (NET/IB) between nodes", or "unknown: ..." when nothing was logged.
   std::string Summary() const;

@@ -4,8 +4,8 @@
 
 namespace perfgate::kernels::nccl {
 
-Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(
-    const CommunicatorOptions& /*options*/, const std::string& /*debug_log*/) {
+Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(const CommunicatorOptions& /*options*/,
+                                                             const std::string& /*debug_log*/) {
   return Unavailable("no CUDA device: built without CUDA (PERFGATE_CUDA=OFF)");
 }
 

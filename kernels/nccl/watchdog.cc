@@ -37,8 +37,7 @@ Clock& SteadyClock() {
 
 Status WaitWithWatchdog(const std::string& what, const WatchdogOptions& options,
                         const std::function<Result<bool>()>& poll,
-                        const std::function<void(const std::string& reason)>& abort,
-                        Clock& clock) {
+                        const std::function<void(const std::string& reason)>& abort, Clock& clock) {
   const double start = clock.NowSeconds();
   while (true) {
     Result<bool> done = poll();
@@ -46,9 +45,8 @@ Status WaitWithWatchdog(const std::string& what, const WatchdogOptions& options,
     if (*done) return Status::Ok();
     const double waited = clock.NowSeconds() - start;
     if (waited >= options.timeout_seconds) {
-      const std::string reason = what + ": not done after " + Seconds(waited) +
-                                 " s (timeout " + Seconds(options.timeout_seconds) +
-                                 " s); aborted by the watchdog";
+      const std::string reason = what + ": not done after " + Seconds(waited) + " s (timeout " +
+                                 Seconds(options.timeout_seconds) + " s); aborted by the watchdog";
       abort(reason);
       return DeadlineExceeded(reason);
     }

@@ -17,10 +17,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-#define SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                         \
-    auto count = cuda::CudaDeviceCount();                                      \
-    if (!count.ok()) GTEST_SKIP() << count.status().message();                 \
+#define SKIP_WITHOUT_GPU()                                     \
+  do {                                                         \
+    auto count = cuda::CudaDeviceCount();                      \
+    if (!count.ok()) GTEST_SKIP() << count.status().message(); \
   } while (false)
 
 TEST(NcclGpu, OneRankAllReduceRunsVerifiesAndReportsAlgbw) {
@@ -30,12 +30,11 @@ TEST(NcclGpu, OneRankAllReduceRunsVerifiesAndReportsAlgbw) {
   Target target;
   target.scope = Scope::kAllGpus;
   target.devices = {0};
-  const Params params = testing::DefaultParams(
-      t->Info(), {{"minBytes", std::int64_t{8}},
-                  {"maxBytes", std::int64_t{256} << 20},
-                  {"stepFactor", std::int64_t{32}},
-                  {"warmupIterations", std::int64_t{2}},
-                  {"iterations", std::int64_t{5}}});
+  const Params params = testing::DefaultParams(t->Info(), {{"minBytes", std::int64_t{8}},
+                                                           {"maxBytes", std::int64_t{256} << 20},
+                                                           {"stepFactor", std::int64_t{32}},
+                                                           {"warmupIterations", std::int64_t{2}},
+                                                           {"iterations", std::int64_t{5}}});
   auto run = t->Prepare(params, target);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   auto sample = (*run)->RunSample();

@@ -204,9 +204,8 @@ TEST(Gang, MalformedEnvironmentNamesTheVariable) {
   auto no_comm = GangFromEnv(Env({{"PERFGATE_GANG_SIZE", "2"}, {"PERFGATE_GANG_RANK", "1"}}));
   ASSERT_FALSE(no_comm.ok());
   EXPECT_THAT(no_comm.status().message(), HasSubstr("NCCL_COMM_ID"));
-  auto bad_rank = GangFromEnv(Env({{"PERFGATE_GANG_SIZE", "2"},
-                                   {"PERFGATE_GANG_RANK", "2"},
-                                   {"NCCL_COMM_ID", "h:1"}}));
+  auto bad_rank = GangFromEnv(
+      Env({{"PERFGATE_GANG_SIZE", "2"}, {"PERFGATE_GANG_RANK", "2"}, {"NCCL_COMM_ID", "h:1"}}));
   ASSERT_FALSE(bad_rank.ok());
   EXPECT_THAT(bad_rank.status().message(), HasSubstr("PERFGATE_GANG_RANK=2 is out of range"));
   auto no_rank = GangFromEnv(Env({{"PERFGATE_GANG_SIZE", "2"}, {"NCCL_COMM_ID", "h:1"}}));
@@ -228,8 +227,8 @@ TEST(Gang, HostPortParsesNamesAndIpv6) {
 }
 
 TEST(Gang, NcclEnvironmentKeepsOnlyNcclVariables) {
-  auto env = NcclEnvironment({"NCCL_IB_HCA=mlx5_0,mlx5_1", "PATH=/bin", "NCCL_SOCKET_IFNAME=eth0",
-                              "MY_NCCL_X=1"});
+  auto env = NcclEnvironment(
+      {"NCCL_IB_HCA=mlx5_0,mlx5_1", "PATH=/bin", "NCCL_SOCKET_IFNAME=eth0", "MY_NCCL_X=1"});
   EXPECT_EQ(env, (std::map<std::string, std::string>{{"NCCL_IB_HCA", "mlx5_0,mlx5_1"},
                                                      {"NCCL_SOCKET_IFNAME", "eth0"}}));
 }
@@ -247,7 +246,8 @@ constexpr char kSingleNodeLog[] =
     "h200:1234:1234 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
     "h200:1234:1250 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 16, bw 40.000000/40.000000, "
     "type NVL/PIX, sameChannels 1\n"
-    "h200:1234:1250 [0] NCCL INFO NVLS multicast support is available on dev 0 (NVLS_NCHANNELS 16)\n"
+    "h200:1234:1250 [0] NCCL INFO NVLS multicast support is available on dev 0 (NVLS_NCHANNELS "
+    "16)\n"
     "h200:1234:1250 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
     "h200:1234:1250 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM/read\n"
     "h200:1234:1250 [0] NCCL INFO comm 0x55d rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 "
