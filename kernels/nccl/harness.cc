@@ -252,11 +252,12 @@ class CollectiveTest final : public Test {
     const std::string factor(nccl::Info(op).bus_factor_text);
     const bool in_place = config->in_place && nccl::Info(op).in_place_supported;
     std::vector<MetricInfo> out;
+    const std::string bus_text = "busbw = algbw * " + factor;
     for (std::int64_t size : config->sizes) {
       const std::string at = " at " + SizeLabel(size);
       out.push_back(Metric(AlgBandwidthMetric(size, false), "GB/s", true, "algbw" + at));
       out.push_back(Metric(BusBandwidthMetric(size, false), "GB/s", true,
-                           "busbw = algbw * " + factor + at + " (two ranks or more)"));
+                           bus_text + at + " (two ranks or more)"));
       out.push_back(Metric(TimeMetric(size), "us", false, "time per call" + at));
       if (in_place) {
         out.push_back(Metric(AlgBandwidthMetric(size, true), "GB/s", true, "algbw in place" + at));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace perfgate::kernels::nccl {
@@ -68,7 +69,7 @@ TransportReport ParseNcclDebugLog(std::string_view text) {
 }
 
 bool TransportReport::InterNodeSockets() const {
-  if (channel_transports.count("NET/Socket") != 0) return true;
+  if (channel_transports.contains("NET/Socket")) return true;
   const bool net_channel =
       std::any_of(channel_transports.begin(), channel_transports.end(),
                   [](const std::string& t) { return t.rfind("NET/", 0) == 0; });
@@ -91,16 +92,22 @@ std::string TransportReport::Summary() const {
   if (!intra.empty()) parts.push_back(intra + " within a node");
   for (const auto& t : channel_transports) {
     if (t == "NET/Socket") {
-      parts.push_back("plain TCP sockets (NET/Socket) between nodes");
+      parts.emplace_back("plain TCP sockets (NET/Socket) between nodes");
     } else if (t.rfind("NET/", 0) == 0) {
       const std::string fabric = t == "NET/IB" ? (roce ? "RoCE" : "InfiniBand") : t.substr(4);
-      parts.push_back(fabric + (gdr ? " with GPUDirect RDMA" : " without GPUDirect RDMA") + " (" +
-                      t + ") between nodes");
+      std::string part = fabric;
+      part += gdr ? " with GPUDirect RDMA (" : " without GPUDirect RDMA (";
+      part += t;
+      part += ") between nodes";
+      parts.push_back(std::move(part));
     }
   }
-  if (parts.empty()) parts.push_back("no inter-GPU channels (one rank)");
+  if (parts.empty()) parts.emplace_back("no inter-GPU channels (one rank)");
   std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += "; ";
+    out += p;
+  }
   return out;
 }
 
