@@ -16,7 +16,14 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakeP2pTest());
     v->push_back(MakeBurnTest());
     v->push_back(MakeHealthTest());
+    v->push_back(MakeNcclAllReduceTest());
+    v->push_back(MakeNcclAllGatherTest());
+    v->push_back(MakeNcclReduceScatterTest());
+    v->push_back(MakeNcclAllToAllTest());
+    v->push_back(MakeNcclBroadcastTest());
+    v->push_back(MakeNcclSendRecvTest());
     v->push_back(MakeSyntheticTest());
+    v->push_back(MakeNcclCpuLoopbackTest());
     return v;
   }();
   return *tests;

@@ -12,6 +12,8 @@
 #   4. references measured in the same run with PyTorch on the same shapes and random data:
 #      device copy, add and triad-like kernels on 1 GiB doubles, bf16/fp16/tf32/fp64 matmul at
 #      8192^3, pinned host<->device copies of 1 GiB
+#   3b. NCCL, one rank (one GPU): all_reduce runs, verifies, reports algbw; a two-rank init whose
+#      peer never comes is aborted by the watchdog
 #   5. a table: each perfgate figure beside the PyTorch reference and the datasheet peak
 # RESULTS_DIR (default $OUT if set, else gpu-check-results/) receives the logs and JSON.
 set -uo pipefail
@@ -106,6 +108,73 @@ timeout 150 "$WORKER" run "$SPEC" --report-json "$RESULTS/report.json" \
   --junit "$RESULTS/junit.xml" >"$RESULTS/worker.log" 2>&1
 echo "perfgate-worker exit $?" | tee -a "$RESULTS/worker.log"
 cat "$RESULTS/worker.log" | tail -40
+
+# ---- 3b. NCCL (issue 7) ---------------------------------------------------------------------
+# One H200 here, so one-rank paths only: a one-rank all_reduce runs, verifies and reports algbw
+# (busbw needs two ranks), and a two-rank non-blocking init whose peer never comes is aborted by
+# the watchdog with a clear reason. libnccl.so.2 comes from PyTorch's nvidia/nccl/lib (step 1).
+say "NCCL: one-rank all_reduce"
+cat >"$RESULTS/nccl-check.yaml" <<'EOF2'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-nccl
+spec:
+  sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3, method: fixed, maxSeconds: 60}
+  tests:
+    - type: nccl-all-reduce
+      parameters: {minBytes: 8, maxBytes: 1073741824, stepFactor: 8, iterations: 20}
+EOF2
+timeout 120 "$WORKER" run "$RESULTS/nccl-check.yaml" --report-json "$RESULTS/nccl-report.json" \
+  >"$RESULTS/nccl.log" 2>&1
+echo "perfgate-worker (nccl-all-reduce, one rank) exit $?" | tee -a "$RESULTS/nccl.log"
+tail -5 "$RESULTS/nccl.log"
+"$PY" - "$RESULTS/nccl-report.json" <<'EOF2' | tee "$RESULTS/nccl-summary.txt"
+import json, sys
+try:
+    t = json.load(open(sys.argv[1]))["tests"][0]
+except Exception as e:
+    print("no NCCL report:", e); sys.exit(0)
+d = t.get("details", {})
+print("nccl-all-reduce [%s]: %s %s" % (t.get("device", ""), t.get("verdict"), t.get("reason", "")))
+for k in ("ncclVersion", "transport", "busBandwidth", "wrongElementsTotal", "worldSize"):
+    print("  %s: %s" % (k, d.get(k, "-")))
+for m in t.get("metrics", []):
+    if m["name"].startswith(("algBandwidthGBps@", "inPlaceAlgBandwidthGBps@", "timeMicroseconds@")):
+        print("  %-34s median %10.3f %s" % (m["name"], m["summary"]["median"], m.get("unit", "")))
+EOF2
+
+say "NCCL: two-rank non-blocking init whose peer never comes (watchdog, 20 s deadline)"
+cat >"$RESULTS/nccl-watchdog.yaml" <<'EOF2'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-nccl-watchdog
+spec:
+  sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1, method: fixed, maxSeconds: 60}
+  tests:
+    - type: nccl-all-reduce
+      parameters: {minBytes: 1048576, maxBytes: 1048576, initTimeoutSeconds: 20}
+EOF2
+WD_START=$(date +%s)
+PERFGATE_GANG_SIZE=2 PERFGATE_GANG_RANK=0 NCCL_COMM_ID=127.0.0.1:29555 timeout 90 "$WORKER" run \
+  "$RESULTS/nccl-watchdog.yaml" --report-json "$RESULTS/nccl-watchdog.json" \
+  >"$RESULTS/nccl-watchdog.log" 2>&1
+WD_RC=$?
+echo "perfgate-worker (rank 0 of 2, rank 1 never starts) exit $WD_RC after $(( $(date +%s) - WD_START )) s" \
+  | tee -a "$RESULTS/nccl-watchdog.log"
+if grep -q "aborted by the watchdog" "$RESULTS/nccl-watchdog.log"; then
+  echo "watchdog check: PASS (init aborted with its reason)"
+else
+  echo "watchdog check: FAIL (no watchdog abort in the log; exit $WD_RC)"
+fi
+grep -E "ERROR|aborted" "$RESULTS/nccl-watchdog.log" | head -3
+# The gtest cases of the same two checks, when the bundle carries them.
+if [ -x "$BUNDLE/bin/nccl_gpu_test" ]; then
+  timeout 90 "$BUNDLE/bin/nccl_gpu_test" >"$RESULTS/nccl_gpu_test.log" 2>&1
+  echo "nccl_gpu_test exit $?" | tee -a "$RESULTS/nccl_gpu_test.log"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |aborted after|algBandwidth" "$RESULTS/nccl_gpu_test.log"
+fi
 
 # ---- 4. PyTorch references -----------------------------------------------------------------
 say "PyTorch references"

@@ -1,0 +1,118 @@
+#include "kernels/nccl/collective.h"
+
+#include <algorithm>
+
+namespace perfgate::kernels::nccl {
+
+const CollectiveInfo& Info(Collective op) {
+  for (const auto& c : kCollectives) {
+    if (c.op == op) return c;
+  }
+  return kCollectives.front();  // unreachable: every enumerator is in the table
+}
+
+std::optional<Collective> CollectiveByName(std::string_view name) {
+  for (const auto& c : kCollectives) {
+    if (c.name == name) return c.op;
+  }
+  return std::nullopt;
+}
+
+CallShape ShapeFor(Collective op, std::int64_t bytes, int world_size) {
+  const std::int64_t n = std::max(world_size, 1);
+  const std::int64_t count = std::max<std::int64_t>(bytes / kElementBytes, 1);
+  // Arrays split between ranks hold at least one element per rank.
+  const std::int64_t per_rank = std::max<std::int64_t>(count / n, 1);
+  CallShape s;
+  s.op = op;
+  s.world_size = static_cast<int>(n);
+  switch (op) {
+    case Collective::kAllReduce:
+    case Collective::kBroadcast:
+    case Collective::kSendRecv:
+      s.send_count = s.recv_count = s.nccl_count = count;
+      s.bytes = count * kElementBytes;
+      break;
+    case Collective::kAllGather:
+      s.send_count = s.nccl_count = per_rank;
+      s.recv_count = per_rank * n;
+      s.bytes = s.recv_count * kElementBytes;
+      break;
+    case Collective::kReduceScatter:
+      s.recv_count = s.nccl_count = per_rank;
+      s.send_count = per_rank * n;
+      s.bytes = s.send_count * kElementBytes;
+      break;
+    case Collective::kAllToAll:
+      s.nccl_count = per_rank;
+      s.send_count = s.recv_count = per_rank * n;
+      s.bytes = s.send_count * kElementBytes;
+      break;
+  }
+  return s;
+}
+
+double BusBandwidthFactor(Collective op, int world_size) {
+  const double n = std::max(world_size, 1);
+  switch (op) {
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return (n - 1) / n;
+    case Collective::kBroadcast:
+    case Collective::kSendRecv:
+      return 1.0;
+  }
+  return 0;
+}
+
+bool BusBandwidthMeaningful(int world_size) { return world_size >= 2; }
+
+double AlgBandwidthGBps(std::int64_t bytes, double seconds) {
+  if (seconds <= 0) return 0;
+  return static_cast<double>(bytes) / seconds / 1e9;
+}
+
+Result<std::vector<std::int64_t>> SweepSizes(std::int64_t min_bytes, std::int64_t max_bytes,
+                                             std::int64_t factor) {
+  if (min_bytes < 1) return InvalidArgument("minBytes must be at least 1");
+  if (max_bytes < min_bytes) {
+    return InvalidArgument("maxBytes " + std::to_string(max_bytes) + " is below minBytes " +
+                           std::to_string(min_bytes));
+  }
+  if (factor < 2) return InvalidArgument("stepFactor must be at least 2");
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t s = min_bytes; s <= max_bytes; s *= factor) {
+    sizes.push_back(s);
+    if (s > max_bytes / factor) break;  // the next step would overflow or pass max
+  }
+  // Thresholds usually name the largest size: it is always measured, even off the steps.
+  if (sizes.back() != max_bytes) sizes.push_back(max_bytes);
+  return sizes;
+}
+
+std::string SizeLabel(std::int64_t bytes) {
+  constexpr std::int64_t kKiB = 1024;
+  constexpr std::int64_t kMiB = kKiB * 1024;
+  constexpr std::int64_t kGiB = kMiB * 1024;
+  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "GiB";
+  if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
+  if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "KiB";
+  return std::to_string(bytes) + "B";
+}
+
+std::string AlgBandwidthMetric(std::int64_t bytes, bool in_place) {
+  return std::string(in_place ? "inPlaceAlgBandwidthGBps@" : "algBandwidthGBps@") +
+         SizeLabel(bytes);
+}
+
+std::string BusBandwidthMetric(std::int64_t bytes, bool in_place) {
+  return std::string(in_place ? "inPlaceBusBandwidthGBps@" : "busBandwidthGBps@") +
+         SizeLabel(bytes);
+}
+
+std::string TimeMetric(std::int64_t bytes) { return "timeMicroseconds@" + SizeLabel(bytes); }
+
+}  // namespace perfgate::kernels::nccl

@@ -1,0 +1,428 @@
+// NCCL on the node's GPUs: non-blocking communicators, group calls over local devices, fill and
+// verify kernels from pattern.h, and the watchdog on every wait.
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/device.h"
+#include "kernels/nccl/gang.h"
+#include "kernels/nccl/nccl_communicator.h"
+#include "kernels/nccl/nccl_debug.h"
+#include "kernels/nccl/pattern.h"
+#include "kernels/nccl/watchdog.h"
+
+namespace perfgate::kernels::nccl {
+namespace {
+
+Status Aborted(std::string message) { return {Code::kAborted, std::move(message)}; }
+
+using cuda::DeviceBuffer;
+using cuda::Stream;
+
+Status NcclStatus(ncclResult_t result, const char* what, ncclComm_t comm = nullptr) {
+  if (result == ncclSuccess || result == ncclInProgress) return Status::Ok();
+  std::string message = std::string(what) + ": " + ncclGetErrorString(result);
+  const char* last = ncclGetLastError(comm);
+  if (last != nullptr && last[0] != '\0') message += " (" + std::string(last) + ")";
+  if (result == ncclSystemError || result == ncclRemoteError) return Unavailable(message);
+  return Internal(message);
+}
+
+#define PG_NCCL(expr) RETURN_IF_ERROR(NcclStatus((expr), #expr))
+
+__global__ void FillKernel(std::uint32_t* buffer, std::int64_t count, int rank,
+                           std::uint32_t seed) {
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride) {
+    buffer[i] = InputValue(rank, static_cast<std::uint64_t>(i), seed);
+  }
+}
+
+__global__ void CountWrongKernel(const std::uint32_t* result, std::int64_t count, PatternCall call,
+                                 unsigned long long* wrong) {
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  unsigned long long mine = 0;
+  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < count;
+       j += stride) {
+    mine += result[j] != ExpectedValue(call, static_cast<std::uint64_t>(j)) ? 1 : 0;
+  }
+  if (mine != 0) atomicAdd(wrong, mine);
+}
+
+// ncclAlltoAll is new in NCCL 2.28; the GPU machine's NCCL (from PyTorch's wheels) may be
+// older, and a direct reference would keep the whole worker from loading there. Look it up at
+// run time and otherwise do what it does: one send and one receive per peer in a group.
+using AlltoAllFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                    cudaStream_t);
+AlltoAllFn FindAlltoAll() {
+  static const AlltoAllFn fn =
+      reinterpret_cast<AlltoAllFn>(dlsym(RTLD_DEFAULT, "ncclAlltoAll"));  // NOLINT
+  return fn;
+}
+
+int Blocks(std::int64_t count) {
+  return static_cast<int>(std::clamp<std::int64_t>((count + 255) / 256, 1, 4096));
+}
+
+struct LocalRank {
+  int device = 0;
+  int rank = 0;
+  ncclComm_t comm = nullptr;
+  Stream stream;
+  DeviceBuffer send;
+  DeviceBuffer recv;
+  DeviceBuffer counter;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(CommunicatorOptions options, std::string debug_log)
+      : options_(std::move(options)), debug_log_(std::move(debug_log)) {
+    log_offset_ = LogSize();
+  }
+
+  ~NcclCommunicator() override {
+    if (aborted_) return;
+    // Finalize flushes outstanding work; a peer that is gone would make it wait forever, so it
+    // runs under the watchdog too, and ends in an abort.
+    for (auto& l : locals_) {
+      if (l.comm != nullptr) (void)ncclCommFinalize(l.comm);
+    }
+    Status st = WaitComms("ncclCommFinalize", WatchdogOptions{30, 1e-3});
+    for (auto& l : locals_) {
+      if (l.comm == nullptr) continue;
+      if (st.ok()) {
+        (void)ncclCommDestroy(l.comm);
+      } else {
+        (void)ncclCommAbort(l.comm);
+      }
+      l.comm = nullptr;
+    }
+  }
+
+  Status Init() {
+    const int n = static_cast<int>(options_.devices.size());
+    locals_.resize(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      RETURN_IF_ERROR(cuda::RequireCudaDevice(options_.devices[i]));
+      locals_[i].device = options_.devices[i];
+      locals_[i].rank = options_.ranks[i];
+      ASSIGN_OR_RETURN(locals_[i].stream, Stream::Create());
+      ASSIGN_OR_RETURN(locals_[i].counter, DeviceBuffer::Allocate(sizeof(unsigned long long)));
+    }
+    // With NCCL_COMM_ID set, every process gets the same id from rank 0's address, and rank 0's
+    // init starts the bootstrap root there; without it the id (and root) is made here.
+    ncclUniqueId id;
+    PG_NCCL(ncclGetUniqueId(&id));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    PG_NCCL(ncclGroupStart());
+    for (auto& l : locals_) {
+      PG_CUDA(cudaSetDevice(l.device));
+      ncclResult_t r = ncclCommInitRankConfig(&l.comm, options_.world_size, id, l.rank, &config);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        (void)ncclGroupEnd();
+        return NcclStatus(r, "ncclCommInitRankConfig");
+      }
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    if (end != ncclSuccess && end != ncclInProgress) {
+      AbortAll();
+      return NcclStatus(end, "ncclGroupEnd (init)");
+    }
+    std::string ranks;
+    for (const auto& l : locals_) ranks += (ranks.empty() ? "" : ",") + std::to_string(l.rank);
+    const std::string what =
+        "NCCL init of rank(s) " + ranks + " of " + std::to_string(options_.world_size) +
+        (options_.rank0_address.empty()
+             ? std::string(" (unique id made in this process)")
+             : " (rendezvous at rank 0, NCCL_COMM_ID=" + options_.rank0_address + ")");
+    Status st = WaitComms(what, WatchdogOptions{options_.init_timeout_seconds, 1e-3});
+    if (st.code() == Code::kDeadlineExceeded) {
+      return DeadlineExceeded(st.message() +
+                              ": the other ranks never joined (not started, not reachable, or a "
+                              "different world size)");
+    }
+    return st;
+  }
+
+  int world_size() const override { return options_.world_size; }
+  std::vector<int> ranks() const override { return options_.ranks; }
+
+  Status Reserve(std::int64_t elements) override {
+    const std::size_t bytes =
+        static_cast<std::size_t>(std::max<std::int64_t>(elements, 1)) * kElementBytes;
+    for (auto& l : locals_) {
+      PG_CUDA(cudaSetDevice(l.device));
+      if (l.send.bytes() < bytes) {
+        l.send = DeviceBuffer();
+        ASSIGN_OR_RETURN(l.send, DeviceBuffer::Allocate(bytes));
+      }
+      if (l.recv.bytes() < bytes) {
+        l.recv = DeviceBuffer();
+        ASSIGN_OR_RETURN(l.recv, DeviceBuffer::Allocate(bytes));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Fill(const Call& call) override {
+    for (auto& l : locals_) {
+      PG_CUDA(cudaSetDevice(l.device));
+      const PatternCall p = Pattern(call, l.rank);
+      const std::int64_t clear = std::max(call.shape.recv_count, call.shape.send_count);
+      PG_CUDA(cudaMemsetAsync(l.recv.get(), 0, static_cast<std::size_t>(clear) * kElementBytes,
+                              l.stream.get()));
+      std::uint32_t* in = call.in_place ? l.recv.as<std::uint32_t>() + InputOffset(p, true)
+                                        : l.send.as<std::uint32_t>();
+      const std::int64_t count = call.in_place && call.shape.op == Collective::kAllGather
+                                     ? call.shape.nccl_count
+                                     : call.shape.send_count;
+      FillKernel<<<Blocks(count), 256, 0, l.stream.get()>>>(in, count, l.rank, call.seed);
+      PG_CUDA(cudaGetLastError());
+    }
+    for (auto& l : locals_) {
+      PG_CUDA(cudaSetDevice(l.device));
+      PG_CUDA(cudaStreamSynchronize(l.stream.get()));
+    }
+    return Status::Ok();
+  }
+
+  Result<double> Run(const Call& call, int iterations) override {
+    if (aborted_) return Aborted("the communicator was aborted by the watchdog earlier");
+    const std::string what = "NCCL " + std::string(Info(call.shape.op).name) + " of " +
+                             std::to_string(call.shape.bytes) + " bytes on " +
+                             std::to_string(options_.world_size) + " ranks";
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) {
+      PG_NCCL(ncclGroupStart());
+      for (auto& l : locals_) {
+        PG_CUDA(cudaSetDevice(l.device));
+        Status st = Launch(call, l);
+        if (!st.ok()) {
+          (void)ncclGroupEnd();
+          return st;
+        }
+      }
+      const ncclResult_t end = ncclGroupEnd();
+      if (end != ncclSuccess && end != ncclInProgress) {
+        return NcclStatus(end, "ncclGroupEnd", locals_.front().comm);
+      }
+      // A non-blocking communicator may still be enqueueing: wait before the next NCCL call.
+      if (end == ncclInProgress) {
+        RETURN_IF_ERROR(WaitComms(what, WatchdogOptions{options_.call_timeout_seconds, 0}));
+      }
+    }
+    RETURN_IF_ERROR(WaitStreams(what));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  Result<std::int64_t> CountWrong(const Call& call) override {
+    std::int64_t wrong = 0;
+    for (auto& l : locals_) {
+      PG_CUDA(cudaSetDevice(l.device));
+      const PatternCall p = Pattern(call, l.rank);
+      const std::int64_t count = call.in_place && call.shape.op == Collective::kReduceScatter
+                                     ? call.shape.nccl_count
+                                     : call.shape.recv_count;
+      PG_CUDA(cudaMemsetAsync(l.counter.get(), 0, sizeof(unsigned long long), l.stream.get()));
+      CountWrongKernel<<<Blocks(count), 256, 0, l.stream.get()>>>(
+          l.recv.as<std::uint32_t>() + ResultOffset(p, call.in_place), count, p,
+          l.counter.as<unsigned long long>());
+      PG_CUDA(cudaGetLastError());
+      unsigned long long host = 0;
+      PG_CUDA(cudaMemcpyAsync(&host, l.counter.get(), sizeof(host), cudaMemcpyDeviceToHost,
+                              l.stream.get()));
+      PG_CUDA(cudaStreamSynchronize(l.stream.get()));
+      wrong += static_cast<std::int64_t>(host);
+    }
+    return wrong;
+  }
+
+  std::map<std::string, std::string> Details() const override {
+    std::map<std::string, std::string> d;
+    d["communicator"] = "NCCL, non-blocking communicators, one rank per GPU, group calls";
+    d["ncclVersion"] = NcclLibraryVersion();
+    const TransportReport report = Transport();
+    d["transport"] = debug_log_.empty() ? "unknown: NCCL_DEBUG in the spec hides NCCL's INFO lines"
+                                        : report.Summary();
+    if (!report.network.empty()) d["ncclNetwork"] = report.network;
+    for (const auto& [k, v] : ProcessNcclEnvironment()) d["env " + k] = v;
+    return d;
+  }
+
+  bool InterNodeSockets() const override {
+    const bool multi_node = options_.world_size > static_cast<int>(locals_.size());
+    return multi_node && Transport().InterNodeSockets();
+  }
+
+ private:
+  PatternCall Pattern(const Call& call, int rank) const {
+    return {call.shape.op, options_.world_size, rank, call.shape.nccl_count, call.seed};
+  }
+
+  Status Launch(const Call& call, LocalRank& l) {
+    const auto count = static_cast<std::size_t>(call.shape.nccl_count);
+    std::uint32_t* recv = l.recv.as<std::uint32_t>();
+    const std::uint32_t* send = l.send.as<std::uint32_t>();
+    if (call.in_place) {
+      if (call.shape.op == Collective::kAllGather)
+        send = recv + l.rank * count;
+      else
+        send = recv;  // all_reduce, broadcast; reduce_scatter below
+    }
+    std::uint32_t* out = recv;
+    if (call.in_place && call.shape.op == Collective::kReduceScatter) out = recv + l.rank * count;
+    const int n = options_.world_size;
+    switch (call.shape.op) {
+      case Collective::kAllReduce:
+        return NcclStatus(
+            ncclAllReduce(send, out, count, ncclUint32, ncclSum, l.comm, l.stream.get()),
+            "ncclAllReduce", l.comm);
+      case Collective::kAllGather:
+        return NcclStatus(ncclAllGather(send, out, count, ncclUint32, l.comm, l.stream.get()),
+                          "ncclAllGather", l.comm);
+      case Collective::kReduceScatter:
+        return NcclStatus(
+            ncclReduceScatter(send, out, count, ncclUint32, ncclSum, l.comm, l.stream.get()),
+            "ncclReduceScatter", l.comm);
+      case Collective::kAllToAll:
+        if (AlltoAllFn fn = FindAlltoAll()) {
+          return NcclStatus(fn(send, out, count, ncclUint32, l.comm, l.stream.get()),
+                            "ncclAlltoAll", l.comm);
+        }
+        for (int p = 0; p < n; ++p) {
+          RETURN_IF_ERROR(
+              NcclStatus(ncclSend(send + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
+                         "ncclSend (alltoall)", l.comm));
+          RETURN_IF_ERROR(
+              NcclStatus(ncclRecv(out + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
+                         "ncclRecv (alltoall)", l.comm));
+        }
+        return Status::Ok();
+      case Collective::kBroadcast:
+        return NcclStatus(ncclBroadcast(send, out, count, ncclUint32, 0, l.comm, l.stream.get()),
+                          "ncclBroadcast", l.comm);
+      case Collective::kSendRecv:
+        RETURN_IF_ERROR(
+            NcclStatus(ncclSend(send, count, ncclUint32, (l.rank + 1) % n, l.comm, l.stream.get()),
+                       "ncclSend", l.comm));
+        return NcclStatus(
+            ncclRecv(out, count, ncclUint32, (l.rank + n - 1) % n, l.comm, l.stream.get()),
+            "ncclRecv", l.comm);
+    }
+    return Internal("unknown collective");
+  }
+
+  // Polls every local communicator until none is in progress.
+  Status WaitComms(const std::string& what, const WatchdogOptions& options) {
+    return WaitWithWatchdog(
+        what, options,
+        [this]() -> Result<bool> {
+          bool done = true;
+          for (auto& l : locals_) {
+            if (l.comm == nullptr) continue;
+            ncclResult_t async = ncclSuccess;
+            PG_NCCL(ncclCommGetAsyncError(l.comm, &async));
+            if (async == ncclInProgress) {
+              done = false;
+            } else if (async != ncclSuccess) {
+              AbortAll();
+              return NcclStatus(async, "asynchronous NCCL error", nullptr);
+            }
+          }
+          return done;
+        },
+        [this](const std::string&) { AbortAll(); });
+  }
+
+  // Polls the streams (and NCCL's asynchronous errors) until all work is done.
+  Status WaitStreams(const std::string& what) {
+    return WaitWithWatchdog(
+        what, WatchdogOptions{options_.call_timeout_seconds, 0},
+        [this]() -> Result<bool> {
+          bool done = true;
+          for (auto& l : locals_) {
+            if (l.comm == nullptr) return Aborted("communicator aborted");
+            const cudaError_t q = cudaStreamQuery(l.stream.get());
+            if (q == cudaErrorNotReady) {
+              done = false;
+            } else if (q != cudaSuccess) {
+              return cuda::CudaStatus(q, "cudaStreamQuery");
+            }
+            ncclResult_t async = ncclSuccess;
+            PG_NCCL(ncclCommGetAsyncError(l.comm, &async));
+            if (async != ncclSuccess && async != ncclInProgress) {
+              AbortAll();
+              return NcclStatus(async, "asynchronous NCCL error", nullptr);
+            }
+          }
+          return done;
+        },
+        [this](const std::string&) { AbortAll(); });
+  }
+
+  void AbortAll() {
+    for (auto& l : locals_) {
+      if (l.comm != nullptr) (void)ncclCommAbort(l.comm);
+      l.comm = nullptr;
+    }
+    aborted_ = true;
+  }
+
+  std::int64_t LogSize() const {
+    if (debug_log_.empty()) return 0;
+    std::ifstream in(debug_log_, std::ios::binary | std::ios::ate);
+    return in ? static_cast<std::int64_t>(in.tellg()) : 0;
+  }
+
+  TransportReport Transport() const {
+    if (debug_log_.empty()) return {};
+    std::ifstream in(debug_log_, std::ios::binary);
+    if (!in) return {};
+    in.seekg(log_offset_);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return ParseNcclDebugLog(text);
+  }
+
+  CommunicatorOptions options_;
+  std::string debug_log_;
+  std::int64_t log_offset_ = 0;
+  std::vector<LocalRank> locals_;
+  bool aborted_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Communicator>> CreateNcclCommunicator(const CommunicatorOptions& options,
+                                                             const std::string& debug_log) {
+  if (options.devices.empty() || options.devices.size() != options.ranks.size()) {
+    return InvalidArgument("NCCL needs one global rank per local device");
+  }
+  for (int d : options.devices) RETURN_IF_ERROR(cuda::RequireCudaDevice(d));
+  auto comm = std::make_unique<NcclCommunicator>(options, debug_log);
+  RETURN_IF_ERROR(comm->Init());
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
+std::string NcclLibraryVersion() {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess || version == 0) return "";
+  // NCCL_VERSION(X,Y,Z) is X*10000 + Y*100 + Z since 2.9.
+  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100);
+}
+
+bool BuiltWithNccl() { return true; }
+
+}  // namespace perfgate::kernels::nccl
