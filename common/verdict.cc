@@ -242,6 +242,14 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
                    OpName(th.op) + " required)" + interval_text + ", " + n_text + outlier_text;
       break;
     default:
+      if (FromInterval(out.interval, th.op, th.bound) != Verdict::kInconclusive) {
+        // The interval is on one side, but too few samples for the level asked.
+        out.reason = figure + " " + bound_text + ": " + n_text +
+                     " cannot decide it at " + Percent(confidence) + " confidence ([" +
+                     Num(out.interval.low) + ", " + Num(out.interval.high) + "] covers " +
+                     Percent(out.interval.confidence) + "); take more samples" + outlier_text;
+        break;
+      }
       out.reason = figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) +
                    "] (" + Percent(out.interval.confidence) + " " + IntervalKind(out.interval) +
                    ") straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +

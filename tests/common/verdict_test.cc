@@ -261,6 +261,10 @@ TEST(Fixed, TooFewSamplesForTheLevelIsInconclusive) {
   const Assessment a = Assess(ths, {{"triadBandwidthGBps", {10, 11, 12, 13, 14}}}, Plan(5, 5, true),
                               0.999, kUnits, false);
   EXPECT_EQ(a.outcomes[0].verdict, Verdict::kInconclusive);
+  // The reason says why: not a straddle (every sample is above the bound) but too few samples.
+  EXPECT_THAT(a.outcomes[0].reason, Not(HasSubstr("straddles")));
+  EXPECT_THAT(a.outcomes[0].reason,
+              HasSubstr("5 samples cannot decide it at 99.9% confidence ([10, 14] covers 93.75%)"));
 }
 
 TEST(Budget, TimeRunningOutIsMaxSeconds) {
