@@ -77,6 +77,7 @@ struct RequestInfo {
   std::string subresource;
   std::string ns;
   std::string name;
+  std::string nameForAuthz;
 };
 
 RequestInfo ParseRequestInfo(const HttpRequest& req) {
@@ -123,6 +124,16 @@ RequestInfo ParseRequestInfo(const HttpRequest& req) {
   } else if (m == "DELETE") {
     info.verb = info.name.empty() ? "deletecollection" : "delete";
   }
+  // Like kube-apiserver's request-info resolver, a list or watch narrowed to one name by
+  // fieldSelector=metadata.name=X is authorized for that name (so resourceNames rules apply).
+  if ((info.verb == "list" || info.verb == "watch") && info.name.empty()) {
+    std::string fs = req.Query("fieldSelector");
+    for (const std::string prefix : {"metadata.name=", "metadata.name=="}) {
+      if (fs.rfind(prefix, 0) == 0 && fs.find(',') == std::string::npos) {
+        info.nameForAuthz = fs.substr(prefix.size());
+      }
+    }
+  }
   return info;
 }
 
@@ -151,7 +162,10 @@ std::string Age(const Json& obj) {
 
 Json Column(const std::string& name, const std::string& type, const std::string& format = "",
             int priority = 0) {
-  return {{"name", name}, {"type", type}, {"format", format}, {"description", name},
+  return {{"name", name},
+          {"type", type},
+          {"format", format},
+          {"description", name},
           {"priority", priority}};
 }
 
@@ -171,8 +185,8 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
     }
     for (const auto& pc : t.printerColumns) {
       std::string type = pc.value("type", "string");
-      cols.push_back(Column(pc.value("name", ""), type, pc.value("format", ""),
-                            pc.value("priority", 0)));
+      cols.push_back(
+          Column(pc.value("name", ""), type, pc.value("format", ""), pc.value("priority", 0)));
       std::string path = pc.value("jsonPath", "");
       cells.push_back([path, type](const Json& o) -> Json {
         std::vector<Json> got = JsonPathEval(o, path);
@@ -191,7 +205,8 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
     cells.push_back([](const Json& o) {
       int total = static_cast<int>(o["spec"].value("containers", Json::array()).size());
       int ready = 0;
-      for (const auto& cs : o.value("status", Json::object()).value("containerStatuses", Json::array())) {
+      for (const auto& cs :
+           o.value("status", Json::object()).value("containerStatuses", Json::array())) {
         if (cs.value("ready", false)) ++ready;
       }
       return Json(std::to_string(ready) + "/" + std::to_string(total));
@@ -211,7 +226,8 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
     cols.push_back(Column("Restarts", "integer"));
     cells.push_back([](const Json& o) {
       int r = 0;
-      for (const auto& cs : o.value("status", Json::object()).value("containerStatuses", Json::array())) {
+      for (const auto& cs :
+           o.value("status", Json::object()).value("containerStatuses", Json::array())) {
         r += cs.value("restartCount", 0);
       }
       return Json(r);
@@ -240,23 +256,50 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
     cells.push_back(age);
     cols.push_back(Column("Version", "string"));
     cells.push_back([](const Json& o) {
-      return Json(o.value("status", Json::object()).value("nodeInfo", Json::object()).value("kubeletVersion", ""));
+      return Json(o.value("status", Json::object())
+                      .value("nodeInfo", Json::object())
+                      .value("kubeletVersion", ""));
     });
   } else if (t.key() == "/namespaces") {
     cols.push_back(Column("Status", "string"));
-    cells.push_back([](const Json& o) { return Json(o.value("status", Json::object()).value("phase", "")); });
+    cells.push_back(
+        [](const Json& o) { return Json(o.value("status", Json::object()).value("phase", "")); });
     cols.push_back(Column("Age", "string"));
     cells.push_back(age);
   } else if (t.key() == "/configmaps" || t.key() == "/secrets") {
     cols.push_back(Column("Data", "integer"));
     cells.push_back([](const Json& o) {
-      return Json(o.value("data", Json::object()).size() + o.value("binaryData", Json::object()).size());
+      return Json(o.value("data", Json::object()).size() +
+                  o.value("binaryData", Json::object()).size());
     });
     cols.push_back(Column("Age", "string"));
     cells.push_back(age);
+  } else if (t.kind == "Event") {
+    cols.clear();
+    cells.clear();
+    cols.push_back(Column("Last Seen", "string"));
+    cells.push_back([](const Json& o) {
+      std::string ts = o.value("lastTimestamp", o["metadata"].value("creationTimestamp", ""));
+      return Json(HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(
+          std::chrono::system_clock::now() - ParseRfc3339(ts))));
+    });
+    cols.push_back(Column("Type", "string"));
+    cells.push_back([](const Json& o) { return Json(o.value("type", "")); });
+    cols.push_back(Column("Reason", "string"));
+    cells.push_back([](const Json& o) { return Json(o.value("reason", "")); });
+    cols.push_back(Column("Object", "string"));
+    cells.push_back([](const Json& o) {
+      const Json io = o.value("involvedObject", Json::object());
+      std::string kind = io.value("kind", "");
+      for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return Json(kind + "/" + io.value("name", ""));
+    });
+    cols.push_back(Column("Message", "string"));
+    cells.push_back([](const Json& o) { return Json(o.value("message", "")); });
   } else if (t.key() == "apiextensions.k8s.io/customresourcedefinitions") {
     cols.push_back(Column("Created At", "date"));
-    cells.push_back([](const Json& o) { return Json(o["metadata"].value("creationTimestamp", "")); });
+    cells.push_back(
+        [](const Json& o) { return Json(o["metadata"].value("creationTimestamp", "")); });
   } else {
     cols.push_back(Column("Age", "string"));
     cells.push_back(age);
@@ -285,33 +328,43 @@ Json KubeSim::Impl::Discovery(const std::string& path, bool* found) const {
     Json list = Json::array();
     for (const auto& [k, t] : types) {
       if (t.group != group || t.version != version) continue;
-      Json verbs = t.virtualOnly ? Json{"create"}
-                                 : Json{"create", "delete", "deletecollection", "get", "list",
-                                        "patch", "update", "watch"};
-      Json r = {{"name", t.plural},         {"singularName", t.singular}, {"namespaced", t.namespaced},
-                {"kind", t.kind},           {"verbs", verbs}};
+      Json verbs =
+          t.virtualOnly ? Json{"create"} : Json{"create", "delete", "deletecollection", "get",
+                                                "list",   "patch",  "update",           "watch"};
+      Json r = {{"name", t.plural},
+                {"singularName", t.singular},
+                {"namespaced", t.namespaced},
+                {"kind", t.kind},
+                {"verbs", verbs}};
       if (!t.shortNames.empty()) r["shortNames"] = t.shortNames;
       if (!t.categories.empty()) r["categories"] = t.categories;
       list.push_back(r);
       if (t.statusSubresource) {
-        list.push_back({{"name", t.plural + "/status"}, {"singularName", ""},
-                        {"namespaced", t.namespaced}, {"kind", t.kind},
+        list.push_back({{"name", t.plural + "/status"},
+                        {"singularName", ""},
+                        {"namespaced", t.namespaced},
+                        {"kind", t.kind},
                         {"verbs", {"get", "patch", "update"}}});
       }
       for (const auto& sub : t.extraSubresources) {
-        list.push_back({{"name", t.plural + "/" + sub}, {"singularName", ""},
-                        {"namespaced", t.namespaced}, {"kind", sub == "token" ? "TokenRequest" : t.kind},
+        list.push_back({{"name", t.plural + "/" + sub},
+                        {"singularName", ""},
+                        {"namespaced", t.namespaced},
+                        {"kind", sub == "token" ? "TokenRequest" : t.kind},
                         {"verbs", sub == "log" ? Json{"get"} : Json{"create"}}});
       }
     }
-    return Json{{"kind", "APIResourceList"}, {"apiVersion", "v1"},
+    return Json{{"kind", "APIResourceList"},
+                {"apiVersion", "v1"},
                 {"groupVersion", group.empty() ? version : group + "/" + version},
                 {"resources", list}};
   };
   if (path == "/api") {
-    return {{"kind", "APIVersions"}, {"versions", {"v1"}},
+    return {{"kind", "APIVersions"},
+            {"versions", {"v1"}},
             {"serverAddressByClientCIDRs",
-             {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", opts.host + ":" + std::to_string(server.port())}}}}};
+             {{{"clientCIDR", "0.0.0.0/0"},
+               {"serverAddress", opts.host + ":" + std::to_string(server.port())}}}}};
   }
   if (path == "/api/v1") return resourceList("", "v1");
   if (path == "/apis") {
@@ -331,8 +384,11 @@ Json KubeSim::Impl::Discovery(const std::string& path, bool* found) const {
     for (const auto& [k, t] : types) {
       if (t.group == parts[1]) {
         Json gv = {{"groupVersion", t.group + "/" + t.version}, {"version", t.version}};
-        return {{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", t.group},
-                {"versions", {gv}}, {"preferredVersion", gv}};
+        return {{"kind", "APIGroup"},
+                {"apiVersion", "v1"},
+                {"name", t.group},
+                {"versions", {gv}},
+                {"preferredVersion", gv}};
       }
     }
   }
@@ -369,16 +425,22 @@ Json KubeSim::Impl::OpenApiV3(const std::string& gvPath, bool* found) const {
     any = true;
     std::string base = "/" + gv + (t.namespaced ? "/namespaces/{namespace}/" : "/") + t.plural;
     Json gvk = {{"group", t.group}, {"version", t.version}, {"kind", t.kind}};
-    Json fv = {{"name", "fieldValidation"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}};
-    Json op = {{"x-kubernetes-group-version-kind", gvk}, {"parameters", {fv}},
+    Json fv = {{"name", "fieldValidation"},
+               {"in", "query"},
+               {"schema", {{"type", "string"}, {"uniqueItems", true}}}};
+    Json op = {{"x-kubernetes-group-version-kind", gvk},
+               {"parameters", {fv}},
                {"responses", {{"200", {{"description", "OK"}}}}}};
     Json item = {{"get", op}, {"put", op}, {"patch", op}, {"delete", op}};
     paths[base + "/{name}"] = item;
     paths[base] = {{"post", op}, {"get", op}};
     if (t.statusSubresource) paths[base + "/{name}/status"] = item;
-    std::string defName = (t.group.empty() ? "io.k8s.api.core." + t.version : t.group + "." + t.version) +
-                          "." + t.kind;
-    Json schema = t.schema.is_object() ? t.schema : Json{{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
+    std::string defName =
+        (t.group.empty() ? "io.k8s.api.core." + t.version : t.group + "." + t.version) + "." +
+        t.kind;
+    Json schema = t.schema.is_object()
+                      ? t.schema
+                      : Json{{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
     schema["x-kubernetes-group-version-kind"] = {gvk};
     schemas[defName] = schema;
   }
@@ -392,8 +454,8 @@ Json KubeSim::Impl::OpenApiV3(const std::string& gvPath, bool* found) const {
           {"components", {{"schemas", schemas}}}};
 }
 
-void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
-                               const ResourceType& t, const std::string& ns) {
+void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp, const ResourceType& t,
+                               const std::string& ns) {
   std::string labelSel = req.Query("labelSelector");
   std::string fieldSel = req.Query("fieldSelector");
   bool bookmarks = Truthy(req.Query("allowWatchBookmarks"));
@@ -413,8 +475,20 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
     if (!fieldSel.empty() && !MatchFieldSelector(fieldSel, o, nullptr)) return false;
     return true;
   };
-  auto line = [](const std::string& type, const Json& obj) {
-    return Json{{"type", type}, {"object", obj}}.dump() + "\n";
+  // `kubectl get -w` asks for Table rows: each event carries a one-row Table, the first with
+  // the column definitions, as kube-apiserver streams them.
+  bool asTable = req.Header("accept").find("as=Table") != std::string::npos;
+  std::string includeObject = req.Query("includeObject");
+  bool columnsSent = false;
+  // Field order as kube-apiserver writes it: type, then object.
+  auto line = [&](const std::string& type, const Json& obj) {
+    if (asTable && type != "ERROR" && type != "BOOKMARK") {
+      Json table = BuildTable(t, {obj}, includeObject);
+      if (columnsSent) table["columnDefinitions"] = Json::array();
+      columnsSent = true;
+      return "{\"type\":\"" + type + "\",\"object\":" + table.dump() + "}\n";
+    }
+    return "{\"type\":\"" + type + "\",\"object\":" + obj.dump() + "}\n";
   };
 
   std::unique_lock<std::mutex> lock(mu);
@@ -425,9 +499,11 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
       if (matches(o)) pending.push_back(line("ADDED", o));
     }
     if (initialEvents && bookmarks) {
-      Json bm = {{"kind", t.kind}, {"apiVersion", t.apiVersion()},
-                 {"metadata", {{"resourceVersion", std::to_string(rv)},
-                               {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}};
+      Json bm = {{"kind", t.kind},
+                 {"apiVersion", t.apiVersion()},
+                 {"metadata",
+                  {{"resourceVersion", std::to_string(rv)},
+                   {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}};
       pending.push_back(line("BOOKMARK", bm));
     }
   } else {
@@ -447,7 +523,8 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
   uint64_t epoch = watchEpoch;
   lock.unlock();
   if (!resp.StartChunked(200, "application/json")) return;
-  auto bookmarkEvery = std::chrono::milliseconds(static_cast<long>(opts.bookmarkIntervalSeconds * 1000));
+  auto bookmarkEvery =
+      std::chrono::milliseconds(static_cast<long>(opts.bookmarkIntervalSeconds * 1000));
   auto nextBookmark = std::chrono::steady_clock::now() + bookmarkEvery;
   for (;;) {
     for (const auto& p : pending) {
@@ -462,8 +539,9 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
         return;
       }
       if (cursor < historyFloor) {
-        Json st = StatusBody(410, "Expired", "too old resource version: " + std::to_string(cursor) +
-                                                 " (" + std::to_string(historyFloor) + ")");
+        Json st = StatusBody(410, "Expired",
+                             "too old resource version: " + std::to_string(cursor) + " (" +
+                                 std::to_string(historyFloor) + ")");
         lock.unlock();
         resp.WriteChunk(line("ERROR", st));
         resp.EndChunked();
@@ -495,7 +573,8 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp,
         return;
       }
       if (bookmarks && nowTp >= nextBookmark) {
-        Json bm = {{"kind", t.kind}, {"apiVersion", t.apiVersion()},
+        Json bm = {{"kind", t.kind},
+                   {"apiVersion", t.apiVersion()},
                    {"metadata", {{"resourceVersion", std::to_string(cursor)}}}};
         pending.push_back(line("BOOKMARK", bm));
         nextBookmark = nowTp + bookmarkEvery;
@@ -525,10 +604,15 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     return;
   }
   if (req.path == "/version") {
-    sendJson(200, {{"major", "1"}, {"minor", "32"}, {"gitVersion", "v1.32.0-kube-sim"},
-                   {"gitCommit", "kube-sim"}, {"gitTreeState", "clean"},
-                   {"buildDate", "2026-01-01T00:00:00Z"}, {"goVersion", "go1.23"},
-                   {"compiler", "gc"}, {"platform", "linux/amd64"}});
+    sendJson(200, {{"major", "1"},
+                   {"minor", "32"},
+                   {"gitVersion", "v1.32.0-kube-sim"},
+                   {"gitCommit", "kube-sim"},
+                   {"gitTreeState", "clean"},
+                   {"buildDate", "2026-01-01T00:00:00Z"},
+                   {"goVersion", "go1.23"},
+                   {"compiler", "gc"},
+                   {"platform", "linux/amd64"}});
     return;
   }
 
@@ -562,8 +646,8 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     lock.lock();
   }
   RequestInfo info = ParseRequestInfo(req);
-  RequestRecord record{user->name, user->groups, user->extra, info.verb, info.group,
-                       info.resource, info.subresource, info.ns, info.name, 0};
+  RequestRecord record{user->name,    user->groups,     user->extra, info.verb, info.group,
+                       info.resource, info.subresource, info.ns,     info.name, 0};
   auto finish = [&](int code) {
     record.code = code;
     if (requests.size() < 200000) requests.push_back(record);
@@ -571,8 +655,9 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   if (fault == 429) {
     finish(429);
     lock.unlock();
-    sendJson(429, StatusBody(429, "TooManyRequests", "Too many requests, please try again later.",
-                             {{"retryAfterSeconds", retryAfter}}),
+    sendJson(429,
+             StatusBody(429, "TooManyRequests", "Too many requests, please try again later.",
+                        {{"retryAfterSeconds", retryAfter}}),
              {}, {{"Retry-After", std::to_string(retryAfter)}});
     return;
   }
@@ -586,11 +671,13 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
 
   // Admin endpoint: fault injection over HTTP, for a kube-sim started as a separate process.
   if (isAdminPath) {
-    bool master = std::find(user->groups.begin(), user->groups.end(), "system:masters") != user->groups.end();
+    bool master =
+        std::find(user->groups.begin(), user->groups.end(), "system:masters") != user->groups.end();
     if (!master || req.path != "/kube-sim/faults" || req.method != "POST") {
       lock.unlock();
-      sendJson(master ? 404 : 403, StatusBody(master ? 404 : 403, master ? "NotFound" : "Forbidden",
-                                              "kube-sim admin: POST /kube-sim/faults (admin token)"));
+      sendJson(master ? 404 : 403,
+               StatusBody(master ? 404 : 403, master ? "NotFound" : "Forbidden",
+                          "kube-sim admin: POST /kube-sim/faults (admin token)"));
       return;
     }
     Json f = Json::parse(req.body, nullptr, false);
@@ -623,8 +710,9 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
           path.rfind("/apis/", 0) == 0 || path.rfind("/openapi/", 0) == 0)) {
       finish(403);
       lock.unlock();
-      sendJson(403, StatusBody(403, "Forbidden", "forbidden: User \"" + user->name +
-                                                     "\" cannot get path \"" + path + "\""));
+      sendJson(403, StatusBody(
+                        403, "Forbidden",
+                        "forbidden: User \"" + user->name + "\" cannot get path \"" + path + "\""));
       return;
     }
     finish(200);
@@ -637,7 +725,9 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     }
     lock.unlock();
     if (!found) {
-      resp.Send(404, "application/json", StatusBody(404, "NotFound", "the server could not find the requested resource").dump());
+      resp.Send(
+          404, "application/json",
+          StatusBody(404, "NotFound", "the server could not find the requested resource").dump());
       return;
     }
     sendJson(200, body);
@@ -660,16 +750,20 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     return;
   }
   std::string verb = info.verb;
-  if (!Authorize(*user, verb, info.group, info.resource, info.subresource, info.ns, info.name, "")) {
+  if (!Authorize(*user, verb, info.group, info.resource, info.subresource, info.ns,
+                 info.name.empty() ? info.nameForAuthz : info.name, "")) {
     finish(403);
-    std::string res = info.subresource.empty() ? info.resource : info.resource + "/" + info.subresource;
-    std::string where = info.ns.empty() ? "at the cluster scope" : "in the namespace \"" + info.ns + "\"";
+    std::string res =
+        info.subresource.empty() ? info.resource : info.resource + "/" + info.subresource;
+    std::string where =
+        info.ns.empty() ? "at the cluster scope" : "in the namespace \"" + info.ns + "\"";
     std::string prefix = t.qualified() + (info.name.empty() ? "" : " \"" + info.name + "\"");
     lock.unlock();
-    sendJson(403, StatusBody(403, "Forbidden",
-                             prefix + " is forbidden: User \"" + user->name + "\" cannot " + verb +
-                                 " resource \"" + res + "\" in API group \"" + info.group + "\" " + where,
-                             {{"name", info.name}, {"group", info.group}, {"kind", info.resource}}));
+    sendJson(403, StatusBody(
+                      403, "Forbidden",
+                      prefix + " is forbidden: User \"" + user->name + "\" cannot " + verb +
+                          " resource \"" + res + "\" in API group \"" + info.group + "\" " + where,
+                      {{"name", info.name}, {"group", info.group}, {"kind", info.resource}}));
     return;
   }
   if (!t.namespaced && !info.ns.empty()) {
@@ -717,16 +811,20 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     if (t.kind == "SelfSubjectReview") {
       Json extra = Json::object();
       for (const auto& [k, v] : user->extra) extra[k] = v;
-      out["status"] = {{"userInfo", {{"username", user->name}, {"groups", user->groups}, {"extra", extra}}}};
+      out["status"] = {
+          {"userInfo", {{"username", user->name}, {"groups", user->groups}, {"extra", extra}}}};
       if (!user->uid.empty()) out["status"]["userInfo"]["uid"] = user->uid;
     } else if (t.kind == "SelfSubjectAccessReview") {
-      const Json ra = body.value("spec", Json::object()).value("resourceAttributes", Json::object());
-      const Json nra = body.value("spec", Json::object()).value("nonResourceAttributes", Json::object());
-      bool allowed = ra.is_object() && !ra.empty()
-                         ? Authorize(*user, ra.value("verb", ""), ra.value("group", ""),
-                                     ra.value("resource", ""), ra.value("subresource", ""),
-                                     ra.value("namespace", ""), ra.value("name", ""), "")
-                         : Authorize(*user, nra.value("verb", ""), "", "", "", "", "", nra.value("path", ""));
+      const Json ra =
+          body.value("spec", Json::object()).value("resourceAttributes", Json::object());
+      const Json nra =
+          body.value("spec", Json::object()).value("nonResourceAttributes", Json::object());
+      bool allowed =
+          ra.is_object() && !ra.empty()
+              ? Authorize(*user, ra.value("verb", ""), ra.value("group", ""),
+                          ra.value("resource", ""), ra.value("subresource", ""),
+                          ra.value("namespace", ""), ra.value("name", ""), "")
+              : Authorize(*user, nra.value("verb", ""), "", "", "", "", "", nra.value("path", ""));
       out["status"] = {{"allowed", allowed}};
     }
     out["apiVersion"] = t.apiVersion();
@@ -797,8 +895,7 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     }
     body["apiVersion"] = "authentication.k8s.io/v1";
     body["kind"] = "TokenRequest";
-    body["status"] = {{"token", *tok},
-                      {"expirationTimestamp", NowRfc3339()}};
+    body["status"] = {{"token", *tok}, {"expirationTimestamp", NowRfc3339()}};
     finish(201);
     lock.unlock();
     sendJson(201, body);
@@ -836,9 +933,10 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
 
   if (verb == "get") {
     Json* obj = FindObject(t, info.ns, info.name);
-    Outcome o = obj == nullptr ? NotFound(t, info.name)
-                               : Outcome{200, wantTable ? BuildTable(t, {*obj}, req.Query("includeObject"))
-                                                        : *obj};
+    Outcome o =
+        obj == nullptr
+            ? NotFound(t, info.name)
+            : Outcome{200, wantTable ? BuildTable(t, {*obj}, req.Query("includeObject")) : *obj};
     finish(o.code);
     lock.unlock();
     sendOutcome(o);
@@ -865,14 +963,15 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       if (listRv < historyFloor) {
         finish(410);
         lock.unlock();
-        sendJson(410, StatusBody(410, "Expired",
-                                 "The provided continue parameter is too old to display a consistent "
-                                 "list result. You can start a new list without the continue "
-                                 "parameter, or use the continue token in this response to retrieve "
-                                 "the remainder of the results. Continuing with the provided token "
-                                 "results in an inconsistent list - objects that were created, "
-                                 "modified, or deleted between the time the first chunk was returned "
-                                 "and now may show up in the list."));
+        sendJson(410,
+                 StatusBody(410, "Expired",
+                            "The provided continue parameter is too old to display a consistent "
+                            "list result. You can start a new list without the continue "
+                            "parameter, or use the continue token in this response to retrieve "
+                            "the remainder of the results. Continuing with the provided token "
+                            "results in an inconsistent list - objects that were created, "
+                            "modified, or deleted between the time the first chunk was returned "
+                            "and now may show up in the list."));
         return;
       }
     }
@@ -881,8 +980,9 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       if (want < historyFloor) {
         finish(410);
         lock.unlock();
-        sendJson(410, StatusBody(410, "Expired", "too old resource version: " + std::to_string(want) +
-                                                     " (" + std::to_string(historyFloor) + ")"));
+        sendJson(410, StatusBody(410, "Expired",
+                                 "too old resource version: " + std::to_string(want) + " (" +
+                                     std::to_string(historyFloor) + ")"));
         return;
       }
     }
@@ -890,9 +990,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     std::string nextKey;
     for (const auto& [k, o] : objects[t.key()]) {
       if (!startAfter.empty() && k <= startAfter) continue;
-      if (t.namespaced && !info.ns.empty() && o["metadata"].value("namespace", "") != info.ns) continue;
+      if (t.namespaced && !info.ns.empty() && o["metadata"].value("namespace", "") != info.ns)
+        continue;
       std::string err;
-      if (!labelSel.empty() && !MatchLabelSelector(labelSel, o["metadata"].value("labels", Json::object()), &err)) {
+      if (!labelSel.empty() &&
+          !MatchLabelSelector(labelSel, o["metadata"].value("labels", Json::object()), &err)) {
         if (!err.empty()) {
           finish(400);
           lock.unlock();
@@ -921,7 +1023,10 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       body = BuildTable(t, items, req.Query("includeObject"));
       body["metadata"] = meta;
     } else {
-      body = {{"kind", t.kind + "List"}, {"apiVersion", t.apiVersion()}, {"metadata", meta}, {"items", items}};
+      body = {{"kind", t.kind + "List"},
+              {"apiVersion", t.apiVersion()},
+              {"metadata", meta},
+              {"items", items}};
     }
     finish(200);
     lock.unlock();
@@ -987,7 +1092,10 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
         target = cur->patch(body);
       } catch (const std::exception& e) {
         finish(422);
-        Outcome o = Err(422, "Invalid", std::string("the server rejected our request due to an error in our request: ") + e.what());
+        Outcome o =
+            Err(422, "Invalid",
+                std::string("the server rejected our request due to an error in our request: ") +
+                    e.what());
         lock.unlock();
         sendOutcome(o);
         return;
@@ -996,10 +1104,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       if (t.crd) {
         finish(415);
         lock.unlock();
-        sendJson(415, StatusBody(415, "UnsupportedMediaType",
-                                 "the body of the request was in an unknown format - accepted media "
-                                 "types include: application/json-patch+json, "
-                                 "application/merge-patch+json, application/apply-patch+yaml"));
+        sendJson(415,
+                 StatusBody(415, "UnsupportedMediaType",
+                            "the body of the request was in an unknown format - accepted media "
+                            "types include: application/json-patch+json, "
+                            "application/merge-patch+json, application/apply-patch+yaml"));
         return;
       }
       target = StrategicMerge(*cur, body);
@@ -1017,7 +1126,8 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       sendOutcome(*denied);
       return;
     }
-    Outcome o = ReplaceLocked(t, info.ns, info.name, target, statusOnly, dryRun, fieldValidation, &warnings);
+    Outcome o = ReplaceLocked(t, info.ns, info.name, target, statusOnly, dryRun, fieldValidation,
+                              &warnings);
     finish(o.code);
     lock.unlock();
     sendOutcome(o, warnings);
@@ -1053,8 +1163,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     std::string fieldSel = req.Query("fieldSelector");
     std::vector<std::string> names;
     for (const auto& [k, o] : objects[t.key()]) {
-      if (t.namespaced && !info.ns.empty() && o["metadata"].value("namespace", "") != info.ns) continue;
-      if (!labelSel.empty() && !MatchLabelSelector(labelSel, o["metadata"].value("labels", Json::object()), nullptr)) continue;
+      if (t.namespaced && !info.ns.empty() && o["metadata"].value("namespace", "") != info.ns)
+        continue;
+      if (!labelSel.empty() &&
+          !MatchLabelSelector(labelSel, o["metadata"].value("labels", Json::object()), nullptr))
+        continue;
       if (!fieldSel.empty() && !MatchFieldSelector(fieldSel, o, nullptr)) continue;
       names.push_back(o["metadata"].value("name", ""));
     }
@@ -1066,7 +1179,8 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
   }
   finish(405);
   lock.unlock();
-  sendJson(405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+  sendJson(405, StatusBody(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource"));
 }
 
 }  // namespace perfgate::kubesim

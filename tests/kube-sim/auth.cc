@@ -25,14 +25,10 @@ Result<std::string> KubeSim::Impl::IssueTokenLocked(const std::string& ns, const
                      {"uid", node != nullptr ? (*node)["metadata"].value("uid", "") : ""}};
     }
   }
-  Json claims = {{"iss", issuer},
-                 {"sub", "system:serviceaccount:" + ns + ":" + sa},
-                 {"aud", {issuer}},
-                 {"iat", now},
-                 {"nbf", now},
-                 {"exp", now + expirationSeconds},
-                 {"jti", NewUid()},
-                 {"kubernetes.io", k8s}};
+  Json claims = {{"iss", issuer},   {"sub", "system:serviceaccount:" + ns + ":" + sa},
+                 {"aud", {issuer}}, {"iat", now},
+                 {"nbf", now},      {"exp", now + expirationSeconds},
+                 {"jti", NewUid()}, {"kubernetes.io", k8s}};
   if (claimsOut != nullptr) *claimsOut = claims;
   return SignJwt(claims.dump(), signingKey);
 }
@@ -98,7 +94,8 @@ bool RuleAllows(const Json& rule, const std::string& verb, const std::string& gr
     for (const auto& u : rule.value("nonResourceURLs", Json::array())) {
       std::string s = u.get<std::string>();
       if (s == "*" || s == path) return true;
-      if (!s.empty() && s.back() == '*' && path.rfind(s.substr(0, s.size() - 1), 0) == 0) return true;
+      if (!s.empty() && s.back() == '*' && path.rfind(s.substr(0, s.size() - 1), 0) == 0)
+        return true;
     }
     return false;
   }
@@ -142,8 +139,8 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
   }
   auto rulesOf = [&](const std::string& kind, const std::string& roleNs,
                      const std::string& roleName) -> Json {
-    const ResourceType* t = FindType("rbac.authorization.k8s.io",
-                                     kind == "ClusterRole" ? "clusterroles" : "roles");
+    const ResourceType* t =
+        FindType("rbac.authorization.k8s.io", kind == "ClusterRole" ? "clusterroles" : "roles");
     Json* role = FindObject(*t, roleNs, roleName);
     return role == nullptr ? Json::array() : role->value("rules", Json::array());
   };
@@ -155,7 +152,8 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
   };
   for (const auto& [k, b] : objects["rbac.authorization.k8s.io/clusterrolebindings"]) {
     bool match = false;
-    for (const auto& s : b.value("subjects", Json::array())) match = match || SubjectMatches(s, user);
+    for (const auto& s : b.value("subjects", Json::array()))
+      match = match || SubjectMatches(s, user);
     if (!match) continue;
     if (anyAllows(rulesOf("ClusterRole", "", b["roleRef"].value("name", "")))) return true;
   }
@@ -163,7 +161,8 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
     for (const auto& [k, b] : objects["rbac.authorization.k8s.io/rolebindings"]) {
       if (b["metadata"].value("namespace", "") != ns) continue;
       bool match = false;
-      for (const auto& s : b.value("subjects", Json::array())) match = match || SubjectMatches(s, user);
+      for (const auto& s : b.value("subjects", Json::array()))
+        match = match || SubjectMatches(s, user);
       if (!match) continue;
       std::string kind = b["roleRef"].value("kind", "");
       if (anyAllows(rulesOf(kind, kind == "Role" ? ns : "", b["roleRef"].value("name", "")))) {

@@ -42,7 +42,8 @@ int GpuRequest(const Json& pod) {
       const Json m = res.value(kind, Json::object());
       if (m.contains("nvidia.com/gpu")) {
         const Json& v = m["nvidia.com/gpu"];
-        want = std::max(want, v.is_string() ? std::atoi(v.get<std::string>().c_str()) : v.get<int>());
+        want =
+            std::max(want, v.is_string() ? std::atoi(v.get<std::string>().c_str()) : v.get<int>());
       }
     }
     total += want;
@@ -101,8 +102,10 @@ std::string NodeMisfit(const Json& pod, const Json& node, int freeGpus, int gpuR
   const Json& tolerations = Field(podSpec, "tolerations");
   const Json noTolerations = Json::array();
   const Json& tols = tolerations.is_array() ? tolerations : noTolerations;
-  if (Field(nodeSpec, "unschedulable").is_boolean() && Field(nodeSpec, "unschedulable").get<bool>()) {
-    bool tolerated = Tolerates(tols, {{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}});
+  if (Field(nodeSpec, "unschedulable").is_boolean() &&
+      Field(nodeSpec, "unschedulable").get<bool>()) {
+    bool tolerated =
+        Tolerates(tols, {{"key", "node.kubernetes.io/unschedulable"}, {"effect", "NoSchedule"}});
     if (!tolerated) return "node(s) were unschedulable";
   }
   const Json& sel = Field(podSpec, "nodeSelector");
@@ -223,21 +226,24 @@ void KubeSim::Impl::RecordEventLocked(const Json& involved, const std::string& t
   const ResourceType& evType = *FindType("", "events");
   std::string ns = involved["metadata"].value("namespace", "default");
   if (FindObject(*FindType("", "namespaces"), "", ns) == nullptr) return;
-  Json ev = {{"metadata", {{"generateName", involved["metadata"].value("name", "x") + "."},
-                           {"namespace", ns}}},
-             {"involvedObject", {{"kind", involved.value("kind", "")},
-                                 {"apiVersion", involved.value("apiVersion", "")},
-                                 {"name", involved["metadata"].value("name", "")},
-                                 {"namespace", ns},
-                                 {"uid", involved["metadata"].value("uid", "")}}},
-             {"type", type},
-             {"reason", reason},
-             {"message", message},
-             {"count", 1},
-             {"firstTimestamp", NowRfc3339()},
-             {"lastTimestamp", NowRfc3339()},
-             {"source", {{"component", reason == "Scheduled" || reason == "FailedScheduling"
-                                           ? "default-scheduler" : "kubelet"}}}};
+  Json ev = {
+      {"metadata",
+       {{"generateName", involved["metadata"].value("name", "x") + "."}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"kind", involved.value("kind", "")},
+        {"apiVersion", involved.value("apiVersion", "")},
+        {"name", involved["metadata"].value("name", "")},
+        {"namespace", ns},
+        {"uid", involved["metadata"].value("uid", "")}}},
+      {"type", type},
+      {"reason", reason},
+      {"message", message},
+      {"count", 1},
+      {"firstTimestamp", NowRfc3339()},
+      {"lastTimestamp", NowRfc3339()},
+      {"source",
+       {{"component", reason == "Scheduled" || reason == "FailedScheduling" ? "default-scheduler"
+                                                                            : "kubelet"}}}};
   CreateLocked(evType, ns, ev, false, "", nullptr);
 }
 
@@ -250,8 +256,11 @@ Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
                  {"nvidia.com/gpu.product", spec.gpuProduct},
                  {"nvidia.com/gpu.count", std::to_string(spec.gpus)}};
   for (const auto& [k, v] : spec.labels) labels[k] = v;
-  Json resources = {{"cpu", "64"}, {"memory", "2113929216Ki"}, {"pods", "110"},
-                    {"ephemeral-storage", "1Ti"}, {"nvidia.com/gpu", std::to_string(spec.gpus)}};
+  Json resources = {{"cpu", "64"},
+                    {"memory", "2113929216Ki"},
+                    {"pods", "110"},
+                    {"ephemeral-storage", "1Ti"},
+                    {"nvidia.com/gpu", std::to_string(spec.gpus)}};
   Json node = {{"apiVersion", "v1"},
                {"kind", "Node"},
                {"metadata", {{"name", spec.name}, {"labels", labels}}},
@@ -260,14 +269,20 @@ Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
                 {{"capacity", resources},
                  {"allocatable", resources},
                  {"conditions",
-                  {{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"},
+                  {{{"type", "Ready"},
+                    {"status", "True"},
+                    {"reason", "KubeletReady"},
                     {"message", "kubelet is posting ready status"},
-                    {"lastHeartbeatTime", NowRfc3339()}, {"lastTransitionTime", NowRfc3339()}}}},
-                 {"addresses", {{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
-                                {{"type", "Hostname"}, {"address", spec.name}}}},
-                 {"nodeInfo", {{"kubeletVersion", "v1.32.0-kube-sim"},
-                               {"containerRuntimeVersion", "kube-sim://1"},
-                               {"operatingSystem", "linux"}, {"architecture", "amd64"}}}}}};
+                    {"lastHeartbeatTime", NowRfc3339()},
+                    {"lastTransitionTime", NowRfc3339()}}}},
+                 {"addresses",
+                  {{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
+                   {{"type", "Hostname"}, {"address", spec.name}}}},
+                 {"nodeInfo",
+                  {{"kubeletVersion", "v1.32.0-kube-sim"},
+                   {"containerRuntimeVersion", "kube-sim://1"},
+                   {"operatingSystem", "linux"},
+                   {"architecture", "amd64"}}}}}};
   if (spec.taints.empty()) node["spec"].erase("taints");
   if (spec.unschedulable) node["spec"]["unschedulable"] = true;
   Outcome o = CreateLocked(t, "", node, false, "", nullptr);
@@ -278,9 +293,19 @@ Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
 void KubeSim::Impl::ControllerLoop() {
   std::unique_lock<std::mutex> lock(mu);
   while (!stopping) {
-    auto wait = runs.empty() ? std::chrono::milliseconds(200) : std::chrono::milliseconds(20);
+    auto wait = runs.empty() && restartNotBefore.empty() ? std::chrono::milliseconds(200)
+                                                         : std::chrono::milliseconds(20);
     controlCv.wait_for(lock, wait, [&] { return stopping || dirty; });
     if (stopping) break;
+    auto now = std::chrono::steady_clock::now();
+    for (auto it = restartNotBefore.begin(); it != restartNotBefore.end();) {
+      if (it->second <= now) {
+        dirty = true;  // KubeletLocked restarts it
+        it = restartNotBefore.erase(it);
+      } else {
+        ++it;
+      }
+    }
     if (dirty) {
       dirty = false;
       if (gcDirty) {
@@ -299,7 +324,7 @@ void KubeSim::Impl::GarbageCollectLocked() {
   for (const auto& [key, m] : objects) {
     for (const auto& [k, o] : m) {
       byUid[o["metadata"].value("uid", "")] = {key, o["metadata"].value("namespace", ""),
-                                                o["metadata"].value("name", "")};
+                                               o["metadata"].value("name", "")};
     }
   }
   std::vector<Ref> toDelete;
@@ -325,6 +350,7 @@ void KubeSim::Impl::GarbageCollectLocked() {
       Ref self{key, md.value("namespace", ""), md.value("name", "")};
       Json kept = Json::array();
       bool deleteMe = false;
+      int dangling = 0;
       for (const auto& ref : md["ownerReferences"]) {
         std::string uid = ref.value("uid", "");
         if (orphanOwners.count(uid) > 0) continue;
@@ -332,9 +358,13 @@ void KubeSim::Impl::GarbageCollectLocked() {
           deleteMe = true;
           ++dependentsOf[uid];
         }
-        if (byUid.count(uid) > 0) kept.push_back(ref);
+        if (byUid.count(uid) > 0) {
+          kept.push_back(ref);
+        } else {
+          ++dangling;
+        }
       }
-      if (deleteMe || (kept.empty() && !md["ownerReferences"].empty())) {
+      if (deleteMe || (kept.empty() && dangling > 0)) {
         if (!md.contains("deletionTimestamp") || deleteMe) toDelete.push_back(self);
       } else if (kept.size() != md["ownerReferences"].size()) {
         toUpdate.emplace_back(self, kept);
@@ -397,7 +427,8 @@ void KubeSim::Impl::GarbageCollectLocked() {
       for (const auto& [k, o] : objects[key]) {
         if (o["metadata"].value("namespace", "") != ns) continue;
         empty = false;
-        if (!o["metadata"].contains("deletionTimestamp")) doomed.emplace_back(key, o["metadata"]["name"]);
+        if (!o["metadata"].contains("deletionTimestamp"))
+          doomed.emplace_back(key, o["metadata"]["name"]);
       }
     }
     for (const auto& [key, name] : doomed) {
@@ -432,7 +463,9 @@ void KubeSim::Impl::ScheduleLocked() {
   int maxAllocatable = 0;
   for (const auto& [nk, node] : nodes) {
     const Json& alloc = Field(Field(Field(node, "status"), "allocatable"), "nvidia.com/gpu");
-    int a = alloc.is_string() ? std::atoi(alloc.get<std::string>().c_str()) : alloc.is_number() ? alloc.get<int>() : 0;
+    int a = alloc.is_string()   ? std::atoi(alloc.get<std::string>().c_str())
+            : alloc.is_number() ? alloc.get<int>()
+                                : 0;
     nodeInfos.push_back({node["metadata"]["name"].get<std::string>(), a, &node});
     maxAllocatable = std::max(maxAllocatable, a);
   }
@@ -465,7 +498,9 @@ void KubeSim::Impl::ScheduleLocked() {
     if (!best.empty()) {
       Json updated = pod;
       updated["spec"]["nodeName"] = best;
-      conds.push_back({{"type", "PodScheduled"}, {"status", "True"}, {"lastProbeTime", nullptr},
+      conds.push_back({{"type", "PodScheduled"},
+                       {"status", "True"},
+                       {"lastProbeTime", nullptr},
                        {"lastTransitionTime", NowRfc3339()}});
       updated["status"]["conditions"] = conds;
       Json prev = it->second;
@@ -496,8 +531,11 @@ void KubeSim::Impl::ScheduleLocked() {
       if (c.value("type", "") == "PodScheduled" && c.value("message", "") == message) same = true;
     }
     if (same) continue;
-    conds.push_back({{"type", "PodScheduled"}, {"status", "False"}, {"lastProbeTime", nullptr},
-                     {"lastTransitionTime", NowRfc3339()}, {"reason", "Unschedulable"},
+    conds.push_back({{"type", "PodScheduled"},
+                     {"status", "False"},
+                     {"lastProbeTime", nullptr},
+                     {"lastTransitionTime", NowRfc3339()},
+                     {"reason", "Unschedulable"},
                      {"message", message}});
     status["conditions"] = conds;
     SetPodStatusLocked(ns, name, status);
@@ -524,6 +562,7 @@ void KubeSim::Impl::KubeletLocked() {
     std::string node = p["spec"].value("nodeName", "");
     if (node.empty() || Terminal(p) || p["metadata"].contains("deletionTimestamp")) continue;
     if (runs.count(p["metadata"].value("uid", "")) > 0) continue;
+    if (restartNotBefore.count(p["metadata"].value("uid", "")) > 0) continue;
     if (FindObject(*FindType("", "nodes"), "", node) == nullptr) continue;
     toStart.push_back(k);
   }
@@ -558,7 +597,9 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     }
     for (const char* type : {"Initialized", "ContainersReady", "Ready"}) {
       bool value = std::string(type) == "Initialized" || ready;
-      Json c = {{"type", type}, {"status", value ? "True" : "False"}, {"lastProbeTime", nullptr},
+      Json c = {{"type", type},
+                {"status", value ? "True" : "False"},
+                {"lastProbeTime", nullptr},
                 {"lastTransitionTime", NowRfc3339()}};
       if (!value) c["reason"] = "PodCompleted";
       conds.push_back(c);
@@ -576,7 +617,8 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
       const ResourceType* t = FindTypeByKind(obj.value("apiVersion", ""), obj.value("kind", ""));
       if (t == nullptr) continue;
       ResourceType copy = *t;
-      CreateLocked(copy, obj.value("metadata", Json::object()).value("namespace", ns), obj, false, "", nullptr);
+      CreateLocked(copy, obj.value("metadata", Json::object()).value("namespace", ns), obj, false,
+                   "", nullptr);
     }
     run.finished = true;
     run.logText = outcome.log;
@@ -589,8 +631,12 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     if (!outcome.terminationMessage.empty()) term["message"] = outcome.terminationMessage;
     status["phase"] = outcome.exitCode == 0 ? "Succeeded" : "Failed";
     setConds(false);
-    status["containerStatuses"] = {{{"name", cname}, {"image", image}, {"imageID", image},
-                                    {"ready", false}, {"started", false}, {"restartCount", 0},
+    status["containerStatuses"] = {{{"name", cname},
+                                    {"image", image},
+                                    {"imageID", image},
+                                    {"ready", false},
+                                    {"started", false},
+                                    {"restartCount", 0},
                                     {"state", {{"terminated", term}}}}};
     SetPodStatusLocked(ns, name, status);
     return;
@@ -630,8 +676,9 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     return out;
   };
   for (const auto& ef : container.value("envFrom", Json::array())) {
-    Json data = ef.contains("configMapRef") ? configMapData(ef["configMapRef"].value("name", ""))
-                                            : secretData(ef.value("secretRef", Json::object()).value("name", ""));
+    Json data = ef.contains("configMapRef")
+                    ? configMapData(ef["configMapRef"].value("name", ""))
+                    : secretData(ef.value("secretRef", Json::object()).value("name", ""));
     for (const auto& [k, v] : data.items()) env[ef.value("prefix", "") + k] = v.get<std::string>();
   }
   for (const auto& e : container.value("env", Json::array())) {
@@ -643,14 +690,18 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
       if (vf.contains("fieldRef")) {
         env[key] = FieldRef(pod, vf["fieldRef"].value("fieldPath", ""));
       } else if (vf.contains("configMapKeyRef")) {
-        env[key] = configMapData(vf["configMapKeyRef"].value("name", "")).value(vf["configMapKeyRef"].value("key", ""), "");
+        env[key] = configMapData(vf["configMapKeyRef"].value("name", ""))
+                       .value(vf["configMapKeyRef"].value("key", ""), "");
       } else if (vf.contains("secretKeyRef")) {
-        env[key] = secretData(vf["secretKeyRef"].value("name", "")).value(vf["secretKeyRef"].value("key", ""), "");
+        env[key] = secretData(vf["secretKeyRef"].value("name", ""))
+                       .value(vf["secretKeyRef"].value("key", ""), "");
       } else if (vf.contains("resourceFieldRef")) {
         std::string res = vf["resourceFieldRef"].value("resource", "");
-        std::vector<Json> got = JsonPathEval(container, ".resources." + res.substr(0, res.find('.')) +
-                                                            "['" + res.substr(res.find('.') + 1) + "']");
-        env[key] = got.empty() ? "0" : (got[0].is_string() ? got[0].get<std::string>() : got[0].dump());
+        std::vector<Json> got =
+            JsonPathEval(container, ".resources." + res.substr(0, res.find('.')) + "['" +
+                                        res.substr(res.find('.') + 1) + "']");
+        env[key] =
+            got.empty() ? "0" : (got[0].is_string() ? got[0].get<std::string>() : got[0].dump());
       }
     } else {
       env[key] = "";
@@ -660,8 +711,8 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
   // Volumes, written under the pod root at their mountPath.
   std::string token;
   {
-    Result<std::string> tok = IssueTokenLocked(ns, pod["spec"].value("serviceAccountName", "default"),
-                                               name, 3600, nullptr);
+    Result<std::string> tok = IssueTokenLocked(
+        ns, pod["spec"].value("serviceAccountName", "default"), name, 3600, nullptr);
     if (tok.ok()) token = *tok;
   }
   const Json volumes = pod["spec"].value("volumes", Json::array());
@@ -671,33 +722,43 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
       if (items.is_array() && !items.empty()) {
         for (const auto& it : items) {
           std::string k = it.value("key", "");
-          if (data.contains(k)) WriteFile(dir / it.value("path", k), data[k].get<std::string>(), it.value("mode", mode));
+          if (data.contains(k))
+            WriteFile(dir / it.value("path", k), data[k].get<std::string>(),
+                      it.value("mode", mode));
         }
       } else {
         for (const auto& [k, v] : data.items()) WriteFile(dir / k, v.get<std::string>(), mode);
       }
     };
     if (vol.contains("configMap")) {
-      writeItems(configMapData(vol["configMap"].value("name", "")), vol["configMap"].value("items", Json::array()),
+      writeItems(configMapData(vol["configMap"].value("name", "")),
+                 vol["configMap"].value("items", Json::array()),
                  vol["configMap"].value("defaultMode", 0644));
     } else if (vol.contains("secret")) {
-      writeItems(secretData(vol["secret"].value("secretName", "")), vol["secret"].value("items", Json::array()),
+      writeItems(secretData(vol["secret"].value("secretName", "")),
+                 vol["secret"].value("items", Json::array()),
                  vol["secret"].value("defaultMode", 0644));
     } else if (vol.contains("downwardAPI")) {
       for (const auto& it : vol["downwardAPI"].value("items", Json::array())) {
-        if (it.contains("fieldRef")) WriteFile(dir / it.value("path", "x"), FieldRef(pod, it["fieldRef"].value("fieldPath", "")), 0644);
+        if (it.contains("fieldRef"))
+          WriteFile(dir / it.value("path", "x"),
+                    FieldRef(pod, it["fieldRef"].value("fieldPath", "")), 0644);
       }
     } else if (vol.contains("projected")) {
       for (const auto& src : vol["projected"].value("sources", Json::array())) {
         if (src.contains("serviceAccountToken")) {
           WriteFile(dir / src["serviceAccountToken"].value("path", "token"), token, 0600);
         } else if (src.contains("configMap")) {
-          writeItems(configMapData(src["configMap"].value("name", "")), src["configMap"].value("items", Json::array()), 0644);
+          writeItems(configMapData(src["configMap"].value("name", "")),
+                     src["configMap"].value("items", Json::array()), 0644);
         } else if (src.contains("secret")) {
-          writeItems(secretData(src["secret"].value("name", "")), src["secret"].value("items", Json::array()), 0644);
+          writeItems(secretData(src["secret"].value("name", "")),
+                     src["secret"].value("items", Json::array()), 0644);
         } else if (src.contains("downwardAPI")) {
           for (const auto& it : src["downwardAPI"].value("items", Json::array())) {
-            if (it.contains("fieldRef")) WriteFile(dir / it.value("path", "x"), FieldRef(pod, it["fieldRef"].value("fieldPath", "")), 0644);
+            if (it.contains("fieldRef"))
+              WriteFile(dir / it.value("path", "x"),
+                        FieldRef(pod, it["fieldRef"].value("fieldPath", "")), 0644);
           }
         }
       }
@@ -711,7 +772,9 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     for (const auto& vol : volumes) {
       if (vol.value("name", "") != vm.value("name", "")) continue;
       std::string mountPath = vm.value("mountPath", "/");
-      writeVolume(vol, root / mountPath.substr(mountPath.find_first_not_of('/') == std::string::npos ? mountPath.size() : mountPath.find_first_not_of('/')));
+      writeVolume(vol, root / mountPath.substr(mountPath.find_first_not_of('/') == std::string::npos
+                                                   ? mountPath.size()
+                                                   : mountPath.find_first_not_of('/')));
     }
   }
   bool automount = pod["spec"].value("automountServiceAccountToken", true);
@@ -725,16 +788,19 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
   // runs it; any other command runs as given.
   std::vector<std::string> argv;
   std::vector<std::string> command, args;
-  for (const auto& c : container.value("command", Json::array())) command.push_back(ExpandVars(c, env));
+  for (const auto& c : container.value("command", Json::array()))
+    command.push_back(ExpandVars(c, env));
   for (const auto& a : container.value("args", Json::array())) args.push_back(ExpandVars(a, env));
   auto mapped = opts.imageMap.find(image);
   if (mapped == opts.imageMap.end()) {
-    std::string noTag = image.substr(0, image.rfind(':') == std::string::npos || image.rfind(':') < image.rfind('/') ? image.size() : image.rfind(':'));
+    std::string noTag =
+        image.substr(0, image.rfind(':') == std::string::npos || image.rfind(':') < image.rfind('/')
+                            ? image.size()
+                            : image.rfind(':'));
     mapped = opts.imageMap.find(noTag);
   }
   if (mapped != opts.imageMap.end()) {
-    if (command.empty() ||
-        fs::path(command[0]).filename() == fs::path(mapped->second).filename()) {
+    if (command.empty() || fs::path(command[0]).filename() == fs::path(mapped->second).filename()) {
       argv.push_back(mapped->second);
       if (!command.empty()) argv.insert(argv.end(), command.begin() + 1, command.end());
     } else {
@@ -746,11 +812,16 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
   argv.insert(argv.end(), args.begin(), args.end());
 
   Json cstatus = {{"name", cname}, {"image", image}, {"imageID", image}, {"restartCount", 0}};
+  const Json previous = status.value("containerStatuses", Json::array());
+  if (!previous.empty()) {
+    cstatus["restartCount"] = previous[0].value("restartCount", 0);
+    if (previous[0].contains("lastState")) cstatus["lastState"] = previous[0]["lastState"];
+  }
   pid_t pid = -1;
   std::string spawnError;
   if (argv.empty()) {
-    spawnError = "kube-sim: container has no command and image \"" + image +
-                 "\" is not in --image-map";
+    spawnError =
+        "kube-sim: container has no command and image \"" + image + "\" is not in --image-map";
   } else {
     std::vector<std::string> envStrings;
     for (const auto& [k, v] : env) envStrings.push_back(k + "=" + v);
@@ -762,7 +833,8 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, run.logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, run.logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawn_file_actions_addchdir_np(&fa, root.c_str());
     posix_spawnattr_t attr;
@@ -784,9 +856,12 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     setConds(false);
     cstatus["ready"] = false;
     cstatus["started"] = false;
-    cstatus["state"] = {{"terminated", {{"exitCode", 128}, {"reason", "StartError"},
-                                        {"message", spawnError}, {"startedAt", NowRfc3339()},
-                                        {"finishedAt", NowRfc3339()}}}};
+    cstatus["state"] = {{"terminated",
+                         {{"exitCode", 128},
+                          {"reason", "StartError"},
+                          {"message", spawnError},
+                          {"startedAt", NowRfc3339()},
+                          {"finishedAt", NowRfc3339()}}}};
     status["containerStatuses"] = {cstatus};
     SetPodStatusLocked(ns, name, status);
     RecordEventLocked(pod, "Warning", "Failed", spawnError);
@@ -824,13 +899,15 @@ void KubeSim::Impl::ReapPodsLocked() {
       bool deleting = gone || run.deleting || (*pod)["metadata"].contains("deletionTimestamp");
       if (deleting && !run.killAt) {
         ::kill(-run.pid, SIGTERM);
-        long grace = gone || run.deleting ? 0 : (*pod)["metadata"].value("deletionGracePeriodSeconds", 30L);
+        long grace =
+            gone || run.deleting ? 0 : (*pod)["metadata"].value("deletionGracePeriodSeconds", 30L);
         run.killAt = now + std::chrono::seconds(grace);
       }
       if (run.killAt && now >= *run.killAt) ::kill(-run.pid, SIGKILL);
       if (!deleting && pod != nullptr) {
         long deadline = (*pod)["spec"].value("activeDeadlineSeconds", 0L);
-        if (deadline > 0 && now - run.started >= std::chrono::seconds(deadline) && !run.deadlineKilled) {
+        if (deadline > 0 && now - run.started >= std::chrono::seconds(deadline) &&
+            !run.deadlineKilled) {
           run.deadlineKilled = true;
           ::kill(-run.pid, SIGKILL);
         }
@@ -865,7 +942,9 @@ void KubeSim::Impl::ReapPodsLocked() {
     }
     if (!message.empty()) term["message"] = message;
     if (!WIFEXITED(wstatus) && WTERMSIG(wstatus) == SIGKILL && !run.deadlineKilled &&
-        (*pod)["metadata"].value("annotations", Json::object()).value("kube-sim.perfgate.io/oom-on-kill", "") == "true") {
+        (*pod)["metadata"]
+                .value("annotations", Json::object())
+                .value("kube-sim.perfgate.io/oom-on-kill", "") == "true") {
       term["reason"] = "OOMKilled";
     }
     std::string policy = (*pod)["spec"].value("restartPolicy", "Always");
@@ -873,7 +952,8 @@ void KubeSim::Impl::ReapPodsLocked() {
     cs["ready"] = false;
     cs["started"] = false;
     cs["state"] = {{"terminated", term}};
-    bool restart = !run.deadlineKilled && (policy == "Always" || (policy == "OnFailure" && exitCode != 0));
+    bool restart =
+        !run.deadlineKilled && (policy == "Always" || (policy == "OnFailure" && exitCode != 0));
     if (restart) {
       // Restarts re-run the pod's process through KubeletLocked on the next pass.
       cs["lastState"] = cs["state"];
@@ -881,6 +961,10 @@ void KubeSim::Impl::ReapPodsLocked() {
       cs["state"] = {{"waiting", {{"reason", "CrashLoopBackOff"}}}};
       status["containerStatuses"] = {cs};
       SetPodStatusLocked(ns, name, status);
+      // Back-off 0.5 s doubling to 5 s (the kubelet's is 10 s doubling to 5 min: too slow for
+      // tests).
+      int n = std::clamp(cs["restartCount"].get<int>(), 1, 5);
+      restartNotBefore[uid] = now + std::chrono::milliseconds(500 << (n - 1));
       forget.push_back(uid);
       continue;
     }

@@ -1,12 +1,12 @@
 #include "tests/kube-sim/https_server.h"
 
 #include <arpa/inet.h>
-#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,24 +24,42 @@ std::string Lower(std::string s) {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Status";
   }
 }
 
@@ -102,8 +120,8 @@ class Connection : public HttpResponder {
       size_t start = 0;
       while (start <= qs.size()) {
         size_t amp = qs.find('&', start);
-        std::string kv = qs.substr(start, amp == std::string::npos ? std::string::npos
-                                                                   : amp - start);
+        std::string kv =
+            qs.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
         if (!kv.empty()) {
           size_t eq = kv.find('=');
           std::string k = kv.substr(0, eq);
@@ -163,8 +181,8 @@ class Connection : public HttpResponder {
             const std::map<std::string, std::string>& extraHeaders) override {
     if (sent_) return;
     sent_ = true;
-    std::string head = "HTTP/1.1 " + std::to_string(status) + " " +
-                       std::string(ReasonPhrase(status)) + "\r\n";
+    std::string head =
+        "HTTP/1.1 " + std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\r\n";
     head += "Content-Type: " + std::string(contentType) + "\r\n";
     head += "Content-Length: " + std::to_string(body.size()) + "\r\n";
     head += "Cache-Control: no-cache, private\r\n";
@@ -179,8 +197,8 @@ class Connection : public HttpResponder {
     if (sent_) return false;
     sent_ = true;
     chunked_ = true;
-    std::string head = "HTTP/1.1 " + std::to_string(status) + " " +
-                       std::string(ReasonPhrase(status)) + "\r\n";
+    std::string head =
+        "HTTP/1.1 " + std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\r\n";
     head += "Content-Type: " + std::string(contentType) + "\r\n";
     head += "Transfer-Encoding: chunked\r\nCache-Control: no-cache, private\r\n\r\n";
     return WriteAll(head);
@@ -301,17 +319,31 @@ void HttpsServer::AcceptLoop() {
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      ::close(fd);
-      return;
+    std::vector<std::thread> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        ::close(fd);
+        return;
+      }
+      // Join connections that have ended, so a long test run does not pile up threads.
+      for (int id : finished_) {
+        auto it = threads_.find(id);
+        if (it != threads_.end()) {
+          done.push_back(std::move(it->second));
+          threads_.erase(it);
+        }
+      }
+      finished_.clear();
+      openFds_.insert(fd);
+      int id = nextId_++;
+      threads_[id] = std::thread([this, fd, id] { Serve(fd, id); });
     }
-    openFds_.insert(fd);
-    threads_.emplace_back([this, fd] { Serve(fd); });
+    for (auto& t : done) t.join();
   }
 }
 
-void HttpsServer::Serve(int fd) {
+void HttpsServer::Serve(int fd, int id) {
   SSL* ssl = SSL_new(ctx_);
   SSL_set_fd(ssl, fd);
   if (SSL_accept(ssl) == 1) {
@@ -327,8 +359,9 @@ void HttpsServer::Serve(int fd) {
         // recovery does.
         std::fprintf(stderr, "kube-sim: %s %s: %s\n", req.method.c_str(), req.path.c_str(),
                      e.what());
-        std::string body = std::string(R"({"kind":"Status","apiVersion":"v1","status":"Failure",)") +
-                           R"("reason":"InternalError","code":500,"message":"Internal error occurred"})";
+        std::string body =
+            std::string(R"({"kind":"Status","apiVersion":"v1","status":"Failure",)") +
+            R"("reason":"InternalError","code":500,"message":"Internal error occurred"})";
         conn.Send(500, "application/json", body, {});
       }
       if (!conn.sent()) conn.Send(500, "text/plain", "no response", {});
@@ -339,6 +372,7 @@ void HttpsServer::Serve(int fd) {
   SSL_free(ssl);
   std::lock_guard<std::mutex> lock(mu_);
   if (openFds_.erase(fd) > 0) ::close(fd);
+  finished_.push_back(id);
 }
 
 void HttpsServer::Stop() {
@@ -347,13 +381,13 @@ void HttpsServer::Stop() {
   ::shutdown(listenFd_, SHUT_RDWR);
   ::close(listenFd_);
   if (acceptThread_.joinable()) acceptThread_.join();
-  std::vector<std::thread> threads;
+  std::map<int, std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int fd : openFds_) ::shutdown(fd, SHUT_RDWR);
     threads.swap(threads_);
   }
-  for (auto& t : threads) t.join();
+  for (auto& [id, t] : threads) t.join();
   listenFd_ = -1;
   if (ctx_ != nullptr) SSL_CTX_free(ctx_);
   ctx_ = nullptr;

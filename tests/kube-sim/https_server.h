@@ -24,9 +24,9 @@ namespace perfgate::kubesim {
 
 struct HttpRequest {
   std::string method;
-  std::string path;                           // percent-decoded, without the query
-  std::map<std::string, std::string> query;   // percent-decoded
-  std::map<std::string, std::string> headers; // lower-case names
+  std::string path;                            // percent-decoded, without the query
+  std::map<std::string, std::string> query;    // percent-decoded
+  std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string Header(const std::string& lowerName) const {
     auto it = headers.find(lowerName);
@@ -75,7 +75,7 @@ class HttpsServer {
 
  private:
   void AcceptLoop();
-  void Serve(int fd);
+  void Serve(int fd, int id);
 
   SSL_CTX* ctx_ = nullptr;
   int listenFd_ = -1;
@@ -85,7 +85,9 @@ class HttpsServer {
   std::thread acceptThread_;
   std::mutex mu_;
   std::set<int> openFds_;
-  std::vector<std::thread> threads_;
+  std::map<int, std::thread> threads_;  // connection id -> thread
+  std::vector<int> finished_;           // ids whose thread has returned
+  int nextId_ = 0;
 };
 
 std::string PercentDecode(std::string_view s);

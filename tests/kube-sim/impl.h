@@ -27,8 +27,8 @@ struct KubeSim::Impl {
   bool started = false;
 
   mutable std::mutex mu;
-  std::condition_variable cv;        // watchers: new events, drops, stop
-  std::condition_variable controlCv; // controllers: something changed
+  std::condition_variable cv;         // watchers: new events, drops, stop
+  std::condition_variable controlCv;  // controllers: something changed
   uint64_t rv = 1;
   uint64_t historyFloor = 0;  // a watch from a resourceVersion below this is expired
   std::deque<WatchEvent> history;
@@ -36,7 +36,7 @@ struct KubeSim::Impl {
   bool stopping = false;
   bool dirty = true;
   bool gcDirty = true;  // a delete, finalizer or owner reference needs the garbage collector
-  std::map<std::string, ResourceType> types;               // group/plural -> type
+  std::map<std::string, ResourceType> types;                   // group/plural -> type
   std::map<std::string, std::map<std::string, Json>> objects;  // group/plural -> ns/name -> obj
 
   // Faults.
@@ -55,6 +55,8 @@ struct KubeSim::Impl {
 
   // Kubelet.
   std::map<std::string, PodRun> runs;  // pod uid -> run
+  // Crash-loop back-off: pod uid -> earliest restart.
+  std::map<std::string, std::chrono::steady_clock::time_point> restartNotBefore;
   std::thread controller;
 
   // ---- store (call with mu held)
@@ -65,8 +67,8 @@ struct KubeSim::Impl {
   Outcome CreateLocked(const ResourceType& t, const std::string& ns, Json obj, bool dryRun,
                        const std::string& fieldValidation, std::vector<std::string>* warnings);
   Outcome ReplaceLocked(const ResourceType& t, const std::string& ns, const std::string& name,
-                        Json obj, bool statusOnly, bool dryRun,
-                        const std::string& fieldValidation, std::vector<std::string>* warnings);
+                        Json obj, bool statusOnly, bool dryRun, const std::string& fieldValidation,
+                        std::vector<std::string>* warnings);
   Outcome DeleteLocked(const ResourceType& t, const std::string& ns, const std::string& name,
                        const DeleteOptions& options);
   void RemoveLocked(const ResourceType& t, const std::string& ns, const std::string& name);
@@ -80,8 +82,8 @@ struct KubeSim::Impl {
   // ---- auth
   std::optional<UserInfo> Authenticate(const HttpRequest& req);
   bool Authorize(const UserInfo& user, const std::string& verb, const std::string& group,
-                 const std::string& resource, const std::string& subresource,
-                 const std::string& ns, const std::string& name, const std::string& path);
+                 const std::string& resource, const std::string& subresource, const std::string& ns,
+                 const std::string& name, const std::string& path);
   Result<std::string> IssueTokenLocked(const std::string& ns, const std::string& sa,
                                        const std::string& podName, int expirationSeconds,
                                        Json* claimsOut);
@@ -104,8 +106,8 @@ struct KubeSim::Impl {
   void ReapPodsLocked();
   void KillAllPods();
   void SetPodStatusLocked(const std::string& ns, const std::string& name, const Json& status);
-  void RecordEventLocked(const Json& involved, const std::string& type,
-                         const std::string& reason, const std::string& message);
+  void RecordEventLocked(const Json& involved, const std::string& type, const std::string& reason,
+                         const std::string& message);
   Status AddNodeLocked(const NodeSpec& spec);
 };
 

@@ -62,18 +62,19 @@ Outcome AlreadyExists(const ResourceType& t, const std::string& name);
 Outcome Conflict(const ResourceType& t, const std::string& name, const std::string& why);
 Outcome BadRequest(const std::string& message);
 struct FieldError {
-  std::string type;   // FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, ...
-  std::string field;  // spec.level
+  std::string type;     // FieldValueInvalid, FieldValueRequired, FieldValueNotSupported, ...
+  std::string field;    // spec.level
   std::string message;  // full text after "field: "
 };
-Outcome Invalid(const ResourceType& t, const std::string& name, const std::vector<FieldError>& errs);
+Outcome Invalid(const ResourceType& t, const std::string& name,
+                const std::vector<FieldError>& errs);
 
 struct WatchEvent {
   uint64_t rv = 0;
   std::string resKey;
   std::string type;  // ADDED MODIFIED DELETED
   Json object;
-  Json previous;     // null for ADDED
+  Json previous;  // null for ADDED
 };
 
 struct UserInfo {

@@ -43,7 +43,8 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
       Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
       Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
       Builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true),
-      Builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
+      Builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+              false),
       Builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
               false, {"crd", "crds"}, true),
       Builtin("apps", "v1", "Deployment", "deployments", true, {"deploy"}, true),
@@ -58,7 +59,8 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
     }
     types[t.key()] = t;
   }
-  ResourceType ssr = Builtin("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false);
+  ResourceType ssr =
+      Builtin("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false);
   ssr.virtualOnly = true;
   types[ssr.key()] = ssr;
   ResourceType ssar = Builtin("authorization.k8s.io", "v1", "SelfSubjectAccessReview",
@@ -71,14 +73,29 @@ Result<Json> ToResult(const Outcome& o) {
   if (o.ok()) return o.body;
   Code code = Code::kUnknown;
   switch (o.code) {
-    case 400: code = Code::kInvalidArgument; break;
-    case 401: code = Code::kUnauthenticated; break;
-    case 403: code = Code::kPermissionDenied; break;
-    case 404: code = Code::kNotFound; break;
-    case 409: code = o.body.value("reason", "") == "AlreadyExists" ? Code::kAlreadyExists : Code::kAborted; break;
-    case 410: code = Code::kGone; break;
-    case 422: code = Code::kInvalidArgument; break;
-    default: code = Code::kInternal;
+    case 400:
+      code = Code::kInvalidArgument;
+      break;
+    case 401:
+      code = Code::kUnauthenticated;
+      break;
+    case 403:
+      code = Code::kPermissionDenied;
+      break;
+    case 404:
+      code = Code::kNotFound;
+      break;
+    case 409:
+      code = o.body.value("reason", "") == "AlreadyExists" ? Code::kAlreadyExists : Code::kAborted;
+      break;
+    case 410:
+      code = Code::kGone;
+      break;
+    case 422:
+      code = Code::kInvalidArgument;
+      break;
+    default:
+      code = Code::kInternal;
   }
   return Status(code, o.body.value("message", "kube-sim error"));
 }
@@ -106,7 +123,8 @@ Status KubeSim::Start() {
     s.workDir = s.opts.workDir;
     std::filesystem::create_directories(s.workDir);
   }
-  s.kubeconfigPath = s.opts.kubeconfigPath.empty() ? s.workDir + "/kubeconfig" : s.opts.kubeconfigPath;
+  s.kubeconfigPath =
+      s.opts.kubeconfigPath.empty() ? s.workDir + "/kubeconfig" : s.opts.kubeconfigPath;
   RegisterBuiltins(s.types);
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -117,27 +135,48 @@ Status KubeSim::Start() {
     // The bootstrap RBAC kube-apiserver creates that perfgate's tests lean on.
     const ResourceType& cr = *s.FindType("rbac.authorization.k8s.io", "clusterroles");
     const ResourceType& crb = *s.FindType("rbac.authorization.k8s.io", "clusterrolebindings");
-    s.CreateLocked(cr, "", {{"metadata", {{"name", "cluster-admin"}}},
-                            {"rules", {{{"apiGroups", {"*"}}, {"resources", {"*"}}, {"verbs", {"*"}}},
-                                       {{"nonResourceURLs", {"*"}}, {"verbs", {"*"}}}}}},
+    s.CreateLocked(cr, "",
+                   {{"metadata", {{"name", "cluster-admin"}}},
+                    {"rules",
+                     {{{"apiGroups", {"*"}}, {"resources", {"*"}}, {"verbs", {"*"}}},
+                      {{"nonResourceURLs", {"*"}}, {"verbs", {"*"}}}}}},
                    false, "", nullptr);
-    s.CreateLocked(crb, "", {{"metadata", {{"name", "cluster-admin"}}},
-                             {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "cluster-admin"}}},
-                             {"subjects", {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Group"}, {"name", "system:masters"}}}}},
+    s.CreateLocked(crb, "",
+                   {{"metadata", {{"name", "cluster-admin"}}},
+                    {"roleRef",
+                     {{"apiGroup", "rbac.authorization.k8s.io"},
+                      {"kind", "ClusterRole"},
+                      {"name", "cluster-admin"}}},
+                    {"subjects",
+                     {{{"apiGroup", "rbac.authorization.k8s.io"},
+                       {"kind", "Group"},
+                       {"name", "system:masters"}}}}},
                    false, "", nullptr);
-    s.CreateLocked(cr, "", {{"metadata", {{"name", "system:basic-user"}}},
-                            {"rules", {{{"apiGroups", {"authentication.k8s.io"}}, {"resources", {"selfsubjectreviews"}}, {"verbs", {"create"}}},
-                                       {{"apiGroups", {"authorization.k8s.io"}}, {"resources", {"selfsubjectaccessreviews"}}, {"verbs", {"create"}}}}}},
+    s.CreateLocked(cr, "",
+                   {{"metadata", {{"name", "system:basic-user"}}},
+                    {"rules",
+                     {{{"apiGroups", {"authentication.k8s.io"}},
+                       {"resources", {"selfsubjectreviews"}},
+                       {"verbs", {"create"}}},
+                      {{"apiGroups", {"authorization.k8s.io"}},
+                       {"resources", {"selfsubjectaccessreviews"}},
+                       {"verbs", {"create"}}}}}},
                    false, "", nullptr);
-    s.CreateLocked(crb, "", {{"metadata", {{"name", "system:basic-user"}}},
-                             {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "system:basic-user"}}},
-                             {"subjects", {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Group"}, {"name", "system:authenticated"}}}}},
+    s.CreateLocked(crb, "",
+                   {{"metadata", {{"name", "system:basic-user"}}},
+                    {"roleRef",
+                     {{"apiGroup", "rbac.authorization.k8s.io"},
+                      {"kind", "ClusterRole"},
+                      {"name", "system:basic-user"}}},
+                    {"subjects",
+                     {{{"apiGroup", "rbac.authorization.k8s.io"},
+                       {"kind", "Group"},
+                       {"name", "system:authenticated"}}}}},
                    false, "", nullptr);
   }
-  RETURN_IF_ERROR(s.server.Start(s.opts.host, s.opts.port, s.pki.serverCertPem, s.pki.serverKeyPem,
-                                 [this](const HttpRequest& req, HttpResponder& resp) {
-                                   impl_->Handle(req, resp);
-                                 }));
+  RETURN_IF_ERROR(s.server.Start(
+      s.opts.host, s.opts.port, s.pki.serverCertPem, s.pki.serverKeyPem,
+      [this](const HttpRequest& req, HttpResponder& resp) { impl_->Handle(req, resp); }));
   for (int i = 0; i < s.opts.nodes; ++i) {
     NodeSpec n;
     n.name = "node-" + std::to_string(i);
@@ -148,7 +187,8 @@ Status KubeSim::Start() {
   // The kubeconfig: CA data, the admin bearer token and the real port.
   std::string kubeconfig =
       "apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n  cluster:\n"
-      "    server: " + url() + "\n    certificate-authority-data: " + Base64Encode(s.pki.caCertPem) +
+      "    server: " +
+      url() + "\n    certificate-authority-data: " + Base64Encode(s.pki.caCertPem) +
       "\nusers:\n- name: kube-sim-admin\n  user:\n    token: " + s.adminToken +
       "\ncontexts:\n- name: kube-sim\n  context:\n    cluster: kube-sim\n    user: kube-sim-admin\n"
       "    namespace: default\ncurrent-context: kube-sim\n";
@@ -222,8 +262,9 @@ Result<Json> KubeSim::Create(const std::string& group, const std::string& resour
   const ResourceType* t = impl_->FindType(group, resource);
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);
   ResourceType copy = *t;
-  return ToResult(impl_->CreateLocked(copy, object.value("metadata", Json::object()).value("namespace", ""),
-                                      object, false, "Strict", nullptr));
+  return ToResult(
+      impl_->CreateLocked(copy, object.value("metadata", Json::object()).value("namespace", ""),
+                          object, false, "Strict", nullptr));
 }
 
 Result<Json> KubeSim::Update(const std::string& group, const std::string& resource,
@@ -233,12 +274,12 @@ Result<Json> KubeSim::Update(const std::string& group, const std::string& resour
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);
   ResourceType copy = *t;
   const Json md = object.value("metadata", Json::object());
-  return ToResult(impl_->ReplaceLocked(copy, md.value("namespace", ""), md.value("name", ""), object,
-                                       status, false, "Strict", nullptr));
+  return ToResult(impl_->ReplaceLocked(copy, md.value("namespace", ""), md.value("name", ""),
+                                       object, status, false, "Strict", nullptr));
 }
 
-Status KubeSim::Delete(const std::string& group, const std::string& resource,
-                       const std::string& ns, const std::string& name) {
+Status KubeSim::Delete(const std::string& group, const std::string& resource, const std::string& ns,
+                       const std::string& name) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   const ResourceType* t = impl_->FindType(group, resource);
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);

@@ -13,10 +13,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 
@@ -26,17 +25,19 @@ using Json = nlohmann::json;
 
 struct Options {
   std::string host = "127.0.0.1";
-  int port = 0;                 // 0 picks a free port; url() says which
-  std::string kubeconfigPath;   // empty: <workDir>/kubeconfig
-  std::string workDir;          // empty: a fresh temp dir, removed by Stop()
-  int nodes = 0;                // simulated nodes node-0 .. node-(N-1)
-  int gpusPerNode = 8;          // allocatable nvidia.com/gpu per simulated node
-  std::string gpuProduct = "NVIDIA-H200";  // label nvidia.com/gpu.product
+  int port = 0;                                 // 0 picks a free port; url() says which
+  std::string kubeconfigPath;                   // empty: <workDir>/kubeconfig
+  std::string workDir;                          // empty: a fresh temp dir, removed by Stop()
+  int nodes = 0;                                // simulated nodes node-0 .. node-(N-1)
+  int gpusPerNode = 8;                          // allocatable nvidia.com/gpu per simulated node
+  std::string gpuProduct = "NVIDIA-H200";       // label nvidia.com/gpu.product
   std::map<std::string, std::string> imageMap;  // container image -> local binary
-  bool scaleMode = false;       // kubelet completes pods at once, no processes
-  size_t watchHistoryEvents = 10000;  // bounded event history for watches from a resourceVersion
+  bool scaleMode = false;                       // kubelet completes pods at once, no processes
+  // Bounded event history for watches from a resourceVersion; each entry holds the object
+  // before and after, so memory is about 2 x this x object size.
+  size_t watchHistoryEvents = 4096;
   double bookmarkIntervalSeconds = 1.0;
-  bool quiet = true;            // no request log on stderr
+  bool quiet = true;  // no request log on stderr
 };
 
 struct NodeSpec {
@@ -52,7 +53,8 @@ struct NodeSpec {
 struct RequestRecord {
   std::string user;
   std::vector<std::string> groups;
-  std::map<std::string, std::vector<std::string>> extra;  // e.g. authentication.kubernetes.io/node-name
+  std::map<std::string, std::vector<std::string>>
+      extra;  // e.g. authentication.kubernetes.io/node-name
   std::string verb;
   std::string apiGroup;
   std::string resource;
@@ -122,8 +124,8 @@ class KubeSim {
   void ThrottleNextRequests(int count, int retryAfterSeconds = 1);  // 429 + Retry-After
   void FailNextRequests(int count, int httpCode = 500);
   void SetFailureFraction(double fraction, int httpCode = 500);  // random, seeded
-  void DropWatches();          // closes every open watch stream now
-  void ExpireWatchHistory();   // a watch from any older resourceVersion gets a 410 ERROR event
+  void DropWatches();         // closes every open watch stream now
+  void ExpireWatchHistory();  // a watch from any older resourceVersion gets a 410 ERROR event
 
   // Every authenticated API request, in order. Thread-safe.
   std::vector<RequestRecord> Requests() const;

@@ -9,10 +9,10 @@
 namespace perfgate::kubesim {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::Kubectl;
+using ::testing::Not;
 
 const std::string kTestdata = KUBE_SIM_TESTDATA;
 
@@ -28,7 +28,10 @@ class KubectlTest : public ::testing::Test {
   void ApplyCrd() {
     auto r = Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfvalidation-crd.yaml"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    ASSERT_THAT(r.out, HasSubstr("customresourcedefinition.apiextensions.k8s.io/perfvalidations.perfgate.io created"));
+    ASSERT_THAT(
+        r.out,
+        HasSubstr(
+            "customresourcedefinition.apiextensions.k8s.io/perfvalidations.perfgate.io created"));
   }
   std::unique_ptr<KubeSim> sim_;
 };
@@ -46,8 +49,10 @@ TEST_F(KubectlTest, CustomResourceLifecycleAsAUserSeesIt) {
   EXPECT_THAT(r.out, ::testing::ContainsRegex("smoke +quick +8 +"));
 
   // Status through the subresource; the main endpoint's generation stays put.
-  r = Kubectl(*sim_, {"patch", "perfvalidation", "smoke", "--subresource=status", "--type=merge", "-p",
-                      R"({"status":{"conditions":[{"type":"Ready","status":"True","reason":"Passed","message":"all nodes passed"}]}})"});
+  r = Kubectl(
+      *sim_,
+      {"patch", "perfvalidation", "smoke", "--subresource=status", "--type=merge", "-p",
+       R"({"status":{"conditions":[{"type":"Ready","status":"True","reason":"Passed","message":"all nodes passed"}]}})"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   r = Kubectl(*sim_, {"wait", "--for=condition=Ready", "perfvalidation/smoke", "--timeout=10s"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -60,20 +65,47 @@ TEST_F(KubectlTest, CustomResourceLifecycleAsAUserSeesIt) {
   EXPECT_EQ((*obj)["spec"]["suspend"], false) << "schema default applied";
 
   // A namespaced object owned by the cluster-scoped validation goes with it.
-  Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-             {"metadata", {{"name", "owned"}, {"namespace", "default"},
-                           {"ownerReferences", {{{"apiVersion", "perfgate.io/v1alpha1"}, {"kind", "PerfValidation"},
-                                                 {"name", "smoke"}, {"uid", (*obj)["metadata"]["uid"]}}}}}},
+  Json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata",
+              {{"name", "owned"},
+               {"namespace", "default"},
+               {"ownerReferences",
+                {{{"apiVersion", "perfgate.io/v1alpha1"},
+                  {"kind", "PerfValidation"},
+                  {"name", "smoke"},
+                  {"uid", (*obj)["metadata"]["uid"]}}}}}},
              {"data", {{"a", "b"}}}};
   r = Kubectl(*sim_, {"create", "-f", "-"}, cm.dump());
   ASSERT_EQ(r.exitCode, 0) << r.err;
+  // And so does a namespaced custom resource (a PerfResult) owned by it.
+  r = Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfresult-crd.yaml"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
+                 {"kind", "PerfResult"},
+                 {"metadata",
+                  {{"name", "smoke-node-0"},
+                   {"namespace", "default"},
+                   {"ownerReferences", cm["metadata"]["ownerReferences"]}}},
+                 {"spec",
+                  {{"nodeName", "node-0"},
+                   {"verdict", "PASS"},
+                   {"tests", {{{"type", "hbm-stream"}, {"bandwidthGBps", 4100.5}}}}}}};
+  r = Kubectl(*sim_, {"create", "-f", "-"}, result.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = Kubectl(*sim_, {"get", "pres", "-n", "default"});
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("NAME +NODE +VERDICT\nsmoke-node-0 +node-0 +PASS"));
   r = Kubectl(*sim_, {"delete", "pval", "smoke"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("perfvalidation.perfgate.io \"smoke\" deleted"));
   EXPECT_TRUE(Eventually([&] { return !sim_->Get("", "configmaps", "default", "owned").ok(); }));
+  EXPECT_TRUE(Eventually(
+      [&] { return !sim_->Get("perfgate.io", "perfresults", "default", "smoke-node-0").ok(); }));
   r = Kubectl(*sim_, {"get", "pval", "smoke"});
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("Error from server (NotFound): perfvalidations.perfgate.io \"smoke\" not found"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("Error from server (NotFound): perfvalidations.perfgate.io \"smoke\" not found"));
 }
 
 TEST_F(KubectlTest, RefusesUnknownFieldsAndWrongTypesNamingTheField) {
@@ -82,8 +114,9 @@ TEST_F(KubectlTest, RefusesUnknownFieldsAndWrongTypesNamingTheField) {
                    "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: a}\n"
                    "spec: {level: quick, colour: blue}\n");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("PerfValidation in version \"v1alpha1\" cannot be handled as a "
-                               "PerfValidation: strict decoding error: unknown field \"spec.colour\""));
+  EXPECT_THAT(r.err,
+              HasSubstr("PerfValidation in version \"v1alpha1\" cannot be handled as a "
+                        "PerfValidation: strict decoding error: unknown field \"spec.colour\""));
   r = Kubectl(*sim_, {"apply", "-f", "-"},
               "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: b}\n"
               "spec: {level: quick, gpusPerNode: eight}\n");
@@ -94,10 +127,14 @@ TEST_F(KubectlTest, RefusesUnknownFieldsAndWrongTypesNamingTheField) {
               "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: c}\n"
               "spec: {level: slow, gpusPerNode: 99}\n");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("spec.level: Unsupported value: \"slow\": supported values: \"quick\", \"full\""));
-  EXPECT_THAT(r.err, HasSubstr("spec.gpusPerNode: Invalid value: 99: spec.gpusPerNode in body should be less than or equal to 16"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("spec.level: Unsupported value: \"slow\": supported values: \"quick\", \"full\""));
+  EXPECT_THAT(r.err, HasSubstr("spec.gpusPerNode: Invalid value: 99: spec.gpusPerNode in body "
+                               "should be less than or equal to 16"));
   r = Kubectl(*sim_, {"apply", "-f", "-"},
-              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: d}\nspec: {profile: x}\n");
+              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: d}\nspec: "
+              "{profile: x}\n");
   EXPECT_NE(r.exitCode, 0);
   EXPECT_THAT(r.err, HasSubstr("spec.level: Required value"));
   // Nothing refused was stored.
@@ -109,7 +146,8 @@ TEST_F(KubectlTest, GenerationBumpsOnSpecChangesOnlyAndStaleUpdatesConflict) {
   ASSERT_EQ(Kubectl(*sim_, {"apply", "-f", kTestdata + "/perfvalidation.yaml"}).exitCode, 0);
   auto r = Kubectl(*sim_, {"label", "pval", "smoke", "team=gpu"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ((*sim_->Get("perfgate.io", "perfvalidations", "", "smoke"))["metadata"]["generation"], 1);
+  EXPECT_EQ((*sim_->Get("perfgate.io", "perfvalidations", "", "smoke"))["metadata"]["generation"],
+            1);
   // The main endpoint ignores status.
   r = Kubectl(*sim_, {"patch", "pval", "smoke", "--type=merge", "-p",
                       R"({"spec":{"level":"full"},"status":{"observedGeneration":7}})"});
@@ -130,9 +168,10 @@ TEST_F(KubectlTest, GenerationBumpsOnSpecChangesOnlyAndStaleUpdatesConflict) {
   stale["spec"]["profile"] = "h200";
   r = Kubectl(*sim_, {"replace", "-f", "-"}, stale.dump());
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_THAT(r.err, HasSubstr("Operation cannot be fulfilled on perfvalidations.perfgate.io \"smoke\": "
-                               "the object has been modified; please apply your changes to the "
-                               "latest version and try again"));
+  EXPECT_THAT(r.err,
+              HasSubstr("Operation cannot be fulfilled on perfvalidations.perfgate.io \"smoke\": "
+                        "the object has been modified; please apply your changes to the "
+                        "latest version and try again"));
   r = Kubectl(*sim_, {"create", "-f", kTestdata + "/perfvalidation.yaml"});
   EXPECT_THAT(r.err, HasSubstr("Error from server (AlreadyExists): error when creating"));
   EXPECT_THAT(r.err, HasSubstr("perfvalidations.perfgate.io \"smoke\" already exists"));
@@ -162,7 +201,8 @@ data: {k: v}
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("configmap/a configured"));
   EXPECT_EQ((*sim_->Get("", "configmaps", "perfgate-system", "a"))["data"]["k"], "w");
-  r = Kubectl(*sim_, {"get", "cm", "-n", "perfgate-system", "-l", "app in (perfgate),tier", "-o", "name"});
+  r = Kubectl(*sim_,
+              {"get", "cm", "-n", "perfgate-system", "-l", "app in (perfgate),tier", "-o", "name"});
   EXPECT_EQ(r.out, "configmap/a\n") << r.err;
   r = Kubectl(*sim_, {"get", "cm", "-n", "perfgate-system", "-l", "app!=perfgate", "-o", "name"});
   EXPECT_THAT(r.out, HasSubstr("configmap/b"));

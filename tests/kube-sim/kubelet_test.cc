@@ -1,10 +1,9 @@
 // kube-sim's scheduler and kubelet: pods run as local processes with their ConfigMaps, env and
 // a service-account token bound to pod and node; kubectl inside the pod is the in-cluster
 // client.
-#include <signal.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "tests/kube-sim/kube_sim.h"
 #include "tests/kube-sim/test_util.h"
@@ -13,8 +12,8 @@ namespace perfgate::kubesim {
 namespace {
 
 using ::testing::ContainsRegex;
-using ::testing::HasSubstr;
 using testing::Eventually;
+using ::testing::HasSubstr;
 using testing::Kubectl;
 
 Json Pod(const std::string& ns, const std::string& name, const std::string& script,
@@ -29,9 +28,12 @@ Json Pod(const std::string& ns, const std::string& name, const std::string& scri
                    {"image", "busybox:1.36"},
                    {"command", {"/bin/sh", "-c", script}},
                    {"env",
-                    {{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
-                     {{"name", "POD_NAMESPACE"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
-                     {{"name", "NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+                    {{{"name", "POD_NAME"},
+                      {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                     {{"name", "POD_NAMESPACE"},
+                      {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
+                     {{"name", "NODE_NAME"},
+                      {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
                      {{"name", "GREETING_FROM_ENV"}, {"value", "hi-$(POD_NAME)"}}}}}}}}}};
   if (!node.empty()) pod["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", node}};
   return pod;
@@ -53,6 +55,7 @@ class KubeletTest : public ::testing::Test {
     Options o;
     o.nodes = 2;
     o.gpusPerNode = 8;
+    o.imageMap["example.com/perfgate-worker"] = "/bin/echo";
     sim_ = std::make_unique<KubeSim>(o);
     ASSERT_TRUE(sim_->Start().ok());
     const std::string rbac = R"(apiVersion: v1
@@ -98,16 +101,20 @@ $K create configmap "out-$POD_NAME" --from-literal=greeting="$G" --from-literal=
 $K auth whoami -o json
 if $K get secrets; then exit 9; fi
 )";
-  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"wa", "node-0"}, {"wb", "node-1"}}) {
+  for (const auto& [name, node] :
+       std::vector<std::pair<std::string, std::string>>{{"wa", "node-0"}, {"wb", "node-1"}}) {
     Json pod = Pod("t", name, script, node);
     pod["spec"]["serviceAccountName"] = "worker";
-    pod["spec"]["containers"][0]["volumeMounts"] = {{{"name", "input"}, {"mountPath", "/etc/input"}}};
+    pod["spec"]["containers"][0]["volumeMounts"] = {
+        {{"name", "input"}, {"mountPath", "/etc/input"}}};
     pod["spec"]["volumes"] = {{{"name", "input"}, {"configMap", {{"name", "input"}}}}};
     auto r = Kubectl(*sim_, {"create", "-f", "-"}, pod.dump());
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
-  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "wa") && Finished(*sim_, "t", "wb"); }, 30));
-  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"wa", "node-0"}, {"wb", "node-1"}}) {
+  ASSERT_TRUE(
+      Eventually([&] { return Finished(*sim_, "t", "wa") && Finished(*sim_, "t", "wb"); }, 30));
+  for (const auto& [name, node] :
+       std::vector<std::pair<std::string, std::string>>{{"wa", "node-0"}, {"wb", "node-1"}}) {
     auto logs = Kubectl(*sim_, {"logs", "-n", "t", name});
     ASSERT_EQ(Phase(*sim_, "t", name), "Succeeded") << logs.out;
     Json pod = *sim_->Get("", "pods", "t", name);
@@ -120,7 +127,8 @@ if $K get secrets; then exit 9; fi
     EXPECT_EQ((*out)["data"]["env"], "hi-" + name);
     // The authenticator saw the node the token is bound to, not what the pod claims.
     EXPECT_THAT(logs.out, HasSubstr("system:serviceaccount:t:worker"));
-    EXPECT_THAT(logs.out, ContainsRegex("authentication.kubernetes.io/node-name\":\\s*\\[\\s*\"" + node + "\""));
+    EXPECT_THAT(logs.out, ContainsRegex("authentication.kubernetes.io/node-name\":\\s*\\[\\s*\"" +
+                                        node + "\""));
     EXPECT_THAT(logs.out, HasSubstr("secrets is forbidden: User \"system:serviceaccount:t:worker\" "
                                     "cannot list resource \"secrets\" in API group \"\" in the "
                                     "namespace \"t\""));
@@ -152,13 +160,15 @@ TEST_F(KubeletTest, AdmissionHookSeesTheNodeAndCanDeny) {
       "kubectl --server=https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT "
       "--certificate-authority=$KUBE_SIM_SA_DIR/ca.crt --token=$(cat $KUBE_SIM_SA_DIR/token) "
       "-n t create configmap out-$POD_NAME --from-literal=a=b";
-  for (const auto& [name, node] : std::vector<std::pair<std::string, std::string>>{{"pa", "node-0"}, {"pb", "node-1"}}) {
+  for (const auto& [name, node] :
+       std::vector<std::pair<std::string, std::string>>{{"pa", "node-0"}, {"pb", "node-1"}}) {
     Json pod = Pod("t", name, script, node);
     pod["spec"]["serviceAccountName"] = "worker";
     pod["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
     ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
   }
-  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "pa") && Finished(*sim_, "t", "pb"); }, 30));
+  ASSERT_TRUE(
+      Eventually([&] { return Finished(*sim_, "t", "pa") && Finished(*sim_, "t", "pb"); }, 30));
   EXPECT_EQ(Phase(*sim_, "t", "pa"), "Succeeded");
   EXPECT_EQ(Phase(*sim_, "t", "pb"), "Failed");
   Json pb = *sim_->Get("", "pods", "t", "pb");
@@ -170,7 +180,9 @@ TEST_F(KubeletTest, AdmissionHookSeesTheNodeAndCanDeny) {
 }
 
 TEST_F(KubeletTest, ExitCodeTerminationMessageLogsAndDeadline) {
-  Json pod = Pod("t", "msg", "echo line1; echo line2; printf 'result: 42' > $KUBE_SIM_ROOT/dev/termination-log; exit 3");
+  Json pod = Pod(
+      "t", "msg",
+      "echo line1; echo line2; printf 'result: 42' > $KUBE_SIM_ROOT/dev/termination-log; exit 3");
   ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
   Json slow = Pod("t", "slow", "sleep 30");
   slow["spec"]["activeDeadlineSeconds"] = 1;
@@ -196,13 +208,15 @@ TEST_F(KubeletTest, ExitCodeTerminationMessageLogsAndDeadline) {
 TEST_F(KubeletTest, DeletingARunningPodKillsItsProcess) {
   ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "sleeper", "sleep 60")).ok());
   ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "sleeper") == "Running"; }));
-  std::string cid = (*sim_->Get("", "pods", "t", "sleeper"))["status"]["containerStatuses"][0]["containerID"];
+  std::string cid =
+      (*sim_->Get("", "pods", "t", "sleeper"))["status"]["containerStatuses"][0]["containerID"];
   pid_t pid = std::stoi(cid.substr(cid.find("://") + 3));
   ASSERT_EQ(::kill(pid, 0), 0);
   auto r = Kubectl(*sim_, {"delete", "pod", "-n", "t", "sleeper", "--timeout=10s"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_FALSE(sim_->Get("", "pods", "t", "sleeper").ok());
-  EXPECT_TRUE(Eventually([&] { return ::kill(pid, 0) != 0; }, 5)) << "process " << pid << " survived";
+  EXPECT_TRUE(Eventually([&] { return ::kill(pid, 0) != 0; }, 5))
+      << "process " << pid << " survived";
 }
 
 TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
@@ -213,7 +227,9 @@ TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   };
   ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g1", 8)).ok());
   ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g2", 8)).ok());
-  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "g1") == "Running" && Phase(*sim_, "t", "g2") == "Running"; }));
+  ASSERT_TRUE(Eventually([&] {
+    return Phase(*sim_, "t", "g1") == "Running" && Phase(*sim_, "t", "g2") == "Running";
+  }));
   EXPECT_NE((*sim_->Get("", "pods", "t", "g1"))["spec"]["nodeName"],
             (*sim_->Get("", "pods", "t", "g2"))["spec"]["nodeName"]);
   ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g3", 1)).ok());
@@ -246,10 +262,16 @@ TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   ASSERT_EQ(Kubectl(*sim_, {"cordon", "node-1"}).exitCode, 0);
   ASSERT_TRUE(sim_->Create("", "pods", gpuPod("g4", 1)).ok());
   Json picky = gpuPod("g5", 1);
-  picky["spec"]["affinity"] = {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution",
-      {{"nodeSelectorTerms", {{{"matchExpressions", {{{"key", "nvidia.com/gpu.product"}, {"operator", "In"}, {"values", {"NVIDIA-B200"}}}}}}}}}}}}};
+  picky["spec"]["affinity"] = {{"nodeAffinity",
+                                {{"requiredDuringSchedulingIgnoredDuringExecution",
+                                  {{"nodeSelectorTerms",
+                                    {{{"matchExpressions",
+                                       {{{"key", "nvidia.com/gpu.product"},
+                                         {"operator", "In"},
+                                         {"values", {"NVIDIA-B200"}}}}}}}}}}}}};
   ASSERT_TRUE(sim_->Create("", "pods", picky).ok());
-  ASSERT_TRUE(Eventually([&] { return !schedMessage("g4").empty() && !schedMessage("g5").empty(); }));
+  ASSERT_TRUE(
+      Eventually([&] { return !schedMessage("g4").empty() && !schedMessage("g5").empty(); }));
   EXPECT_EQ(schedMessage("g4"),
             "0/3 nodes are available: 1 node(s) had untolerated taint {perfgate.io/failed: }, 2 "
             "node(s) were unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not "
@@ -265,6 +287,54 @@ TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   }));
 }
 
+TEST_F(KubeletTest, RestartPolicyRestartsWithBackOffAndCounts) {
+  Json pod = Pod("t", "crashy", "echo run; exit 1");
+  pod["spec"]["restartPolicy"] = "OnFailure";
+  auto created = std::chrono::steady_clock::now();
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  auto restarts = [&] {
+    auto p = sim_->Get("", "pods", "t", "crashy");
+    if (!p.ok()) return 0;
+    return p->value("status", Json::object()).value("containerStatuses", Json::array()).empty()
+               ? 0
+               : (*p)["status"]["containerStatuses"][0].value("restartCount", 0);
+  };
+  ASSERT_TRUE(Eventually([&] { return restarts() >= 3; }, 10));
+  // Back-off of 0.5 s before the second run and 1 s before the third.
+  EXPECT_GE(std::chrono::steady_clock::now() - created, std::chrono::milliseconds(1400));
+  Json got = *sim_->Get("", "pods", "t", "crashy");
+  EXPECT_NE(got["status"]["phase"], "Succeeded");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], 1);
+}
+
+TEST_F(KubeletTest, ImageMapSuppliesTheEntrypointAndEnvComesFromConfigMaps) {
+  Json pod = Pod("t", "mapped", "unused");
+  Json& c = pod["spec"]["containers"][0];
+  c["image"] = "example.com/perfgate-worker:v0.1.0";
+  c.erase("command");
+  c["args"] = {"run", "$(POD_NAME)", "$(FROM_CM)"};
+  c["env"].push_back(
+      {{"name", "FROM_CM"},
+       {"valueFrom", {{"configMapKeyRef", {{"name", "input"}, {"key", "greeting"}}}}}});
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  // A command naming the mapped binary's file runs the mapped binary.
+  Json named = Pod("t", "named", "unused");
+  named["spec"]["containers"][0]["image"] = "example.com/perfgate-worker";
+  named["spec"]["containers"][0]["command"] = {"/usr/local/bin/echo", "as", "command"};
+  ASSERT_TRUE(sim_->Create("", "pods", named).ok());
+  ASSERT_TRUE(
+      Eventually([&] { return Finished(*sim_, "t", "mapped") && Finished(*sim_, "t", "named"); }));
+  EXPECT_EQ(Kubectl(*sim_, {"logs", "-n", "t", "mapped"}).out, "run mapped hello\n");
+  EXPECT_EQ(Kubectl(*sim_, {"logs", "-n", "t", "named"}).out, "as command\n");
+  // An unmapped image without a command cannot start.
+  Json bare = Pod("t", "bare", "unused");
+  bare["spec"]["containers"][0].erase("command");
+  ASSERT_TRUE(sim_->Create("", "pods", bare).ok());
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "bare"); }));
+  Json got = *sim_->Get("", "pods", "t", "bare");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "StartError");
+}
+
 TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {
   Options o;
   o.nodes = 1000;
@@ -275,10 +345,12 @@ TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {
     PodOutcome out;
     out.terminationMessage = "PASS";
     out.log = "ran on " + pod["spec"].value("nodeName", "") + "\n";
-    out.objects.push_back({{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-                           {"metadata", {{"name", "result-" + pod["metadata"].value("name", "")},
-                                         {"namespace", "default"}}},
-                           {"data", {{"node", pod["spec"].value("nodeName", "")}}}});
+    out.objects.push_back(
+        {{"apiVersion", "v1"},
+         {"kind", "ConfigMap"},
+         {"metadata",
+          {{"name", "result-" + pod["metadata"].value("name", "")}, {"namespace", "default"}}},
+         {"data", {{"node", pod["spec"].value("nodeName", "")}}}});
     return out;
   });
   for (int i = 0; i < 1000; ++i) {
@@ -286,12 +358,14 @@ TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {
     p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", 8}}}};
     ASSERT_TRUE(sim.Create("", "pods", p).ok());
   }
-  ASSERT_TRUE(Eventually([&] {
-    for (const auto& p : sim.List("", "pods", "default")) {
-      if (p["status"].value("phase", "") != "Succeeded") return false;
-    }
-    return true;
-  }, 30));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const auto& p : sim.List("", "pods", "default")) {
+          if (p["status"].value("phase", "") != "Succeeded") return false;
+        }
+        return true;
+      },
+      30));
   int results = 0;
   for (const auto& cm : sim.List("", "configmaps", "default")) {
     if (cm["metadata"]["name"].get<std::string>().rfind("result-", 0) == 0) ++results;

@@ -130,9 +130,9 @@ Result<std::string> Base64Decode(std::string_view text) {
   }
   while (s.size() % 4 != 0) s.push_back('=');
   std::string out(3 * s.size() / 4 + 1, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(s.data()),
-                          static_cast<int>(s.size()));
+  int n =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()));
   if (n < 0) return InvalidArgument("invalid base64");
   size_t pad = 0;
   for (size_t i = s.size(); i > 0 && s[i - 1] == '='; --i) ++pad;
@@ -141,8 +141,8 @@ Result<std::string> Base64Decode(std::string_view text) {
 }
 
 std::string SignJwt(std::string_view payloadJson, std::string_view key) {
-  std::string signingInput = Base64UrlEncode(R"({"alg":"HS256","typ":"JWT"})") + "." +
-                             Base64UrlEncode(payloadJson);
+  std::string signingInput =
+      Base64UrlEncode(R"({"alg":"HS256","typ":"JWT"})") + "." + Base64UrlEncode(payloadJson);
   return signingInput + "." + Base64UrlEncode(HmacSha256(signingInput, key));
 }
 

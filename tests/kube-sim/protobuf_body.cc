@@ -10,7 +10,18 @@
 namespace perfgate::kubesim {
 namespace {
 
-enum class K { kString, kBytes, kInt, kBool, kMessage, kMapString, kMapBytes, kRepString, kRepMessage, kTime };
+enum class K {
+  kString,
+  kBytes,
+  kInt,
+  kBool,
+  kMessage,
+  kMapString,
+  kMapBytes,
+  kRepString,
+  kRepMessage,
+  kTime
+};
 struct Schema;
 struct FieldDef {
   int num;
@@ -23,34 +34,53 @@ struct Schema {
 };
 
 const Schema kTime{{}};
-const Schema kOwnerRef{{{1, "kind", K::kString}, {3, "name", K::kString}, {4, "uid", K::kString},
-                        {5, "apiVersion", K::kString}, {6, "controller", K::kBool},
+const Schema kOwnerRef{{{1, "kind", K::kString},
+                        {3, "name", K::kString},
+                        {4, "uid", K::kString},
+                        {5, "apiVersion", K::kString},
+                        {6, "controller", K::kBool},
                         {7, "blockOwnerDeletion", K::kBool}}};
-const Schema kObjectMeta{{{1, "name", K::kString}, {2, "generateName", K::kString},
-                          {3, "namespace", K::kString}, {5, "uid", K::kString},
-                          {6, "resourceVersion", K::kString}, {7, "generation", K::kInt},
-                          {11, "labels", K::kMapString}, {12, "annotations", K::kMapString},
+const Schema kObjectMeta{{{1, "name", K::kString},
+                          {2, "generateName", K::kString},
+                          {3, "namespace", K::kString},
+                          {5, "uid", K::kString},
+                          {6, "resourceVersion", K::kString},
+                          {7, "generation", K::kInt},
+                          {11, "labels", K::kMapString},
+                          {12, "annotations", K::kMapString},
                           {13, "ownerReferences", K::kRepMessage, &kOwnerRef},
                           {14, "finalizers", K::kRepString}}};
-const Schema kConfigMap{{{1, "metadata", K::kMessage, &kObjectMeta}, {2, "data", K::kMapString},
-                         {3, "binaryData", K::kMapBytes}, {4, "immutable", K::kBool}}};
-const Schema kSecret{{{1, "metadata", K::kMessage, &kObjectMeta}, {2, "data", K::kMapBytes},
-                      {3, "type", K::kString}, {4, "stringData", K::kMapString},
+const Schema kConfigMap{{{1, "metadata", K::kMessage, &kObjectMeta},
+                         {2, "data", K::kMapString},
+                         {3, "binaryData", K::kMapBytes},
+                         {4, "immutable", K::kBool}}};
+const Schema kSecret{{{1, "metadata", K::kMessage, &kObjectMeta},
+                      {2, "data", K::kMapBytes},
+                      {3, "type", K::kString},
+                      {4, "stringData", K::kMapString},
                       {5, "immutable", K::kBool}}};
 const Schema kMetaOnly{{{1, "metadata", K::kMessage, &kObjectMeta}}};
-const Schema kResourceAttributes{{{1, "namespace", K::kString}, {2, "verb", K::kString},
-                                  {3, "group", K::kString}, {4, "version", K::kString},
-                                  {5, "resource", K::kString}, {6, "subresource", K::kString},
+const Schema kResourceAttributes{{{1, "namespace", K::kString},
+                                  {2, "verb", K::kString},
+                                  {3, "group", K::kString},
+                                  {4, "version", K::kString},
+                                  {5, "resource", K::kString},
+                                  {6, "subresource", K::kString},
                                   {7, "name", K::kString}}};
 const Schema kNonResourceAttributes{{{1, "path", K::kString}, {2, "verb", K::kString}}};
 const Schema kSsarSpec{{{1, "resourceAttributes", K::kMessage, &kResourceAttributes},
                         {2, "nonResourceAttributes", K::kMessage, &kNonResourceAttributes}}};
-const Schema kSsar{{{1, "metadata", K::kMessage, &kObjectMeta}, {2, "spec", K::kMessage, &kSsarSpec}}};
-const Schema kBoundRef{{{1, "kind", K::kString}, {2, "apiVersion", K::kString},
-                        {3, "name", K::kString}, {4, "uid", K::kString}}};
-const Schema kTokenSpec{{{1, "audiences", K::kRepString}, {4, "expirationSeconds", K::kInt},
+const Schema kSsar{
+    {{1, "metadata", K::kMessage, &kObjectMeta}, {2, "spec", K::kMessage, &kSsarSpec}}};
+const Schema kBoundRef{{{1, "kind", K::kString},
+                        {2, "apiVersion", K::kString},
+                        {3, "name", K::kString},
+                        {4, "uid", K::kString}}};
+const Schema kTokenSpec{{{1, "audiences", K::kRepString},
+                         {4, "expirationSeconds", K::kInt},
                          {3, "boundObjectRef", K::kMessage, &kBoundRef}}};
-const Schema kTokenRequest{{{1, "metadata", K::kMessage, &kObjectMeta}, {2, "spec", K::kMessage, &kTokenSpec}}};
+const Schema kTokenRequest{
+    {{1, "metadata", K::kMessage, &kObjectMeta}, {2, "spec", K::kMessage, &kTokenSpec}}};
 
 struct Reader {
   std::string_view buf;
@@ -128,13 +158,27 @@ Json Decode(std::string_view data, const Schema& schema, bool* ok) {
       continue;
     }
     switch (def->kind) {
-      case K::kString: out[def->name] = std::string(r.Bytes()); break;
-      case K::kBytes: out[def->name] = Base64Encode(r.Bytes()); break;
-      case K::kInt: out[def->name] = static_cast<int64_t>(r.Varint()); break;
-      case K::kBool: out[def->name] = r.Varint() != 0; break;
-      case K::kMessage: out[def->name] = Decode(r.Bytes(), *def->sub, ok); break;
-      case K::kRepMessage: out[def->name].push_back(Decode(r.Bytes(), *def->sub, ok)); break;
-      case K::kRepString: out[def->name].push_back(std::string(r.Bytes())); break;
+      case K::kString:
+        out[def->name] = std::string(r.Bytes());
+        break;
+      case K::kBytes:
+        out[def->name] = Base64Encode(r.Bytes());
+        break;
+      case K::kInt:
+        out[def->name] = static_cast<int64_t>(r.Varint());
+        break;
+      case K::kBool:
+        out[def->name] = r.Varint() != 0;
+        break;
+      case K::kMessage:
+        out[def->name] = Decode(r.Bytes(), *def->sub, ok);
+        break;
+      case K::kRepMessage:
+        out[def->name].push_back(Decode(r.Bytes(), *def->sub, ok));
+        break;
+      case K::kRepString:
+        out[def->name].push_back(std::string(r.Bytes()));
+        break;
       case K::kMapString: {
         auto kv = MapEntry(r.Bytes());
         out[def->name][kv.first] = kv.second;
@@ -145,7 +189,9 @@ Json Decode(std::string_view data, const Schema& schema, bool* ok) {
         out[def->name][kv.first] = Base64Encode(kv.second);
         break;
       }
-      case K::kTime: r.Skip(wire); break;
+      case K::kTime:
+        r.Skip(wire);
+        break;
     }
   }
   if (!r.ok) *ok = false;
@@ -186,7 +232,8 @@ Json DecodeKubeProtobuf(const std::string& body, bool* ok) {
   const Schema* schema = nullptr;
   if (kind == "ConfigMap") schema = &kConfigMap;
   if (kind == "Secret") schema = &kSecret;
-  if (kind == "Namespace" || kind == "ServiceAccount" || kind == "SelfSubjectReview") schema = &kMetaOnly;
+  if (kind == "Namespace" || kind == "ServiceAccount" || kind == "SelfSubjectReview")
+    schema = &kMetaOnly;
   if (kind == "SelfSubjectAccessReview") schema = &kSsar;
   if (kind == "TokenRequest") schema = &kTokenRequest;
   if (schema == nullptr || !r.ok) return nullptr;

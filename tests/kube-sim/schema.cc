@@ -59,9 +59,9 @@ void ValidateAndPrune(const Json& schema, Json& value, const std::string& path,
     if (schema.value("nullable", false)) return;
     std::string want = schema.value("type", "");
     if (!want.empty()) {
-      errs.push_back({"FieldValueInvalid", path,
-                      "Invalid value: \"null\": " + path + " in body must be of type " + want +
-                          ": \"null\""});
+      errs.push_back(
+          {"FieldValueInvalid", path,
+           "Invalid value: \"null\": " + path + " in body must be of type " + want + ": \"null\""});
     }
     return;
   }
@@ -121,8 +121,9 @@ void ValidateAndPrune(const Json& schema, Json& value, const std::string& path,
     const std::string& s = value.get_ref<const std::string&>();
     if (schema.contains("minLength") && s.size() < schema["minLength"].get<size_t>()) {
       errs.push_back({"FieldValueInvalid", path,
-                      "Invalid value: " + Render(value) + ": " + path + " in body should be at least " +
-                          schema["minLength"].dump() + " chars long"});
+                      "Invalid value: " + Render(value) + ": " + path +
+                          " in body should be at least " + schema["minLength"].dump() +
+                          " chars long"});
     }
     if (schema.contains("maxLength") && s.size() > schema["maxLength"].get<size_t>()) {
       errs.push_back({"FieldValueTooLong", path,
@@ -133,8 +134,8 @@ void ValidateAndPrune(const Json& schema, Json& value, const std::string& path,
       try {
         if (!std::regex_search(s, std::regex(pattern, std::regex::ECMAScript))) {
           errs.push_back({"FieldValueInvalid", path,
-                          "Invalid value: " + Render(value) + ": " + path + " in body should match '" +
-                              pattern + "'"});
+                          "Invalid value: " + Render(value) + ": " + path +
+                              " in body should match '" + pattern + "'"});
         }
       } catch (const std::regex_error&) {
       }
@@ -162,8 +163,8 @@ void ValidateAndPrune(const Json& schema, Json& value, const std::string& path,
     bool preserve = schema.value("x-kubernetes-preserve-unknown-fields", false) ||
                     schema.value("x-kubernetes-embedded-resource", false);
     const Json* props = schema.contains("properties") ? &schema["properties"] : nullptr;
-    const Json* addl = schema.contains("additionalProperties") ? &schema["additionalProperties"]
-                                                                : nullptr;
+    const Json* addl =
+        schema.contains("additionalProperties") ? &schema["additionalProperties"] : nullptr;
     if (props != nullptr) {
       for (const auto& [name, sub] : props->items()) {
         if (!value.contains(name) && sub.is_object() && sub.contains("default")) {
@@ -190,7 +191,8 @@ void ValidateAndPrune(const Json& schema, Json& value, const std::string& path,
     if (schema.contains("required")) {
       for (const auto& r : schema["required"]) {
         if (!value.contains(r.get<std::string>())) {
-          errs.push_back({"FieldValueRequired", Join(path, r.get<std::string>()), "Required value"});
+          errs.push_back(
+              {"FieldValueRequired", Join(path, r.get<std::string>()), "Required value"});
         }
       }
     }
@@ -203,7 +205,8 @@ namespace {
 
 bool FilterMatches(const Json& item, const std::string& expr) {
   // expr like @.type=="Ready" or @.a.b!='x' or @.field (exists)
-  static const std::regex re(R"re(^\s*@((?:\.[A-Za-z0-9_\-/]+)+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|(\S+))\s*$)re");
+  static const std::regex re(
+      R"re(^\s*@((?:\.[A-Za-z0-9_\-/]+)+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|(\S+))\s*$)re");
   std::smatch m;
   if (std::regex_match(expr, m, re)) {
     std::vector<Json> got = JsonPathEval(item, m[1].str());
@@ -301,11 +304,20 @@ namespace {
 
 std::string MergeKeyFor(const std::string& field, const Json& items) {
   static const std::map<std::string, std::string> kKeys = {
-      {"containers", "name"},        {"initContainers", "name"}, {"ephemeralContainers", "name"},
-      {"env", "name"},               {"volumes", "name"},        {"volumeMounts", "mountPath"},
-      {"volumeDevices", "devicePath"}, {"imagePullSecrets", "name"}, {"conditions", "type"},
-      {"ownerReferences", "uid"},    {"hostAliases", "ip"},      {"topologySpreadConstraints", "topologyKey"},
-      {"secrets", "name"},           {"addresses", "type"}};
+      {"containers", "name"},
+      {"initContainers", "name"},
+      {"ephemeralContainers", "name"},
+      {"env", "name"},
+      {"volumes", "name"},
+      {"volumeMounts", "mountPath"},
+      {"volumeDevices", "devicePath"},
+      {"imagePullSecrets", "name"},
+      {"conditions", "type"},
+      {"ownerReferences", "uid"},
+      {"hostAliases", "ip"},
+      {"topologySpreadConstraints", "topologyKey"},
+      {"secrets", "name"},
+      {"addresses", "type"}};
   if (field == "ports") {
     for (const auto& it : items) {
       if (it.is_object() && it.contains("containerPort")) return "containerPort";

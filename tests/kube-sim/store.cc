@@ -48,7 +48,8 @@ Outcome Conflict(const ResourceType& t, const std::string& name, const std::stri
 
 Outcome BadRequest(const std::string& message) { return Err(400, "BadRequest", message); }
 
-Outcome Invalid(const ResourceType& t, const std::string& name, const std::vector<FieldError>& errs) {
+Outcome Invalid(const ResourceType& t, const std::string& name,
+                const std::vector<FieldError>& errs) {
   std::string joined;
   Json causes = Json::array();
   for (const auto& e : errs) {
@@ -131,8 +132,8 @@ Json WithoutVolatile(Json o) {
 bool ValidName(const std::string& name) {
   if (name.empty() || name.size() > 253) return false;
   for (char c : name) {
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '-' || c == '.')) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.')) {
       return false;
     }
   }
@@ -152,10 +153,11 @@ Outcome KubeSim::Impl::ValidateCustom(const ResourceType& t, Json& obj,
   if (!unknown.empty()) {
     if (fieldValidation == "Strict") {
       std::string msg;
-      for (const auto& u : unknown) msg += (msg.empty() ? "" : ", ") + ("unknown field \"" + u + "\"");
+      for (const auto& u : unknown)
+        msg += (msg.empty() ? "" : ", ") + ("unknown field \"" + u + "\"");
       std::string version = t.version;
-      return BadRequest(t.kind + " in version \"" + version + "\" cannot be handled as a " + t.kind +
-                        ": strict decoding error: " + msg);
+      return BadRequest(t.kind + " in version \"" + version + "\" cannot be handled as a " +
+                        t.kind + ": strict decoding error: " + msg);
     }
     if (fieldValidation != "Ignore" && warnings != nullptr) {
       for (const auto& u : unknown) warnings->push_back("unknown field \"" + u + "\"");
@@ -178,8 +180,9 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
     std::string bodyNs = md.value("namespace", "");
     if (ns.empty()) ns = bodyNs.empty() ? "default" : bodyNs;
     if (!bodyNs.empty() && bodyNs != ns) {
-      return BadRequest("the namespace of the provided object does not match the namespace sent "
-                        "on the request");
+      return BadRequest(
+          "the namespace of the provided object does not match the namespace sent "
+          "on the request");
     }
     const ResourceType* nsType = FindType("", "namespaces");
     Json* nsObj = FindObject(*nsType, "", ns);
@@ -198,8 +201,9 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
   if (!md.contains("name") || md["name"].get<std::string>().empty()) {
     std::string gen = md.value("generateName", "");
     if (gen.empty()) {
-      return Invalid(t, "", {{"FieldValueRequired", "metadata.name",
-                              "Required value: name or generateName is required"}});
+      return Invalid(t, "",
+                     {{"FieldValueRequired", "metadata.name",
+                       "Required value: name or generateName is required"}});
     }
     std::string suffix;
     std::uniform_int_distribution<int> d(0, 26);
@@ -212,11 +216,12 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
                        name != "." && name != "..";
   bool nameOk = t.group == "rbac.authorization.k8s.io" ? pathSegmentOk : ValidName(name);
   if (!nameOk && t.kind != "Event") {
-    return Invalid(t, name, {{"FieldValueInvalid", "metadata.name",
-                              "Invalid value: \"" + name +
-                                  "\": a lowercase RFC 1123 subdomain must consist of lower case "
-                                  "alphanumeric characters, '-' or '.', and must start and end "
-                                  "with an alphanumeric character"}});
+    return Invalid(t, name,
+                   {{"FieldValueInvalid", "metadata.name",
+                     "Invalid value: \"" + name +
+                         "\": a lowercase RFC 1123 subdomain must consist of lower case "
+                         "alphanumeric characters, '-' or '.', and must start and end "
+                         "with an alphanumeric character"}});
   }
   obj["apiVersion"] = t.apiVersion();
   obj["kind"] = t.kind;
@@ -229,13 +234,14 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
   // Per-kind defaults, as the built-in strategies and admission plugins set them.
   if (t.key() == "/pods") {
     Json& spec = obj["spec"];
-    if (!spec.contains("serviceAccountName")) spec["serviceAccountName"] = spec.value("serviceAccount", "default");
+    if (!spec.contains("serviceAccountName"))
+      spec["serviceAccountName"] = spec.value("serviceAccount", "default");
     spec["serviceAccount"] = spec["serviceAccountName"];
     std::string sa = spec["serviceAccountName"].get<std::string>();
     if (FindObject(*FindType("", "serviceaccounts"), ns, sa) == nullptr) {
       return Err(403, "Forbidden",
-                 "pods \"" + name + "\" is forbidden: error looking up service account " + ns + "/" +
-                     sa + ": serviceaccount \"" + sa + "\" not found",
+                 "pods \"" + name + "\" is forbidden: error looking up service account " + ns +
+                     "/" + sa + ": serviceaccount \"" + sa + "\" not found",
                  Details(t, name));
     }
     if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Always";
@@ -247,12 +253,15 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
       bool have = false;
       for (const auto& tol : spec["tolerations"]) have = have || tol.value("key", "") == key;
       if (!have) {
-        spec["tolerations"].push_back({{"key", key}, {"operator", "Exists"}, {"effect", "NoExecute"},
+        spec["tolerations"].push_back({{"key", key},
+                                       {"operator", "Exists"},
+                                       {"effect", "NoExecute"},
                                        {"tolerationSeconds", 300}});
       }
     }
     for (auto& c : spec["containers"]) {
-      if (!c.contains("terminationMessagePath")) c["terminationMessagePath"] = "/dev/termination-log";
+      if (!c.contains("terminationMessagePath"))
+        c["terminationMessagePath"] = "/dev/termination-log";
       if (!c.contains("terminationMessagePolicy")) c["terminationMessagePolicy"] = "File";
       if (!c.contains("imagePullPolicy")) c["imagePullPolicy"] = "IfNotPresent";
     }
@@ -280,9 +289,14 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
     obj["status"] = {{"acceptedNames", obj["spec"]["names"]},
                      {"storedVersions", Json::array()},
                      {"conditions",
-                      {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"},
-                        {"message", "no conflicts found"}, {"lastTransitionTime", NowRfc3339()}},
-                       {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
+                      {{{"type", "NamesAccepted"},
+                        {"status", "True"},
+                        {"reason", "NoConflicts"},
+                        {"message", "no conflicts found"},
+                        {"lastTransitionTime", NowRfc3339()}},
+                       {{"type", "Established"},
+                        {"status", "True"},
+                        {"reason", "InitialNamesAccepted"},
                         {"message", "the initial names have been accepted"},
                         {"lastTransitionTime", NowRfc3339()}}}}};
     for (const auto& ver : obj["spec"]["versions"]) {
@@ -294,10 +308,12 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
   Emit(t, "ADDED", obj, nullptr);
   if (t.key() == "/namespaces") {
     // The service-account and root-CA controllers of a real cluster fill every new namespace.
-    Json sa = {{"apiVersion", "v1"}, {"kind", "ServiceAccount"},
+    Json sa = {{"apiVersion", "v1"},
+               {"kind", "ServiceAccount"},
                {"metadata", {{"name", "default"}, {"namespace", name}}}};
     CreateLocked(*FindType("", "serviceaccounts"), name, sa, false, "", nullptr);
-    Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
+    Json cm = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
                {"metadata", {{"name", "kube-root-ca.crt"}, {"namespace", name}}},
                {"data", {{"ca.crt", pki.caCertPem}}}};
     CreateLocked(*FindType("", "configmaps"), name, cm, false, "", nullptr);
@@ -369,7 +385,8 @@ Outcome KubeSim::Impl::ReplaceLocked(const ResourceType& t, const std::string& n
     merged["metadata"]["generation"] = oldMd.value("generation", 1) + 1;
   }
   Json prev = *cur;
-  if (merged["metadata"].contains("deletionTimestamp") || merged["metadata"].contains("ownerReferences") ||
+  if (merged["metadata"].contains("deletionTimestamp") ||
+      merged["metadata"].contains("ownerReferences") ||
       prev["metadata"].contains("ownerReferences")) {
     gcDirty = true;
   }
@@ -471,8 +488,11 @@ Outcome KubeSim::Impl::DeleteLocked(const ResourceType& t, const std::string& ns
   Json obj = *cur;
   RemoveLocked(t, ns, name);
   if (t.crd) {
-    return {200, StatusBody(200, "", "", {{"name", name}, {"group", t.group}, {"kind", t.plural},
-                                          {"uid", obj["metadata"].value("uid", "")}})};
+    return {200, StatusBody(200, "", "",
+                            {{"name", name},
+                             {"group", t.group},
+                             {"kind", t.plural},
+                             {"uid", obj["metadata"].value("uid", "")}})};
   }
   return {200, obj};
 }
@@ -491,12 +511,14 @@ Outcome KubeSim::Impl::RegisterCrd(const Json& crd, bool dryRun) {
   if (plural.empty()) errs.push_back({"FieldValueRequired", "spec.names.plural", "Required value"});
   if (kind.empty()) errs.push_back({"FieldValueRequired", "spec.names.kind", "Required value"});
   if (scope != "Namespaced" && scope != "Cluster") {
-    errs.push_back({"FieldValueNotSupported", "spec.scope",
-                    "Unsupported value: \"" + scope + "\": supported values: \"Cluster\", \"Namespaced\""});
+    errs.push_back(
+        {"FieldValueNotSupported", "spec.scope",
+         "Unsupported value: \"" + scope + "\": supported values: \"Cluster\", \"Namespaced\""});
   }
   if (!plural.empty() && !group.empty() && crdName != plural + "." + group) {
-    errs.push_back({"FieldValueInvalid", "metadata.name",
-                    "Invalid value: \"" + crdName + "\": must be spec.names.plural+\".\"+spec.group"});
+    errs.push_back(
+        {"FieldValueInvalid", "metadata.name",
+         "Invalid value: \"" + crdName + "\": must be spec.names.plural+\".\"+spec.group"});
   }
   const Json versions = spec.value("versions", Json::array());
   const Json* version = nullptr;
@@ -504,9 +526,10 @@ Outcome KubeSim::Impl::RegisterCrd(const Json& crd, bool dryRun) {
     if (v.value("storage", false)) version = &v;
   }
   if (version == nullptr) {
-    errs.push_back({"FieldValueInvalid", "spec.versions",
-                    "Invalid value: []apiextensions.CustomResourceDefinitionVersion(nil): must have "
-                    "exactly one version marked as storage version"});
+    errs.push_back(
+        {"FieldValueInvalid", "spec.versions",
+         "Invalid value: []apiextensions.CustomResourceDefinitionVersion(nil): must have "
+         "exactly one version marked as storage version"});
   }
   if (!errs.empty()) return Invalid(crdType, crdName, errs);
   if (dryRun) return {};
@@ -525,8 +548,8 @@ Outcome KubeSim::Impl::RegisterCrd(const Json& crd, bool dryRun) {
   t.namespaced = scope == "Namespaced";
   t.crd = true;
   t.hasGeneration = true;
-  t.statusSubresource = version->contains("subresources") &&
-                        (*version)["subresources"].contains("status");
+  t.statusSubresource =
+      version->contains("subresources") && (*version)["subresources"].contains("status");
   if (version->contains("schema")) t.schema = (*version)["schema"].value("openAPIV3Schema", Json());
   t.printerColumns = version->value("additionalPrinterColumns", Json::array());
   types[t.key()] = t;

@@ -50,8 +50,8 @@ inline CommandResult Kubectl(const KubeSim& sim, const std::vector<std::string>&
   std::string dir = sim.workDir();
   static int counter = 0;
   std::string base = dir + "/kubectl-" + std::to_string(++counter);
-  std::string cmd = "HOME=" + ShellQuote(dir) + " KUBECONFIG=" + ShellQuote(sim.kubeconfigPath()) +
-                    " kubectl";
+  std::string cmd =
+      "HOME=" + ShellQuote(dir) + " KUBECONFIG=" + ShellQuote(sim.kubeconfigPath()) + " kubectl";
   for (const auto& a : args) cmd += " " + ShellQuote(a);
   if (!stdinText.empty()) {
     std::ofstream(base + ".in") << stdinText;
