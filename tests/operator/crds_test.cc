@@ -6,6 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
+#include "common/spec.h"
 #include "operator/crds.h"
 #include "perfgate/v1alpha1/report.pb.h"
 #include "perfgate/v1alpha1/validation.pb.h"
@@ -90,6 +93,38 @@ TEST(Crds, UserTypedEnumsAndMinimumsAreEnforced) {
   EXPECT_EQ(crd["spec"]["scope"], "Cluster");
   EXPECT_EQ(crd["spec"]["names"]["shortNames"], nlohmann::json({"pval"}));
   EXPECT_TRUE(crd["spec"]["versions"][0]["subresources"].contains("status"));
+}
+
+// Reads YAML as Kubernetes does (YAML 1.2 core schema: plain `True` is a boolean, quoted
+// "True" a string).
+nlohmann::json FromYaml(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = FromYaml(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : n) a.push_back(FromYaml(v));
+    return a;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string s = n.Scalar();
+  if (n.Tag() == "!") return s;  // quoted
+  switch (spec::ClassifyPlainScalar(s)) {
+    case spec::ScalarKind::kNull: return nullptr;
+    case spec::ScalarKind::kBool: return s == "true" || s == "True" || s == "TRUE";
+    case spec::ScalarKind::kInt: return std::stoll(s);
+    case spec::ScalarKind::kFloat: return std::stod(s);
+    default: return s;
+  }
+}
+
+TEST(Crds, YamlReadsBackAsTheGeneratedObjects) {
+  auto objects = GenerateCrdObjects();
+  for (const auto& [file, text] : GenerateCrds()) {
+    EXPECT_EQ(FromYaml(YAML::Load(text)), objects[file]) << file;
+  }
 }
 
 }  // namespace
