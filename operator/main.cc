@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -121,12 +123,40 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
   return true;
 }
 
+// One JSON object per line; the message is escaped (it often quotes API errors).
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    Json line = {{"ts", FormatTs(msg.time)},
+                 {"level", std::string(spdlog::level::to_string_view(msg.level).data(),
+                                       spdlog::level::to_string_view(msg.level).size())},
+                 {"logger", std::string(msg.logger_name.data(), msg.logger_name.size())},
+                 {"msg", std::string(msg.payload.data(), msg.payload.size())}};
+    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonFormatter>();
+  }
+
+ private:
+  static std::string FormatTs(spdlog::log_clock::time_point t) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[48];
+    std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+    return out;
+  }
+};
+
 void SetUpLogging(const std::string& format) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   if (format == "json") {
-    sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
-        R"({"ts":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","logger":"%n","msg":"%v"})",
-        spdlog::pattern_time_type::utc));
+    sink->set_formatter(std::make_unique<JsonFormatter>());
   } else {
     sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
         "%Y-%m-%dT%H:%M:%S.%eZ %l %n: %v", spdlog::pattern_time_type::utc));
