@@ -49,6 +49,7 @@ flags:
   --health-probe-bind-address ADDR  /healthz and /readyz (default :8081; 0 disables)
   --log-format json|text            (text)
   --workers N                       concurrent reconciles (4)
+  --kube-api-qps Q, --kube-api-burst B  client-side rate limit (50, 100)
   --scheduling-timeout-seconds N    a worker pod unscheduled this long gives its node ERROR (300)
   --enable-fixtures                 let workers run test-only fixtures (end-to-end tests only)
 )";
@@ -70,6 +71,8 @@ struct Flags {
   std::string logFormat = "text";
   int workers = 4;
   int schedulingTimeoutSeconds = 300;
+  double kubeApiQps = 50;
+  int kubeApiBurst = 100;
   bool enableFixtures = false;
 };
 
@@ -113,6 +116,10 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->logFormat = value;
     } else if (a == "--workers" && next()) {
       f->workers = std::max(1, std::atoi(value.c_str()));
+    } else if (a == "--kube-api-qps" && next()) {
+      f->kubeApiQps = std::max(1.0, std::atof(value.c_str()));
+    } else if (a == "--kube-api-burst" && next()) {
+      f->kubeApiBurst = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--scheduling-timeout-seconds" && next()) {
       f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
     } else {
@@ -205,8 +212,8 @@ int main(int argc, char** argv) {
     log->error("cannot load the cluster config: {}", config.status().message());
     return 1;
   }
-  config->qps = 50;
-  config->burst = 100;
+  config->qps = flags.kubeApiQps;
+  config->burst = flags.kubeApiBurst;
   config->userAgent = "perfgate-operator";
   auto client_or = kube::NewClient(*config);
   if (!client_or.ok()) {
