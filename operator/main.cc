@@ -27,6 +27,7 @@
 #include "kube/leaderelection.h"
 #include "kube/workqueue.h"
 #include "operator/http_server.h"
+#include "operator/index.h"
 #include "operator/log.h"
 #include "operator/reconciler.h"
 
@@ -234,6 +235,15 @@ int main(int argc, char** argv) {
   auto* results = MakeInformer(client, op::ResultsResource(), flags.nameSpace, "", &informers);
   auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", &informers);
 
+  // The indexes first: handlers run in order, and a reconcile queued by the next handler
+  // must find the object that triggered it.
+  op::LabelIndex pods_by_validation("perfgate.io/validation");
+  op::LabelIndex pods_by_node("perfgate.io/node");
+  op::LabelIndex results_by_validation("perfgate.io/validation");
+  pods->AddHandlers(pods_by_validation.Handlers());
+  pods->AddHandlers(pods_by_node.Handlers());
+  results->AddHandlers(results_by_validation.Handlers());
+
   kube::WorkQueue queue;
   auto enqueue_obj = [&queue](const Json& o) {
     queue.Add(o["metadata"].value("name", ""));
@@ -267,8 +277,12 @@ int main(int argc, char** argv) {
   rc.workerServiceAccount = flags.workerServiceAccount;
   rc.enableFixtures = flags.enableFixtures;
   rc.schedulingTimeout = std::chrono::seconds(flags.schedulingTimeoutSeconds);
-  op::Caches caches{[nodes] { return nodes->List(); }, [pods] { return pods->List(); },
-                    [results] { return results->List(); }};
+  op::Caches caches{[nodes] { return nodes->List(); },
+                    [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(v); },
+                    [&pods_by_node](const std::string& n) { return pods_by_node.Get(n); },
+                    [&results_by_validation](const std::string& v) {
+                      return results_by_validation.Get(v);
+                    }};
   op::Reconciler reconciler(client, caches, rc);
 
   std::atomic<bool> synced{false};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <thread>
 #include <map>
 
 #include "common/spec.h"
@@ -174,6 +175,28 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
   out.profile = plan.profile;
   out.profileVersion = plan.profile_version;
   return out;
+}
+
+// Runs fn(0..n-1) on up to 8 threads; the first error wins (the rest still run: each call is
+// idempotent and the next reconcile retries).
+Status ForEachConcurrently(size_t n, const std::function<Status(size_t)>& fn) {
+  constexpr size_t kThreads = 8;
+  if (n <= 1) return n == 1 ? fn(0) : Status::Ok();
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      Status st = fn(i);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!st.ok() && first.ok()) first = st;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(n, kThreads); ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return first;
 }
 
 }  // namespace
@@ -392,10 +415,8 @@ Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
 
 Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int keep_results) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
-  for (const auto& pod : caches_.pods()) {
-    if (Label(pod, "perfgate.io/validation") != name || Label(pod, "perfgate.io/run") == run) {
-      continue;
-    }
+  for (const auto& pod : caches_.podsOf(name)) {
+    if (Label(pod, "perfgate.io/run") == run) continue;
     auto st = client_->Delete(kube::PodsResource(), config_.nameSpace,
                               Str(pod, "/metadata/name"_json_pointer));
     if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
@@ -403,8 +424,7 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
   // Old runs, newest first; keep the results of the newest `keep_results`.
   std::map<std::string, std::string> newest;  // run -> newest creationTimestamp
   std::vector<Json> old;
-  for (const auto& r : caches_.results()) {
-    if (Label(r, "perfgate.io/validation") != name) continue;
+  for (const auto& r : caches_.resultsOf(name)) {
     std::string rr = Label(r, "perfgate.io/run");
     if (rr == run) continue;
     old.push_back(r);
@@ -516,8 +536,7 @@ Result<ReconcileResult> Reconciler::Finalize(const Json& obj) {
   if (std::find(finalizers.begin(), finalizers.end(), kFinalizer) == finalizers.end()) {
     return ReconcileResult{};
   }
-  for (const auto& pod : caches_.pods()) {
-    if (Label(pod, "perfgate.io/validation") != name) continue;
+  for (const auto& pod : caches_.podsOf(name)) {
     auto st = client_->Delete(kube::PodsResource(), config_.nameSpace,
                               Str(pod, "/metadata/name"_json_pointer));
     if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
@@ -542,11 +561,12 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   const Json policy = obj.value("spec", Json::object()).value("policy", Json::object());
   const std::string on_failure = policy.value("onFailure", "none");
-  for (const auto& o : outcomes) {
+  RETURN_IF_ERROR(ForEachConcurrently(outcomes.size(), [&](size_t i) -> Status {
+    const NodeOutcome& o = outcomes[i];
     auto it = cached_nodes.find(o.node);
-    RETURN_IF_ERROR(ApplyNodeAction(o.node, o.verdict, name, on_failure,
-                                    it == cached_nodes.end() ? nullptr : &it->second));
-  }
+    return ApplyNodeAction(o.node, o.verdict, name, on_failure,
+                           it == cached_nodes.end() ? nullptr : &it->second);
+  }));
   const bool fresh = status.value("completionTime", "").empty();
   int failed = status.value("failed", 0), errors = status.value("errors", 0),
       inconclusive = status.value("inconclusive", 0);
@@ -744,21 +764,25 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
 
   // What each node has: a result, a pod, or nothing yet.
   std::map<std::string, Json> results;
-  for (auto& r : caches_.results()) {
-    if (Label(r, "perfgate.io/validation") == name && Label(r, "perfgate.io/run") == run) {
+  for (auto& r : caches_.resultsOf(name)) {
+    if (Label(r, "perfgate.io/run") == run) {
       results[r["spec"].value("nodeName", Label(r, "perfgate.io/node"))] = r;
     }
   }
   std::map<std::string, Json> pods;
-  std::map<std::string, std::string> busy;  // node -> other validation running there
-  for (auto& p : caches_.pods()) {
-    std::string v = Label(p, "perfgate.io/validation");
-    if (v == name && Label(p, "perfgate.io/run") == run) {
-      pods[Label(p, "perfgate.io/node")] = p;
-    } else if (v != name && !Terminal(p) && Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
-      busy[Label(p, "perfgate.io/node")] = v;
-    }
+  for (auto& p : caches_.podsOf(name)) {
+    if (Label(p, "perfgate.io/run") == run) pods[Label(p, "perfgate.io/node")] = p;
   }
+  // Another validation's live worker on `node`, or "".
+  auto busy_with = [&](const std::string& node) -> std::string {
+    for (const auto& p : caches_.podsOn(node)) {
+      std::string v = Label(p, "perfgate.io/validation");
+      if (v != name && !Terminal(p) && Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+        return v;
+      }
+    }
+    return "";
+  };
 
   const int spec_gpus = static_cast<int>(spec.value("gpusPerNode", 0));
   int timeout = static_cast<int>(policy.value("nodeTimeoutSeconds", 0));
@@ -809,8 +833,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     }
     auto pod_it = pods.find(node);
     if (pod_it == pods.end()) {
-      if (busy.count(node) != 0) {
-        waiting.push_back(node + " (busy with validation " + busy[node] + ")");
+      if (std::string other = busy_with(node); !other.empty()) {
+        waiting.push_back(node + " (busy with validation " + other + ")");
       } else {
         to_start.push_back(node);
       }
@@ -879,19 +903,25 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
 
   if (!suspended) {
+    std::vector<Json> batch;
     for (const auto& node : to_start) {
       if (active >= parallelism) break;
       const std::string pod_name = ObjectName({name, run, node});
       int gpus = spec_gpus > 0 ? spec_gpus : NodeGpus(nodes[node]);
-      auto created = client_->Create(kube::PodsResource(), config_.nameSpace,
-                                     BuildPod(obj, run, node, pod_name, config_map, gpus, timeout));
+      batch.push_back(BuildPod(obj, run, node, pod_name, config_map, gpus, timeout));
+      active++;
+    }
+    // Creates run concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000
+    // round trips.
+    RETURN_IF_ERROR(ForEachConcurrently(batch.size(), [&](size_t i) -> Status {
+      auto created = client_->Create(kube::PodsResource(), config_.nameSpace, batch[i]);
       if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
         metrics_.errors++;
         return created.status();
       }
       if (created.ok()) metrics_.podsCreated++;
-      active++;
-    }
+      return Status::Ok();
+    }));
   }
 
   int counts[5] = {0, 0, 0, 0, 0};  // pass fail inconclusive error pending

@@ -53,8 +53,11 @@ struct ReconcilerConfig {
 // Read-only views of the informers' stores. Thread-safe, non-blocking.
 struct Caches {
   std::function<std::vector<Json>()> nodes;
-  std::function<std::vector<Json>()> pods;     // worker pods in the operator's namespace
-  std::function<std::vector<Json>()> results;  // PerfResults in the operator's namespace
+  // Worker pods in the operator's namespace by label perfgate.io/validation, by perfgate.io/node.
+  std::function<std::vector<Json>(const std::string& validation)> podsOf;
+  std::function<std::vector<Json>(const std::string& node)> podsOn;
+  // PerfResults in the operator's namespace by label perfgate.io/validation.
+  std::function<std::vector<Json>(const std::string& validation)> resultsOf;
 };
 
 struct ReconcileResult {

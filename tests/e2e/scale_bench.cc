@@ -113,7 +113,7 @@ Phase RunPhase(KubeSim& sim, const std::vector<Json>& validations, size_t expect
       p.completeSeconds = Seconds(t0, SteadyClock::now());
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   p.requests = OperatorRequests(sim) - before;
   return p;
