@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +54,14 @@ std::pair<double, double> Usage(pid_t pid) {
   double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   double cpu = f.size() > 12 ? (std::stod(f[11]) + std::stod(f[12])) / ticks : 0;
   return {hwm_mib, cpu};
+}
+
+// CPU seconds of this process: kube-sim (in-process) and the benchmark's own polling.
+double SelfCpu() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 size_t OperatorRequests(const KubeSim& sim) {
@@ -123,13 +132,14 @@ Phase RunPhase(KubeSim& sim, const std::vector<Json>& validations, size_t expect
 
 int main(int argc, char** argv) {
   int nodes = 1000, validations = 100;
-  std::string qps = "500", burst = "1000";
+  std::string qps = "500", burst = "1000", workers = "4";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--nodes") nodes = std::atoi(argv[i + 1]);
     if (a == "--validations") validations = std::atoi(argv[i + 1]);
     if (a == "--qps") qps = argv[i + 1];
     if (a == "--burst") burst = argv[i + 1];
+    if (a == "--workers") workers = argv[i + 1];
   }
   perfgate::kubesim::Options o;
   o.nodes = nodes;
@@ -171,7 +181,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = {PERFGATE_OPERATOR_BIN, "--kubeconfig=" + sim.kubeconfigPath(),
                                    "--metrics-bind-address=0", "--health-probe-bind-address=0",
                                    "--enable-fixtures", "--kube-api-qps=" + qps,
-                                   "--kube-api-burst=" + burst};
+                                   "--kube-api-burst=" + burst, "--workers=" + workers};
   std::vector<char*> argv2;
   for (auto& a : args) argv2.push_back(a.data());
   argv2.push_back(nullptr);
@@ -182,12 +192,17 @@ int main(int argc, char** argv) {
   if (posix_spawn(&pid, argv2[0], &fa, nullptr, argv2.data(), environ) != 0) return 1;
   std::this_thread::sleep_for(std::chrono::seconds(2));  // caches synced
 
-  std::printf("nodes %d, client rate limit %s qps / burst %s\n", nodes, qps.c_str(), burst.c_str());
+  std::printf("nodes %d, client rate limit %s qps / burst %s, %s reconcile workers\n", nodes,
+              qps.c_str(), burst.c_str(), workers.c_str());
+  std::printf("| case | all pods created | all Complete | operator API requests per node | "
+              "operator peak RSS | operator CPU | kube-sim + bench CPU |\n");
+  const double self0 = SelfCpu();
   Phase one = RunPhase(sim, {Validation("one", {})}, static_cast<size_t>(nodes));
   auto [mem1, cpu1] = Usage(pid);
-  std::printf("| 1 validation x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s |\n", nodes,
-              one.podsSeconds, one.completeSeconds,
-              static_cast<double>(one.requests) / nodes, mem1, cpu1);
+  const double self1 = SelfCpu();
+  std::printf("| 1 validation x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s | %.1f s |\n",
+              nodes, one.podsSeconds, one.completeSeconds,
+              static_cast<double>(one.requests) / nodes, mem1, cpu1, self1 - self0);
 
   std::vector<Json> many;
   const int per = nodes / validations;
@@ -198,9 +213,11 @@ int main(int argc, char** argv) {
   }
   Phase lots = RunPhase(sim, many, static_cast<size_t>(per * validations));
   auto [mem2, cpu2] = Usage(pid);
-  std::printf("| %d validations x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s |\n",
+  const double self2 = SelfCpu();
+  std::printf("| %d validations x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s | %.1f s |\n",
               validations, per, lots.podsSeconds, lots.completeSeconds,
-              static_cast<double>(lots.requests) / (per * validations), mem2, cpu2 - cpu1);
+              static_cast<double>(lots.requests) / (per * validations), mem2, cpu2 - cpu1,
+              self2 - self1);
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);
