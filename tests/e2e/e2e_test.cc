@@ -381,5 +381,56 @@ TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
   EXPECT_TRUE(Eventually([&] { return Results("life").empty() && Pods("life").empty(); }, 30));
 }
 
+// A named profile resolves from the cluster's PerfProfile: its tests and level sampling go to
+// the worker inline, and status and results name the profile and its version.
+TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfProfile\n"
+      "metadata:\n"
+      "  name: sim-gpu\n"
+      "spec:\n"
+      "  version: \"2026.11-1\"\n"
+      "  gpuModels: [H200]\n"
+      "  quick:\n"
+      "    sampling: {warmup: 1, minRepeats: 5, maxRepeats: 10}\n"
+      "    tests:\n"
+      "      - type: synthetic\n"
+      "        parameters: {mean: 100, behaviour: [\"node-3=50\"]}\n"
+      "        thresholds: [{metric: bandwidthGBps, value: 90}]\n");
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfValidation\n"
+      "metadata:\n"
+      "  name: byprofile\n"
+      "spec:\n"
+      "  profile: sim-gpu\n"
+      "  level: quick\n");
+  ASSERT_TRUE(WaitComplete("byprofile"));
+  Json v = Validation("byprofile");
+  EXPECT_EQ(v["status"].value("profile", ""), "sim-gpu") << v.dump(2);
+  EXPECT_EQ(v["status"].value("profileVersion", ""), "2026.11-1");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False");
+  EXPECT_NE(Condition(v, "Passed").value("message", "").find("node-3"), std::string::npos);
+  auto results = Results("byprofile");
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r["spec"]["report"].value("profile", ""), "sim-gpu");
+    EXPECT_EQ(r["spec"]["report"].value("profileVersion", ""), "2026.11-1");
+  }
+  // A profile that does not exist is an invalid spec, named.
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfValidation\n"
+      "metadata:\n"
+      "  name: noprofile\n"
+      "spec:\n"
+      "  profile: no-such-profile\n");
+  ASSERT_TRUE(WaitComplete("noprofile", 30));
+  Json bad = Validation("noprofile");
+  EXPECT_EQ(Condition(bad, "Ready").value("reason", ""), "InvalidSpec");
+  EXPECT_NE(Condition(bad, "Ready").value("message", "").find("no-such-profile"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace perfgate::e2e
