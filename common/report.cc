@@ -26,11 +26,21 @@ std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // XML 1.0 forbids most control characters.
         if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
@@ -75,8 +85,8 @@ std::string FormatTable(const v1alpha1::Report& report) {
         for (const auto& m : t.metrics()) {
           if (m.name() == th.threshold().metric()) unit = m.unit();
         }
-        rows.push_back({t.name(), t.device(), th.threshold().metric(),
-                        th.threshold().statistic(), Fixed(th.observed()) + " " + unit,
+        rows.push_back({t.name(), t.device(), th.threshold().metric(), th.threshold().statistic(),
+                        Fixed(th.observed()) + " " + unit,
                         th.threshold().op() + " " + Fixed(th.bound()), std::to_string(t.samples()),
                         VerdictName(th.verdict())});
       }

@@ -61,7 +61,9 @@ inline Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, s
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
-inline Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {Code::kFailedPrecondition, std::move(m)};
+}
 inline Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
 inline Status DeadlineExceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
 inline Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
@@ -70,7 +72,7 @@ inline Status DataLoss(std::string m) { return {Code::kDataLoss, std::move(m)}; 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result from an OK status has no value");
   }
@@ -98,9 +100,9 @@ class [[nodiscard]] Result {
 #define PERFGATE_CONCAT(a, b) PERFGATE_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::perfgate::Status perfgate_status_ = (expr);      \
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::perfgate::Status perfgate_status_ = (expr);        \
     if (!perfgate_status_.ok()) return perfgate_status_; \
   } while (false)
 

@@ -7,8 +7,8 @@
 
 #include <cerrno>
 #include <climits>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -27,21 +27,30 @@ bool IsPlain(const YAML::Node& node) { return node.Tag() == "?" || node.Tag().em
 
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "null";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "null";
     case YAML::NodeType::Scalar: {
       if (!IsPlain(node)) return "the string \"" + node.Scalar() + "\"";
       switch (ClassifyPlainScalar(node.Scalar())) {
-        case ScalarKind::kNull: return "null";
-        case ScalarKind::kBool: return "the boolean " + node.Scalar();
-        case ScalarKind::kInt: return "the integer " + node.Scalar();
-        case ScalarKind::kFloat: return "the number " + node.Scalar();
-        case ScalarKind::kString: return "\"" + node.Scalar() + "\"";
+        case ScalarKind::kNull:
+          return "null";
+        case ScalarKind::kBool:
+          return "the boolean " + node.Scalar();
+        case ScalarKind::kInt:
+          return "the integer " + node.Scalar();
+        case ScalarKind::kFloat:
+          return "the number " + node.Scalar();
+        case ScalarKind::kString:
+          return "\"" + node.Scalar() + "\"";
       }
       break;
     }
-    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Undefined:
+      return "nothing";
   }
   return "?";
 }
@@ -57,11 +66,16 @@ Result<json> ToJson(const YAML::Node& node, const std::string& path, SourceMap* 
       const std::string& s = node.Scalar();
       if (!IsPlain(node)) return json(s);
       switch (ClassifyPlainScalar(s)) {
-        case ScalarKind::kNull: return json(nullptr);
-        case ScalarKind::kBool: return json(s[0] == 't' || s[0] == 'T');
-        case ScalarKind::kInt: return json(std::strtoll(s.c_str(), nullptr, 10));
-        case ScalarKind::kFloat: return json(std::strtod(s.c_str(), nullptr));
-        case ScalarKind::kString: return json(s);
+        case ScalarKind::kNull:
+          return json(nullptr);
+        case ScalarKind::kBool:
+          return json(s[0] == 't' || s[0] == 'T');
+        case ScalarKind::kInt:
+          return json(std::strtoll(s.c_str(), nullptr, 10));
+        case ScalarKind::kFloat:
+          return json(std::strtod(s.c_str(), nullptr));
+        case ScalarKind::kString:
+          return json(s);
       }
       return json(s);
     }
@@ -104,8 +118,8 @@ Result<json> ScalarToJson(const YAML::Node& node, const pb::FieldDescriptor* fie
   switch (field->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_STRING:
       if (kind != ScalarKind::kString) {
-        return where.Error(path, "expected a string, got " + Describe(node) +
-                                     " (quote it to make it a string)");
+        return where.Error(
+            path, "expected a string, got " + Describe(node) + " (quote it to make it a string)");
       }
       return json(s);
     case pb::FieldDescriptor::CPPTYPE_BOOL:
@@ -211,8 +225,8 @@ struct NodeCounter : YAML::EventHandler {
 };
 
 bool IsNullNode(const YAML::Node& node) {
-  return node.IsNull() ||
-         (node.IsScalar() && IsPlain(node) && ClassifyPlainScalar(node.Scalar()) == ScalarKind::kNull);
+  return node.IsNull() || (node.IsScalar() && IsPlain(node) &&
+                           ClassifyPlainScalar(node.Scalar()) == ScalarKind::kNull);
 }
 
 Result<json> MessageToJson(const YAML::Node& node, const pb::Descriptor* desc,
@@ -253,7 +267,8 @@ Result<json> MessageToJson(const YAML::Node& node, const pb::Descriptor* desc,
       json m = json::object();
       for (const auto& entry : value) {
         std::string k = entry.first.Scalar();
-        ASSIGN_OR_RETURN(json v, FieldValueToJson(entry.second, value_field, child + "." + k, where));
+        ASSIGN_OR_RETURN(json v,
+                         FieldValueToJson(entry.second, value_field, child + "." + k, where));
         m[k] = std::move(v);
       }
       out[key] = std::move(m);
@@ -360,8 +375,7 @@ Status ParseDocument(std::string_view text, const std::string& source, pb::Messa
     std::istringstream in{std::string(text)};
     YAML::Parser parser(in);
     NodeCounter first, second;
-    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) &&
-        second.nodes > 0) {
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) && second.nodes > 0) {
       return InvalidArgument(source + ":" + std::to_string(second.first_line) +
                              ": expected one document, found more than one");
     }
@@ -372,8 +386,8 @@ Status ParseDocument(std::string_view text, const std::string& source, pb::Messa
   ASSIGN_OR_RETURN(json j, MessageToJson(root, out->GetDescriptor(), "", where));
   pb::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto st = pb::util::JsonStringToMessage(
-      j.dump(-1, ' ', false, json::error_handler_t::replace), out, options);
+  auto st = pb::util::JsonStringToMessage(j.dump(-1, ' ', false, json::error_handler_t::replace),
+                                          out, options);
   if (!st.ok()) {
     // The walk above checked names and types, so this is a schema/loader mismatch.
     return Internal(source + ": " + std::string(st.message()));

@@ -134,8 +134,8 @@ class HostStreamRun final : public TestRun {
 
     Sample s;
     for (int k = 0; k < 4; ++k) {
-      double bytes = static_cast<double>(kKernels[k].arrays_touched) * sizeof(double) *
-                     static_cast<double>(n);
+      double bytes =
+          static_cast<double>(kKernels[k].arrays_touched) * sizeof(double) * static_cast<double>(n);
       s[kKernels[k].metric] = bytes / seconds[k] / 1e9;
     }
     return s;
@@ -158,10 +158,9 @@ class HostStreamRun final : public TestRun {
       for (int k = 0; k < 3; ++k) {
         if (std::fabs(got[k] - want[k]) > kTolerance * std::fabs(want[k])) {
           return Status(Code::kDataLoss,
-                        "host-stream verification failed after sample " +
-                            std::to_string(samples_) + ": array " + "abc"[k] + "[" +
-                            std::to_string(j) + "] = " + std::to_string(got[k]) + ", expected " +
-                            std::to_string(want[k]));
+                        "host-stream verification failed after sample " + std::to_string(samples_) +
+                            ": array " + "abc"[k] + "[" + std::to_string(j) + "] = " +
+                            std::to_string(got[k]) + ", expected " + std::to_string(want[k]));
         }
       }
     }
@@ -184,11 +183,15 @@ class HostStreamTest final : public Test {
         "does); results verified every sample";
     info_.scope = Scope::kHost;
     info_.params = {
-        {"arrayBytes", ParamType::kInt, "0", "bytes",
-         "size of each of the three arrays; 0: 4x the last-level cache, at least 64 MiB", 0,
-         1LL << 40, {}},
-        {"threads", ParamType::kInt, "0", "", "OpenMP threads; 0: one per online CPU", 0, 4096,
+        {"arrayBytes",
+         ParamType::kInt,
+         "0",
+         "bytes",
+         "size of each of the three arrays; 0: 4x the last-level cache, at least 64 MiB",
+         0,
+         1LL << 40,
          {}},
+        {"threads", ParamType::kInt, "0", "", "OpenMP threads; 0: one per online CPU", 0, 4096, {}},
     };
     for (const auto& k : kKernels) {
       info_.metrics.push_back({k.metric, "GB/s", true, "STREAM-counted host memory bandwidth"});
@@ -206,8 +209,8 @@ class HostStreamTest final : public Test {
     if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     Array a = AllocateArray(n), b = AllocateArray(n), c = AllocateArray(n);
     if (!a || !b || !c) {
-      return Status(Code::kResourceExhausted, "host-stream: cannot allocate 3 arrays of " +
-                                                  std::to_string(bytes) + " bytes");
+      return Status(Code::kResourceExhausted,
+                    "host-stream: cannot allocate 3 arrays of " + std::to_string(bytes) + " bytes");
     }
     return std::unique_ptr<TestRun>(
         new HostStreamRun(n, threads, std::move(a), std::move(b), std::move(c)));

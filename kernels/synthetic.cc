@@ -56,12 +56,16 @@ class SyntheticTest final : public Test {
         {"mean", ParamType::kDouble, "100", "GB/s", "true mean of the samples", 0, 1e12, {}},
         {"cv", ParamType::kDouble, "0.01", "", "coefficient of variation", 0, 10, {}},
         {"seed", ParamType::kInt, "1", "", "random seed", 0, 1e18, {}},
-        {"sampleSeconds", ParamType::kDouble, "0", "seconds", "time one sample takes", 0, 3600,
-         {}},
-        {"behaviour", ParamType::kStringList, "[]", "",
+        {"sampleSeconds", ParamType::kDouble, "0", "seconds", "time one sample takes", 0, 3600, {}},
+        {"behaviour",
+         ParamType::kStringList,
+         "[]",
+         "",
          "per node NODE=MEAN (a number: that node's mean), NODE=crash (the worker aborts), "
          "NODE=hang (never finishes), NODE=error (the test cannot run)",
-         0, 0, {}},
+         0,
+         0,
+         {}},
     };
     info_.metrics = {{"bandwidthGBps", "GB/s", true, "synthetic samples"}};
   }
@@ -81,9 +85,9 @@ class SyntheticTest final : public Test {
       return Status(Code::kUnavailable, "synthetic: planted error for this node");
     }
     if (!behaviour.empty()) mean = std::strtod(behaviour.c_str(), nullptr);
-    return std::unique_ptr<TestRun>(
-        new SyntheticRun(mean, params.Double("cv"), static_cast<std::uint64_t>(params.Int("seed")),
-                         params.Double("sampleSeconds")));
+    return std::unique_ptr<TestRun>(new SyntheticRun(mean, params.Double("cv"),
+                                                     static_cast<std::uint64_t>(params.Int("seed")),
+                                                     params.Double("sampleSeconds")));
   }
 
  private:

@@ -58,9 +58,8 @@ struct TestInfo {
   bool fixture = false;
 };
 
-using ParamValue =
-    std::variant<std::int64_t, double, std::string, bool, std::vector<std::string>,
-                 std::vector<std::int64_t>>;
+using ParamValue = std::variant<std::int64_t, double, std::string, bool, std::vector<std::string>,
+                                std::vector<std::int64_t>>;
 
 // Parameters with every declared parameter present (defaults filled in by the loader).
 class Params {

@@ -125,9 +125,7 @@ Code CodeForHttp(int status, std::string_view reason, bool is_create) {
     case 412:
       return Code::kFailedPrecondition;
     case 413:
-      return Code::kInvalidArgument;
     case 415:
-      return Code::kInvalidArgument;
     case 422:
       return Code::kInvalidArgument;
     case 429:
@@ -145,7 +143,7 @@ bool Retryable(const HttpRequest& request, const HttpResponse& response) {
   // the server asks (Retry-After, as client-go does) or the request is a read.
   if (response.status == 429) return true;
   if (response.status < 500) return false;
-  if (response.headers.count("Retry-After") != 0) return true;
+  if (response.headers.contains("Retry-After")) return true;
   return request.method == "GET";
 }
 
@@ -246,7 +244,7 @@ Client::Client(RestConfig config, std::shared_ptr<Transport> transport, ClientOp
 Status Client::AddAuth(HttpRequest& request) {
   ASSIGN_OR_RETURN(std::string token, tokens_.Token());
   if (!token.empty()) request.headers["Authorization"] = "Bearer " + token;
-  if (request.headers.count("Accept") == 0) request.headers["Accept"] = "application/json";
+  if (!request.headers.contains("Accept")) request.headers["Accept"] = "application/json";
   request.headers["User-Agent"] = config_.userAgent;
   return Status::Ok();
 }
@@ -273,7 +271,7 @@ Result<std::string> Client::Do(HttpRequest request) {
                       response->status, attempt + 1,
                       std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
       clock_->SleepFor(delay, nullptr);
-      if (request.headers.count("Authorization") != 0) RETURN_IF_ERROR(AddAuth(request));
+      if (request.headers.contains("Authorization")) RETURN_IF_ERROR(AddAuth(request));
       continue;
     }
     return HttpError(request, *response, is_create);

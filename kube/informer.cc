@@ -147,7 +147,7 @@ void Informer::Process(Delta& delta) {
     // Gone while we were not watching: deliver the last state we knew
     // (client-go's DeletedFinalStateUnknown carries the same).
     for (auto& [key, object] : previous) {
-      if (store_.count(key) != 0) continue;
+      if (store_.contains(key)) continue;
       for (auto& h : handlers_) {
         if (h.onDelete) h.onDelete(object);
       }

@@ -14,7 +14,7 @@ namespace perfgate::kube {
 std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch());
   auto secs = std::chrono::floor<std::chrono::seconds>(micros);
-  std::time_t tt = static_cast<std::time_t>(secs.count());
+  auto tt = static_cast<std::time_t>(secs.count());
   std::tm tm{};
   gmtime_r(&tt, &tm);
   return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
@@ -22,7 +22,13 @@ std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
 }
 
 Result<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& text) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0, consumed = 0;
+  int y = 0;
+  int mo = 0;
+  int d = 0;
+  int h = 0;
+  int mi = 0;
+  int s = 0;
+  int consumed = 0;
   if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &consumed) !=
       6) {
     return InvalidArgument(fmt::format("not an RFC 3339 time: \"{}\"", text));
@@ -35,7 +41,7 @@ Result<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& 
   tm.tm_min = mi;
   tm.tm_sec = s;
   auto t = std::chrono::system_clock::from_time_t(timegm(&tm));
-  size_t i = static_cast<size_t>(consumed);
+  auto i = static_cast<size_t>(consumed);
   if (i < text.size() && text[i] == '.') {
     ++i;
     int64_t frac = 0;
@@ -51,7 +57,8 @@ Result<std::chrono::system_clock::time_point> ParseMicroTime(const std::string& 
     t += std::chrono::microseconds(frac);
   }
   if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
-    int oh = 0, om = 0;
+    int oh = 0;
+    int om = 0;
     if (std::sscanf(text.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2) {
       return InvalidArgument(fmt::format("bad time zone in \"{}\"", text));
     }

@@ -87,7 +87,7 @@ Status FromException(const std::exception_ptr& error) {
   } catch (const std::exception& e) {
     return Unavailable(e.what());
   } catch (...) {
-    return Status(Code::kUnknown, "unknown error");
+    return {Code::kUnknown, "unknown error"};
   }
 }
 
@@ -155,7 +155,7 @@ class CpprestTransport final : public Transport {
   }
 
   Result<HttpResponse> Run(http::client::http_client& client, const HttpRequest& request,
-                           const ChunkCallback* on_chunk, const Cancellation* cancel) {
+                           const ChunkCallback* on_chunk, const Cancellation* cancel) const {
     http::http_request msg(request.method);
     msg.set_request_uri(web::uri(request.path));
     std::string content_type;
@@ -199,7 +199,7 @@ class CpprestTransport final : public Transport {
     // Stream: hand over whatever has arrived, as soon as it has arrived.
     auto buf = response.body().streambuf();
     std::string chunk;
-    constexpr size_t kMaxChunk = 64 * 1024;
+    constexpr size_t kMaxChunk = size_t{64} * 1024;
     while (true) {
       Result<int> first = Await(buf.bumpc());
       if (cancel != nullptr && cancel->cancelled()) return Cancelled("cancelled");

@@ -47,7 +47,7 @@ Result<WatchEvent> ParseWatchEvent(std::string_view line) {
     return DataLoss(fmt::format("watch stream: event without type/object: {}", Excerpt(line)));
   }
   WatchEvent event;
-  const std::string& t = type->get_ref<const std::string&>();
+  const auto& t = type->get_ref<const std::string&>();
   if (t == "ADDED") {
     event.type = WatchEventType::kAdded;
   } else if (t == "MODIFIED") {
@@ -80,7 +80,7 @@ Status WatchDecoder::Feed(std::string_view chunk, const WatchEventCallback& sink
       pending_.append(chunk);
       return Status::Ok();
     }
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
+    auto end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
     pending_.append(chunk.substr(0, end));
     // clear() keeps the buffer's capacity for the next split event.
     Status s = DecodeLine(pending_, sink);
@@ -92,7 +92,7 @@ Status WatchDecoder::Feed(std::string_view chunk, const WatchEventCallback& sink
   while (start < chunk.size()) {
     const void* nl = std::memchr(chunk.data() + start, '\n', chunk.size() - start);
     if (nl == nullptr) break;
-    size_t end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
+    auto end = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
     RETURN_IF_ERROR(DecodeLine(chunk.substr(start, end - start), sink));
     start = end + 1;
   }

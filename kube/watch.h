@@ -35,7 +35,7 @@ class WatchDecoder {
   size_t buffered_bytes() const { return pending_.size(); }
 
  private:
-  Status DecodeLine(std::string_view line, const WatchEventCallback& sink);
+  static Status DecodeLine(std::string_view line, const WatchEventCallback& sink);
   std::string pending_;  // the start of an event whose newline has not arrived yet
 };
 

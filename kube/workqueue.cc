@@ -11,9 +11,9 @@ WorkQueue::WorkQueue(WorkQueueOptions options, std::shared_ptr<Clock> clock)
 
 void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_) return;
-  if (dirty_.count(key) != 0) return;  // already waiting: collapse
+  if (dirty_.contains(key)) return;  // already waiting: collapse
   dirty_.insert(key);
-  if (processing_.count(key) != 0) return;  // Done() will queue it
+  if (processing_.contains(key)) return;  // Done() will queue it
   queue_.push_back(key);
   cv_.notify_one();
 }
@@ -58,7 +58,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
     // cap, not overflow.
     double d =
         static_cast<double>(options_.baseDelay.count()) * std::pow(2.0, std::min(failures, 62));
-    double cap = static_cast<double>(options_.maxDelay.count());
+    auto cap = static_cast<double>(options_.maxDelay.count());
     delay = std::chrono::nanoseconds(static_cast<int64_t>(std::min(d, cap)));
   }
   AddAfter(key, delay);
@@ -119,7 +119,7 @@ std::optional<std::string> WorkQueue::TryGet() {
 void WorkQueue::Done(const std::string& key) {
   std::lock_guard lock(mu_);
   processing_.erase(key);
-  if (dirty_.count(key) != 0) {
+  if (dirty_.contains(key)) {
     queue_.push_back(key);
     cv_.notify_one();
   }

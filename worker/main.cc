@@ -77,21 +77,30 @@ std::vector<std::string> DefaultProfileDirs() {
 
 const char* TypeName(ParamType t) {
   switch (t) {
-    case ParamType::kInt: return "int";
-    case ParamType::kDouble: return "number";
-    case ParamType::kString: return "string";
-    case ParamType::kBool: return "bool";
-    case ParamType::kStringList: return "list of string";
-    case ParamType::kIntList: return "list of int";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kDouble:
+      return "number";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kStringList:
+      return "list of string";
+    case ParamType::kIntList:
+      return "list of int";
   }
   return "?";
 }
 
 const char* ScopeName(perfgate::kernels::Scope s) {
   switch (s) {
-    case perfgate::kernels::Scope::kHost: return "host";
-    case perfgate::kernels::Scope::kGpu: return "each GPU";
-    case perfgate::kernels::Scope::kAllGpus: return "all GPUs together";
+    case perfgate::kernels::Scope::kHost:
+      return "host";
+    case perfgate::kernels::Scope::kGpu:
+      return "each GPU";
+    case perfgate::kernels::Scope::kAllGpus:
+      return "all GPUs together";
   }
   return "?";
 }
@@ -101,16 +110,18 @@ int List(bool as_json, bool fixtures) {
   for (const auto* t : perfgate::kernels::AllTests(fixtures)) {
     const auto& info = t->Info();
     if (as_json) {
-      nlohmann::json j = {{"type", info.type}, {"description", info.description},
-                          {"scope", ScopeName(info.scope)}};
+      nlohmann::json j = {
+          {"type", info.type}, {"description", info.description}, {"scope", ScopeName(info.scope)}};
       for (const auto& p : info.params) {
-        j["parameters"].push_back({{"name", p.name}, {"type", TypeName(p.type)},
-                                   {"default", p.default_value}, {"unit", p.unit},
+        j["parameters"].push_back({{"name", p.name},
+                                   {"type", TypeName(p.type)},
+                                   {"default", p.default_value},
+                                   {"unit", p.unit},
                                    {"description", p.description}});
       }
       for (const auto& m : info.metrics) {
-        j["metrics"].push_back({{"name", m.name}, {"unit", m.unit},
-                                {"higherIsBetter", m.higher_is_better}});
+        j["metrics"].push_back(
+            {{"name", m.name}, {"unit", m.unit}, {"higherIsBetter", m.higher_is_better}});
       }
       out.push_back(j);
       continue;
@@ -212,8 +223,10 @@ int Run(const std::vector<std::string>& args) {
   run_options.progress = quiet ? nullptr : &std::cerr;
   if (!quiet) {
     std::cerr << "perfgate-worker: running " << plan->validation << " (" << plan->tests.size()
-              << " tests" << (plan->profile.empty() ? "" : ", profile " + plan->profile + " " +
-                                                               plan->profile_version)
+              << " tests"
+              << (plan->profile.empty()
+                      ? ""
+                      : ", profile " + plan->profile + " " + plan->profile_version)
               << ")\n";
   }
   perfgate::v1alpha1::Report report = perfgate::worker::RunPlan(*plan, run_options);

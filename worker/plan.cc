@@ -17,12 +17,18 @@ using kernels::ParamValue;
 
 std::string TypeName(ParamType t) {
   switch (t) {
-    case ParamType::kInt: return "an integer";
-    case ParamType::kDouble: return "a number";
-    case ParamType::kString: return "a string";
-    case ParamType::kBool: return "true or false";
-    case ParamType::kStringList: return "a list of strings";
-    case ParamType::kIntList: return "a list of integers";
+    case ParamType::kInt:
+      return "an integer";
+    case ParamType::kDouble:
+      return "a number";
+    case ParamType::kString:
+      return "a string";
+    case ParamType::kBool:
+      return "true or false";
+    case ParamType::kStringList:
+      return "a list of strings";
+    case ParamType::kIntList:
+      return "a list of integers";
   }
   return "?";
 }
@@ -51,11 +57,16 @@ std::vector<std::string> SplitList(const std::string& text) {
 // Declared defaults are written as a user would write them.
 ParamValue DefaultValue(const kernels::ParamInfo& p) {
   switch (p.type) {
-    case ParamType::kInt: return static_cast<std::int64_t>(std::stoll(p.default_value));
-    case ParamType::kDouble: return std::stod(p.default_value);
-    case ParamType::kString: return p.default_value;
-    case ParamType::kBool: return p.default_value == "true";
-    case ParamType::kStringList: return SplitList(p.default_value);
+    case ParamType::kInt:
+      return static_cast<std::int64_t>(std::stoll(p.default_value));
+    case ParamType::kDouble:
+      return std::stod(p.default_value);
+    case ParamType::kString:
+      return p.default_value;
+    case ParamType::kBool:
+      return p.default_value == "true";
+    case ParamType::kStringList:
+      return SplitList(p.default_value);
     case ParamType::kIntList: {
       std::vector<std::int64_t> v;
       for (const auto& s : SplitList(p.default_value)) v.push_back(std::stoll(s));
@@ -85,8 +96,8 @@ Status CheckChoice(const kernels::ParamInfo& info, const std::string& s) {
       std::find(info.choices.begin(), info.choices.end(), s) != info.choices.end()) {
     return Status::Ok();
   }
-  return InvalidArgument("unsupported value \"" + s + "\": supported values: " +
-                         Join(info.choices));
+  return InvalidArgument("unsupported value \"" + s +
+                         "\": supported values: " + Join(info.choices));
 }
 
 Result<std::int64_t> ToInt(const google::protobuf::Value& v) {
@@ -99,12 +110,18 @@ Result<std::int64_t> ToInt(const google::protobuf::Value& v) {
 
 std::string DescribeValue(const google::protobuf::Value& v) {
   switch (v.kind_case()) {
-    case google::protobuf::Value::kNumberValue: return "the number " + kernels::Params::Format(v.number_value());
-    case google::protobuf::Value::kStringValue: return "the string \"" + v.string_value() + "\"";
-    case google::protobuf::Value::kBoolValue: return v.bool_value() ? "true" : "false";
-    case google::protobuf::Value::kListValue: return "a list";
-    case google::protobuf::Value::kStructValue: return "a mapping";
-    default: return "null";
+    case google::protobuf::Value::kNumberValue:
+      return "the number " + kernels::Params::Format(v.number_value());
+    case google::protobuf::Value::kStringValue:
+      return "the string \"" + v.string_value() + "\"";
+    case google::protobuf::Value::kBoolValue:
+      return v.bool_value() ? "true" : "false";
+    case google::protobuf::Value::kListValue:
+      return "a list";
+    case google::protobuf::Value::kStructValue:
+      return "a mapping";
+    default:
+      return "null";
   }
 }
 
@@ -145,10 +162,9 @@ Status MergeSampling(const v1alpha1::Sampling& s, const std::string& path, const
     out->fixed = s.method() == "fixed";
   }
   if (out->max_repeats < out->min_repeats) {
-    return ctx.where.Error(path + ".maxRepeats",
-                           "maxRepeats (" + std::to_string(out->max_repeats) +
-                               ") is less than minRepeats (" + std::to_string(out->min_repeats) +
-                               ")");
+    return ctx.where.Error(path + ".maxRepeats", "maxRepeats (" + std::to_string(out->max_repeats) +
+                                                     ") is less than minRepeats (" +
+                                                     std::to_string(out->min_repeats) + ")");
   }
   return Status::Ok();
 }
@@ -186,9 +202,9 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
     if (it == info.params.end()) {
       std::vector<std::string> names;
       for (const auto& p : info.params) names.push_back(p.name);
-      return ctx.where.Error(ppath, "unknown parameter \"" + key + "\" for test type " +
-                                        t.type() + " (parameters: " +
-                                        (names.empty() ? "none" : Join(names)) + ")");
+      return ctx.where.Error(ppath, "unknown parameter \"" + key + "\" for test type " + t.type() +
+                                        " (parameters: " + (names.empty() ? "none" : Join(names)) +
+                                        ")");
     }
     auto converted = ConvertParam(*it, value);
     if (!converted.ok()) return ctx.where.Error(ppath, converted.status().message());
@@ -198,7 +214,8 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
   out.metrics = out.test->Metrics(out.params);
 
   out.sampling = base_sampling;
-  if (t.has_sampling()) RETURN_IF_ERROR(MergeSampling(t.sampling(), path + ".sampling", ctx, &out.sampling));
+  if (t.has_sampling())
+    RETURN_IF_ERROR(MergeSampling(t.sampling(), path + ".sampling", ctx, &out.sampling));
 
   for (int i = 0; i < t.thresholds_size(); ++i) {
     const auto& th = t.thresholds(i);
@@ -227,8 +244,8 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
                                  "ciLow, ciHigh");
     }
     if (!verdict::ParseOp(written.op(), &resolved.op)) {
-      return ctx.where.Error(tpath + ".op", "unsupported value \"" + th.op() +
-                                                "\": supported values: >=, >, <=, <");
+      return ctx.where.Error(
+          tpath + ".op", "unsupported value \"" + th.op() + "\": supported values: >=, >, <=, <");
     }
     const bool relative = th.has_reference() || th.has_fraction();
     if (th.has_value() == relative) {
@@ -343,21 +360,23 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   plan.gpus_per_node = s.gpuspernode();
   const std::string level = s.level().empty() ? "quick" : s.level();
   if (level != "quick" && level != "full") {
-    return ctx.where.Error("spec.level", "unsupported value \"" + s.level() +
-                                             "\": supported values: quick, full");
+    return ctx.where.Error(
+        "spec.level", "unsupported value \"" + s.level() + "\": supported values: quick, full");
   }
   const auto& on_failure = s.policy().onfailure();
   if (!on_failure.empty() && on_failure != "none" && on_failure != "taint" &&
       on_failure != "taintAndCordon") {
-    return ctx.where.Error("spec.policy.onFailure",
-                           "unsupported value \"" + on_failure +
-                               "\": supported values: none, taint, taintAndCordon");
+    return ctx.where.Error(
+        "spec.policy.onFailure",
+        "unsupported value \"" + on_failure + "\": supported values: none, taint, taintAndCordon");
   }
-  if (s.policy().parallelism() < 0) return ctx.where.Error("spec.policy.parallelism", "must be 0 or more");
+  if (s.policy().parallelism() < 0)
+    return ctx.where.Error("spec.policy.parallelism", "must be 0 or more");
   if (s.policy().nodetimeoutseconds() < 0) {
     return ctx.where.Error("spec.policy.nodeTimeoutSeconds", "must be 0 or more");
   }
-  if (s.policy().keepresults() < 0) return ctx.where.Error("spec.policy.keepResults", "must be 0 or more");
+  if (s.policy().keepresults() < 0)
+    return ctx.where.Error("spec.policy.keepResults", "must be 0 or more");
 
   // Profile: named, "auto", or picked from the GPU when the spec has no inline tests.
   std::string profile = s.profile();
@@ -365,11 +384,12 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   spec::Loaded<v1alpha1::PerfProfile> profile_doc;
   v1alpha1::ProfileLevel profile_level;
   if (profile == "auto" || (profile.empty() && s.tests_size() == 0)) {
-    if (!options.gpu_names) return ctx.where.Error("spec.profile", "no profile named and no GPU to pick one by");
+    if (!options.gpu_names)
+      return ctx.where.Error("spec.profile", "no profile named and no GPU to pick one by");
     auto names = options.gpu_names();
     if (!names.ok()) {
-      return ctx.where.Error("spec.profile", "cannot pick a profile by GPU model: " +
-                                                 names.status().message());
+      return ctx.where.Error("spec.profile",
+                             "cannot pick a profile by GPU model: " + names.status().message());
     }
     ASSIGN_OR_RETURN(auto all, LoadProfiles(options.profile_dirs));
     std::vector<kernels::ProfileCandidate> candidates;
@@ -380,7 +400,8 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
     if (names->empty()) return ctx.where.Error("spec.profile", "no GPU to pick a profile by");
     auto picked = kernels::SelectProfileName(names->front(), candidates);
     if (!picked.ok()) {
-      return ctx.where.Error("spec.profile", picked.status().message() + "; name a profile or give tests");
+      return ctx.where.Error("spec.profile",
+                             picked.status().message() + "; name a profile or give tests");
     }
     profile = *picked;
     plan.profile_note = "picked profile " + profile + " for GPU " + names->front();
@@ -403,8 +424,8 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
     const v1alpha1::PerfProfileSpec& ps = profile_doc.doc.spec();
     profile_level = level == "full" ? ps.full() : ps.quick();
     Context pctx{profile_doc.where, options};
-    RETURN_IF_ERROR(MergeSampling(profile_level.sampling(), "spec." + level + ".sampling", pctx,
-                                  &sampling));
+    RETURN_IF_ERROR(
+        MergeSampling(profile_level.sampling(), "spec." + level + ".sampling", pctx, &sampling));
     plan.profile = profile_doc.doc.metadata().name();
     plan.profile_version = ps.version();
   }

@@ -21,11 +21,16 @@ namespace {
 
 v1alpha1::Verdict ToProto(verdict::Verdict v) {
   switch (v) {
-    case verdict::Verdict::kPass: return v1alpha1::PASS;
-    case verdict::Verdict::kFail: return v1alpha1::FAIL;
-    case verdict::Verdict::kInconclusive: return v1alpha1::INCONCLUSIVE;
-    case verdict::Verdict::kSkipped: return v1alpha1::SKIPPED;
-    case verdict::Verdict::kError: return v1alpha1::ERROR;
+    case verdict::Verdict::kPass:
+      return v1alpha1::PASS;
+    case verdict::Verdict::kFail:
+      return v1alpha1::FAIL;
+    case verdict::Verdict::kInconclusive:
+      return v1alpha1::INCONCLUSIVE;
+    case verdict::Verdict::kSkipped:
+      return v1alpha1::SKIPPED;
+    case verdict::Verdict::kError:
+      return v1alpha1::ERROR;
   }
   return v1alpha1::ERROR;
 }
@@ -109,7 +114,8 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   r.set_name(t.name);
   r.set_type(t.type);
   r.set_device(ctx.target.Name());
-  for (const auto& [k, v] : t.params.values()) (*r.mutable_parameters())[k] = kernels::Params::Format(v);
+  for (const auto& [k, v] : t.params.values())
+    (*r.mutable_parameters())[k] = kernels::Params::Format(v);
   const double start = now();
 
   auto finish_error = [&](v1alpha1::Verdict v, const std::string& reason, const char* stop) {
@@ -165,9 +171,11 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     ++n;
     for (const auto& [metric, value] : *s) samples[metric].push_back(value);
     std::string line = label + ": sample " + std::to_string(n);
-    const std::string& shown = t.thresholds.empty() ? (t.metrics.empty() ? "" : t.metrics.front().name)
-                                                    : t.thresholds.front().metric;
-    if (s->count(shown) != 0) line += ": " + shown + " " + Figure(s->at(shown)) + " " + units[shown];
+    const std::string& shown = t.thresholds.empty()
+                                   ? (t.metrics.empty() ? "" : t.metrics.front().name)
+                                   : t.thresholds.front().metric;
+    if (s->count(shown) != 0)
+      line += ": " + shown + " " + Figure(s->at(shown)) + " " + units[shown];
     ctx.progress->Line(line);
 
     const bool at_cap = n >= sampling.max_repeats;
@@ -177,13 +185,13 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
       stop = "fixed";
       break;
     }
-    assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence,
-                                 units, false);
+    assessment =
+        verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units, false);
     // A threshold decided FAIL fails the test whatever the others say: stop there.
-    const bool failed = std::any_of(
-        assessment.outcomes.begin(), assessment.outcomes.end(), [](const verdict::Outcome& o) {
-          return o.decided && o.verdict == verdict::Verdict::kFail;
-        });
+    const bool failed = std::any_of(assessment.outcomes.begin(), assessment.outcomes.end(),
+                                    [](const verdict::Outcome& o) {
+                                      return o.decided && o.verdict == verdict::Verdict::kFail;
+                                    });
     if (assessment.stop) {
       stop = assessment.stop_reason;
     } else if (failed && n >= sampling.min_repeats) {
@@ -197,8 +205,8 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     }
     break;
   }
-  assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units,
-                               true);
+  assessment =
+      verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units, true);
   r.set_samples(n);
   r.set_stopreason(stop);
 
@@ -210,7 +218,8 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     mr->set_unit(m.unit);
     mr->set_higherisbetter(m.higher_is_better);
     ToProto(stats::Summarize(it->second, 0.95), mr->mutable_summary());
-    for (std::size_t i = 0; i < it->second.size() && static_cast<int>(i) < ctx.options->sample_cap; ++i) {
+    for (std::size_t i = 0; i < it->second.size() && static_cast<int>(i) < ctx.options->sample_cap;
+         ++i) {
       mr->add_samples(it->second[i]);
     }
   }
@@ -429,9 +438,12 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
 
 int ExitCode(const v1alpha1::Report& report) {
   switch (report.verdict()) {
-    case v1alpha1::PASS: return 0;
-    case v1alpha1::FAIL: return 1;
-    default: return 3;
+    case v1alpha1::PASS:
+      return 0;
+    case v1alpha1::FAIL:
+      return 1;
+    default:
+      return 3;
   }
 }
 

@@ -874,7 +874,40 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       }
       text = text.substr(pos);
     }
-    resp.Send(200, "text/plain", text);
+    if (!Truthy(req.Query("follow")) || logPath.empty()) {
+      resp.Send(200, "text/plain", text);
+      return;
+    }
+    // kubectl logs -f: stream what the process writes until it ends (or kube-sim stops).
+    std::string uid = run->first;
+    if (!resp.StartChunked(200, "text/plain") || !resp.WriteChunk(text)) return;
+    long offset = 0;
+    if (FILE* f = std::fopen(logPath.c_str(), "rb")) {
+      std::fseek(f, 0, SEEK_END);
+      offset = std::ftell(f);
+      std::fclose(f);
+    }
+    for (;;) {
+      bool done = false;
+      {
+        std::unique_lock<std::mutex> followLock(mu);
+        cv.wait_for(followLock, std::chrono::milliseconds(100));
+        auto r = runs.find(uid);
+        done = stopping || r == runs.end() || r->second.finished;
+      }
+      std::string chunk;
+      if (FILE* f = std::fopen(logPath.c_str(), "rb")) {
+        std::fseek(f, offset, SEEK_SET);
+        char buf[8192];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) chunk.append(buf, n);
+        std::fclose(f);
+      }
+      offset += static_cast<long>(chunk.size());
+      if (!resp.WriteChunk(chunk)) return;
+      if (done) break;
+    }
+    resp.EndChunked();
     return;
   }
   if (info.subresource == "token" && t.key() == "/serviceaccounts") {

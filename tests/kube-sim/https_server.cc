@@ -350,7 +350,13 @@ void HttpsServer::Serve(int fd, int id) {
     Connection conn(ssl);
     while (!stopping_) {
       HttpRequest req;
-      if (!conn.ReadRequest(req)) break;
+      bool read = false;
+      try {
+        read = conn.ReadRequest(req);
+      } catch (const std::exception&) {
+        read = false;  // a malformed length or chunk size: drop the connection
+      }
+      if (!read) break;
       conn.Reset();
       try {
         handler_(req, conn);

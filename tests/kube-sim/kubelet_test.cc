@@ -196,6 +196,13 @@ TEST_F(KubeletTest, ExitCodeTerminationMessageLogsAndDeadline) {
   EXPECT_EQ(term["message"], "result: 42");
   auto r = Kubectl(*sim_, {"logs", "-n", "t", "msg", "--tail=1"});
   EXPECT_EQ(r.out, "line2\n") << r.err;
+  // Following a running pod's log streams until its process ends.
+  ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "talker", "echo a; sleep 0.3; echo b")).ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "talker") == "Running"; }));
+  r = Kubectl(*sim_, {"logs", "-f", "-n", "t", "talker"});
+  EXPECT_EQ(r.out, "a\nb\n") << r.err;
+  r = Kubectl(*sim_, {"logs", "-n", "t", "msg", "--tail=1"});
+  EXPECT_EQ(r.out, "line2\n") << r.err;
   r = Kubectl(*sim_, {"get", "pod", "-n", "t", "msg"});
   EXPECT_THAT(r.out, ContainsRegex("msg +0/1 +Error +0"));
 
@@ -217,6 +224,21 @@ TEST_F(KubeletTest, DeletingARunningPodKillsItsProcess) {
   EXPECT_FALSE(sim_->Get("", "pods", "t", "sleeper").ok());
   EXPECT_TRUE(Eventually([&] { return ::kill(pid, 0) != 0; }, 5))
       << "process " << pid << " survived";
+}
+
+TEST_F(KubeletTest, KilledPodsMarkedForOomReportOomKilled) {
+  Json pod = Pod("t", "hog", "sleep 60");
+  pod["metadata"]["annotations"] = {{"kube-sim.perfgate.io/oom-on-kill", "true"}};
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "hog") == "Running"; }));
+  std::string cid =
+      (*sim_->Get("", "pods", "t", "hog"))["status"]["containerStatuses"][0]["containerID"];
+  ::kill(std::stoi(cid.substr(cid.find("://") + 3)), SIGKILL);
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "hog"); }));
+  Json got = *sim_->Get("", "pods", "t", "hog");
+  EXPECT_EQ(got["status"]["phase"], "Failed");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "OOMKilled");
+  EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
 }
 
 TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {

@@ -69,7 +69,8 @@ spec:
 TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
   std::string json = (dir_ / "r.json").string();
   std::string junit = (dir_ / "r.xml").string();
-  Outcome o = Worker("run " + Example("local.yaml") + " --report-json " + json + " --junit " + junit);
+  Outcome o =
+      Worker("run " + Example("local.yaml") + " --report-json " + json + " --junit " + junit);
   std::ifstream in(json);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -167,7 +168,8 @@ TEST_F(Cli, BadSpecsExitTwoNamingFileLineAndField) {
 TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   Outcome o = Worker("list");
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* type : {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health"}) {
+  for (const char* type :
+       {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health"}) {
     EXPECT_THAT(o.output, HasSubstr(std::string(type) + "  (")) << type;
   }
   EXPECT_THAT(o.output, HasSubstr("arrayBytes (int, bytes, default 0)"));

@@ -46,8 +46,9 @@ TEST(Plan, NegativeRepeatsAreRefused) {
 }
 
 TEST(Plan, MaxBelowMinIsRefused) {
-  ExpectError("  sampling:\n    minRepeats: 10\n    maxRepeats: 3\n  tests:\n    - type: host-stream\n",
-              "maxRepeats (3) is less than minRepeats (10)");
+  ExpectError(
+      "  sampling:\n    minRepeats: 10\n    maxRepeats: 3\n  tests:\n    - type: host-stream\n",
+      "maxRepeats (3) is less than minRepeats (10)");
 }
 
 TEST(Plan, ThresholdOnAMetricTheTestDoesNotProduce) {
@@ -208,7 +209,8 @@ TEST_F(PlanProfiles, InlineTestOverridesTheProfilesTestOfTheSameName) {
 TEST_F(PlanProfiles, ErrorsInAProfilePointIntoTheProfileFile) {
   auto plan = PlanOf("  profile: x100\n  level: full\n", options_);
   ASSERT_FALSE(plan.ok());
-  EXPECT_THAT(plan.status().message(), HasSubstr("x100.yaml:20: spec.full.tests[0].parameters.nope"));
+  EXPECT_THAT(plan.status().message(),
+              HasSubstr("x100.yaml:20: spec.full.tests[0].parameters.nope"));
 }
 
 TEST_F(PlanProfiles, MissingProfileNamesTheFoldersSearched) {

@@ -236,7 +236,8 @@ TEST(Runner, PrepareErrorsMapToVerdicts) {
   EXPECT_EQ(r.tests(0).verdict(), v1alpha1::SKIPPED);
   EXPECT_THAT(r.tests(0).reason(), HasSubstr("not applicable: needs two GPUs"));
 
-  FakeTest broken(kernels::Scope::kHost, Around(1), Internal("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED"));
+  FakeTest broken(kernels::Scope::kHost, Around(1),
+                  Internal("cuBLAS: CUBLAS_STATUS_NOT_SUPPORTED"));
   r = RunOne(Planned(broken, 50, /*optional=*/true), Options(0));
   EXPECT_EQ(r.tests(0).verdict(), v1alpha1::ERROR);  // optional skips only "cannot run here"
   EXPECT_THAT(r.tests(0).reason(), HasSubstr("CUBLAS_STATUS_NOT_SUPPORTED"));

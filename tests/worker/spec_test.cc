@@ -129,7 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Found by the fuzzer: yaml-cpp's LoadAll never returns on this input.
 TEST(SpecLoad, MalformedTailDoesNotHang) {
-  std::string text = "{\"ap" + std::string(40, '@') + "\": \"taint\"},\n  \"stset\": [{\"type\"\xc2 \"h\"";
+  std::string text =
+      "{\"ap" + std::string(40, '@') + "\": \"taint\"},\n  \"stset\": [{\"type\"\xc2 \"h\"";
   auto loaded = ParseValidation(text, "hang.yaml");
   EXPECT_FALSE(loaded.ok());
 }
