@@ -25,8 +25,8 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Sampling.minRepeats", {{"minimum", 1}}},
       {"Sampling.maxRepeats", {{"minimum", 1}}},
       {"Sampling.maxSeconds", {{"minimum", 0}}},
-      {"Sampling.confidence", {{"minimum", 0}, {"maximum", 1}, {"exclusiveMinimum", true},
-                               {"exclusiveMaximum", true}}},
+      {"Sampling.confidence",
+       {{"minimum", 0}, {"maximum", 1}, {"exclusiveMinimum", true}, {"exclusiveMaximum", true}}},
       {"Sampling.method", {{"enum", {"sequential", "fixed"}}}},
       {"Policy.parallelism", {{"minimum", 0}}},
       {"Policy.nodeTimeoutSeconds", {{"minimum", 0}}},
@@ -121,39 +121,40 @@ Json Condition() {
 
 Json ValidationStatus() {
   Json counts = {{"type", "integer"}, {"minimum", 0}};
-  return {{"type", "object"},
-          {"properties",
-           {{"observedGeneration", {{"type", "integer"}}},
-            {"run", {{"type", "string"}}},
-            {"verdict", {{"type", "string"}, {"enum", {"Running", "Passed", "Failed", "Suspended"}}}},
-            {"passedNodes", {{"type", "string"}}},
-            {"message", {{"type", "string"}}},
-            {"profile", {{"type", "string"}}},
-            {"profileVersion", {{"type", "string"}}},
-            {"nodes", counts},
-            {"passed", counts},
-            {"failed", counts},
-            {"inconclusive", counts},
-            {"errors", counts},
-            {"pending", counts},
-            {"startTime", {{"type", "string"}, {"format", "date-time"}}},
-            {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
-            {"conditions",
-             {{"type", "array"},
-              {"items", Condition()},
-              {"x-kubernetes-list-type", "map"},
-              {"x-kubernetes-list-map-keys", {"type"}}}},
-            {"failingNodes",
-             {{"type", "array"},
-              {"maxItems", 20},
-              {"items",
-               {{"type", "object"},
-                {"properties",
-                 {{"node", {{"type", "string"}}},
-                  {"verdict", {{"type", "string"}}},
-                  {"test", {{"type", "string"}}},
-                  {"figure", {{"type", "string"}}},
-                  {"reason", {{"type", "string"}}}}}}}}}}}};
+  return {
+      {"type", "object"},
+      {"properties",
+       {{"observedGeneration", {{"type", "integer"}}},
+        {"run", {{"type", "string"}}},
+        {"verdict", {{"type", "string"}, {"enum", {"Running", "Passed", "Failed", "Suspended"}}}},
+        {"passedNodes", {{"type", "string"}}},
+        {"message", {{"type", "string"}}},
+        {"profile", {{"type", "string"}}},
+        {"profileVersion", {{"type", "string"}}},
+        {"nodes", counts},
+        {"passed", counts},
+        {"failed", counts},
+        {"inconclusive", counts},
+        {"errors", counts},
+        {"pending", counts},
+        {"startTime", {{"type", "string"}, {"format", "date-time"}}},
+        {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
+        {"conditions",
+         {{"type", "array"},
+          {"items", Condition()},
+          {"x-kubernetes-list-type", "map"},
+          {"x-kubernetes-list-map-keys", {"type"}}}},
+        {"failingNodes",
+         {{"type", "array"},
+          {"maxItems", 20},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"node", {{"type", "string"}}},
+              {"verdict", {{"type", "string"}}},
+              {"test", {{"type", "string"}}},
+              {"figure", {{"type", "string"}}},
+              {"reason", {{"type", "string"}}}}}}}}}}}};
 }
 
 Json Crd(const std::string& kind, const std::string& plural, const std::string& scope,
@@ -201,8 +202,8 @@ Json TopLevel(Json spec, Json status) {
 
 // Strings a YAML reader would take for something else ("True", "1", "null") are quoted.
 bool NeedsQuotes(const std::string& s) {
-  return spec::ClassifyPlainScalar(s) != spec::ScalarKind::kString || s == "True" ||
-         s == "False" || s == "Unknown" || s.empty();
+  return spec::ClassifyPlainScalar(s) != spec::ScalarKind::kString || s == "True" || s == "False" ||
+         s == "Unknown" || s.empty();
 }
 
 void Emit(YAML::Emitter& e, const Json& j) {
@@ -229,11 +230,18 @@ void Emit(YAML::Emitter& e, const Json& j) {
       }
       break;
     }
-    case Json::value_t::boolean: e << j.get<bool>(); break;
+    case Json::value_t::boolean:
+      e << j.get<bool>();
+      break;
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: e << j.get<int64_t>(); break;
-    case Json::value_t::number_float: e << j.get<double>(); break;
-    default: e << YAML::Null;
+    case Json::value_t::number_unsigned:
+      e << j.get<int64_t>();
+      break;
+    case Json::value_t::number_float:
+      e << j.get<double>();
+      break;
+    default:
+      e << YAML::Null;
   }
 }
 
@@ -242,23 +250,22 @@ void Emit(YAML::Emitter& e, const Json& j) {
 std::map<std::string, Json> GenerateCrdObjects() {
   std::map<std::string, Json> out;
   Json vspec = MessageSchema(v1alpha1::PerfValidationSpec::descriptor());
-  out["perfvalidations.yaml"] =
-      Crd("PerfValidation", "perfvalidations", "Cluster", {"pval"}, TopLevel(vspec, ValidationStatus()),
-          {Column("Verdict", "string", ".status.verdict"),
-           Column("Passed", "string", ".status.passedNodes"),
-           Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
-           Column("Age", "date", ".metadata.creationTimestamp")},
-          true);
-  Json rspec = {
-      {"type", "object"},
-      {"required", {"validation", "nodeName", "run", "report"}},
-      {"properties",
-       {{"validation", {{"type", "string"}}},
-        {"nodeName", {{"type", "string"}}},
-        {"run", {{"type", "string"}}},
-        {"worst", {{"type", "string"}}},
-        {"writtenBy", {{"type", "string"}, {"enum", {"worker", "operator"}}}},
-        {"report", MessageSchema(v1alpha1::Report::descriptor())}}}};
+  out["perfvalidations.yaml"] = Crd(
+      "PerfValidation", "perfvalidations", "Cluster", {"pval"}, TopLevel(vspec, ValidationStatus()),
+      {Column("Verdict", "string", ".status.verdict"),
+       Column("Passed", "string", ".status.passedNodes"),
+       Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
+       Column("Age", "date", ".metadata.creationTimestamp")},
+      true);
+  Json rspec = {{"type", "object"},
+                {"required", {"validation", "nodeName", "run", "report"}},
+                {"properties",
+                 {{"validation", {{"type", "string"}}},
+                  {"nodeName", {{"type", "string"}}},
+                  {"run", {{"type", "string"}}},
+                  {"worst", {{"type", "string"}}},
+                  {"writtenBy", {{"type", "string"}, {"enum", {"worker", "operator"}}}},
+                  {"report", MessageSchema(v1alpha1::Report::descriptor())}}}};
   out["perfresults.yaml"] =
       Crd("PerfResult", "perfresults", "Namespaced", {"pres"}, TopLevel(rspec, nullptr),
           {Column("Node", "string", ".spec.nodeName"),
@@ -269,12 +276,11 @@ std::map<std::string, Json> GenerateCrdObjects() {
           false);
   Json pspec = MessageSchema(v1alpha1::PerfProfileSpec::descriptor());
   pspec["required"] = {"version"};
-  out["perfprofiles.yaml"] =
-      Crd("PerfProfile", "perfprofiles", "Cluster", {"pprof"}, TopLevel(pspec, nullptr),
-          {Column("Version", "string", ".spec.version"),
-           Column("Models", "string", ".spec.gpuModels"),
-           Column("Age", "date", ".metadata.creationTimestamp")},
-          false);
+  out["perfprofiles.yaml"] = Crd(
+      "PerfProfile", "perfprofiles", "Cluster", {"pprof"}, TopLevel(pspec, nullptr),
+      {Column("Version", "string", ".spec.version"), Column("Models", "string", ".spec.gpuModels"),
+       Column("Age", "date", ".metadata.creationTimestamp")},
+      false);
   return out;
 }
 
@@ -283,9 +289,10 @@ std::map<std::string, std::string> GenerateCrds() {
   for (const auto& [file, crd] : GenerateCrdObjects()) {
     YAML::Emitter e;
     Emit(e, crd);
-    out[file] = "# Generated by perfgate-crdgen from proto/perfgate/v1alpha1 (operator/crds.cc).\n"
-                "# Do not edit: run `build/operator/perfgate-crdgen crds` after a proto change.\n" +
-                std::string(e.c_str()) + "\n";
+    out[file] =
+        "# Generated by perfgate-crdgen from proto/perfgate/v1alpha1 (operator/crds.cc).\n"
+        "# Do not edit: run `build/operator/perfgate-crdgen crds` after a proto change.\n" +
+        std::string(e.c_str()) + "\n";
   }
   return out;
 }

@@ -4,7 +4,8 @@ namespace perfgate::op {
 namespace {
 
 std::string LabelOf(const nlohmann::json& o, const std::string& label) {
-  const auto labels = o.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
+  const auto labels =
+      o.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
   auto it = labels.find(label);
   return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
 }

@@ -12,8 +12,8 @@
 
 #include <atomic>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <random>
@@ -57,9 +57,7 @@ flags:
 
 std::atomic<bool> g_stop{false};
 
-void OnSignal(int) {
-  g_stop = true;
-}
+void OnSignal(int) { g_stop = true; }
 
 struct Flags {
   std::string kubeconfig;
@@ -230,8 +228,8 @@ int main(int argc, char** argv) {
   // Informers: validations, worker pods and results in our namespace, nodes.
   std::vector<std::unique_ptr<kube::Informer>> informers;
   auto* validations = MakeInformer(client, op::ValidationsResource(), "", "", &informers);
-  auto* pods = MakeInformer(client, kube::PodsResource(), flags.nameSpace,
-                            "perfgate.io/validation", &informers);
+  auto* pods = MakeInformer(client, kube::PodsResource(), flags.nameSpace, "perfgate.io/validation",
+                            &informers);
   auto* results = MakeInformer(client, op::ResultsResource(), flags.nameSpace, "", &informers);
   auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", &informers);
 
@@ -245,20 +243,18 @@ int main(int argc, char** argv) {
   results->AddHandlers(results_by_validation.Handlers());
 
   kube::WorkQueue queue;
-  auto enqueue_obj = [&queue](const Json& o) {
-    queue.Add(o["metadata"].value("name", ""));
-  };
+  auto enqueue_obj = [&queue](const Json& o) { queue.Add(o["metadata"].value("name", "")); };
   auto enqueue_owner = [&queue](const Json& o) {
     auto labels = o["metadata"].value("labels", Json::object());
     if (labels.contains("perfgate.io/validation")) {
       queue.Add(labels["perfgate.io/validation"].get<std::string>());
     }
   };
-  validations->AddHandlers({enqueue_obj, [&](const Json&, const Json& o) { enqueue_obj(o); },
-                            enqueue_obj});
+  validations->AddHandlers(
+      {enqueue_obj, [&](const Json&, const Json& o) { enqueue_obj(o); }, enqueue_obj});
   for (auto* inf : {pods, results}) {
-    inf->AddHandlers({enqueue_owner, [&](const Json&, const Json& o) { enqueue_owner(o); },
-                      enqueue_owner});
+    inf->AddHandlers(
+        {enqueue_owner, [&](const Json&, const Json& o) { enqueue_owner(o); }, enqueue_owner});
   }
   // A node change (GPUs, cordon, labels) can change a running validation's selection.
   auto enqueue_running = [&](const Json&) {
@@ -266,7 +262,8 @@ int main(int argc, char** argv) {
       if (v.value("status", Json::object()).value("completionTime", "").empty()) enqueue_obj(v);
     }
   };
-  nodes->AddHandlers({enqueue_running, [&](const Json& a, const Json& b) {
+  nodes->AddHandlers({enqueue_running,
+                      [&](const Json& a, const Json& b) {
                         if (a != b) enqueue_running(b);
                       },
                       enqueue_running});
@@ -277,12 +274,11 @@ int main(int argc, char** argv) {
   rc.workerServiceAccount = flags.workerServiceAccount;
   rc.enableFixtures = flags.enableFixtures;
   rc.schedulingTimeout = std::chrono::seconds(flags.schedulingTimeoutSeconds);
-  op::Caches caches{[nodes] { return nodes->List(); },
-                    [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(v); },
-                    [&pods_by_node](const std::string& n) { return pods_by_node.Get(n); },
-                    [&results_by_validation](const std::string& v) {
-                      return results_by_validation.Get(v);
-                    }};
+  op::Caches caches{
+      [nodes] { return nodes->List(); },
+      [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(v); },
+      [&pods_by_node](const std::string& n) { return pods_by_node.Get(n); },
+      [&results_by_validation](const std::string& v) { return results_by_validation.Get(v); }};
   op::Reconciler reconciler(client, caches, rc);
 
   std::atomic<bool> synced{false};
@@ -303,37 +299,45 @@ int main(int argc, char** argv) {
              std::to_string(v) + "\n";
     };
     counter("perfgate_reconcile_total", "Reconciles run.", m.reconciles.load());
-    counter("perfgate_reconcile_errors_total", "Reconciles that returned an error.", m.errors.load());
+    counter("perfgate_reconcile_errors_total", "Reconciles that returned an error.",
+            m.errors.load());
     counter("perfgate_worker_pods_created_total", "Worker pods created.", m.podsCreated.load());
     counter("perfgate_operator_results_total",
-            "PerfResults the operator wrote itself (ERROR nodes).", m.resultsWrittenByOperator.load());
-    out += "# HELP perfgate_workqueue_depth Keys ready in the work queue.\n"
-           "# TYPE perfgate_workqueue_depth gauge\nperfgate_workqueue_depth " +
-           std::to_string(queue.Len()) + "\n";
-    std::map<std::string, int> by_verdict = {{"Running", 0}, {"Passed", 0}, {"Failed", 0},
-                                             {"Suspended", 0}};
+            "PerfResults the operator wrote itself (ERROR nodes).",
+            m.resultsWrittenByOperator.load());
+    out +=
+        "# HELP perfgate_workqueue_depth Keys ready in the work queue.\n"
+        "# TYPE perfgate_workqueue_depth gauge\nperfgate_workqueue_depth " +
+        std::to_string(queue.Len()) + "\n";
+    std::map<std::string, int> by_verdict = {
+        {"Running", 0}, {"Passed", 0}, {"Failed", 0}, {"Suspended", 0}};
     for (const auto& v : validations->List()) {
       std::string verdict = v.value("status", Json::object()).value("verdict", "Running");
       by_verdict[verdict]++;
     }
-    out += "# HELP perfgate_validations Validations by verdict.\n"
-           "# TYPE perfgate_validations gauge\n";
+    out +=
+        "# HELP perfgate_validations Validations by verdict.\n"
+        "# TYPE perfgate_validations gauge\n";
     for (const auto& [k, n] : by_verdict) {
       out += "perfgate_validations{verdict=\"" + Escape(k) + "\"} " + std::to_string(n) + "\n";
     }
-    std::map<std::string, int> nodes_by = {{"passed", 0}, {"failed", 0}, {"inconclusive", 0},
-                                           {"error", 0}};
+    std::map<std::string, int> nodes_by = {
+        {"passed", 0}, {"failed", 0}, {"inconclusive", 0}, {"error", 0}};
     for (const auto& n : nodes->List()) {
       auto labels = n["metadata"].value("labels", Json::object());
-      if (labels.contains(op::kVerdictLabel)) nodes_by[labels[op::kVerdictLabel].get<std::string>()]++;
+      if (labels.contains(op::kVerdictLabel))
+        nodes_by[labels[op::kVerdictLabel].get<std::string>()]++;
     }
-    out += "# HELP perfgate_nodes Nodes by their perfgate.io/verdict label.\n"
-           "# TYPE perfgate_nodes gauge\n";
+    out +=
+        "# HELP perfgate_nodes Nodes by their perfgate.io/verdict label.\n"
+        "# TYPE perfgate_nodes gauge\n";
     for (const auto& [k, n] : nodes_by) {
       out += "perfgate_nodes{verdict=\"" + Escape(k) + "\"} " + std::to_string(n) + "\n";
     }
-    out += "# HELP perfgate_leader Whether this replica leads.\n# TYPE perfgate_leader gauge\n"
-           "perfgate_leader " + std::string(leading ? "1" : "0") + "\n";
+    out +=
+        "# HELP perfgate_leader Whether this replica leads.\n# TYPE perfgate_leader gauge\n"
+        "perfgate_leader " +
+        std::string(leading ? "1" : "0") + "\n";
     return {200, "text/plain; version=0.0.4; charset=utf-8", out};
   };
   std::vector<std::unique_ptr<op::HttpServer>> servers;

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <ctime>
-#include <thread>
 #include <map>
+#include <thread>
 
 #include "common/spec.h"
 #include "operator/log.h"
@@ -71,7 +71,8 @@ bool Terminal(const Json& pod) {
 
 int NodeGpus(const Json& node) {
   std::string gpus = Str(node, "/status/allocatable/nvidia.com~1gpu"_json_pointer);
-  if (gpus.empty()) return static_cast<int>(Int(node, "/status/allocatable/nvidia.com~1gpu"_json_pointer));
+  if (gpus.empty())
+    return static_cast<int>(Int(node, "/status/allocatable/nvidia.com~1gpu"_json_pointer));
   return std::atoi(gpus.c_str());
 }
 
@@ -80,7 +81,9 @@ std::string Lower(std::string s) {
   return s;
 }
 
-std::string Cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+std::string Cut(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n) + "...";
+}
 
 Json SetCondition(const Json& old_status, Json conditions, const std::string& type,
                   const std::string& status, const std::string& reason, const std::string& message,
@@ -102,7 +105,7 @@ Json SetCondition(const Json& old_status, Json conditions, const std::string& ty
 
 // A profile from the cluster, as the loader would read its file.
 Result<spec::Loaded<v1alpha1::PerfProfile>> LookupProfile(kube::Client& client,
-                                                           const std::string& name) {
+                                                          const std::string& name) {
   auto obj = client.Get(ProfilesResource(), "", name);
   if (!obj.ok()) {
     if (obj.status().code() == Code::kNotFound) {
@@ -144,7 +147,8 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
   std::map<std::string, spec::Loaded<v1alpha1::PerfProfile>> profiles;
   worker::PlanOptions options;
   options.enable_fixtures = fixtures;
-  options.profile_lookup = [&](const std::string& p) -> Result<spec::Loaded<v1alpha1::PerfProfile>> {
+  options.profile_lookup =
+      [&](const std::string& p) -> Result<spec::Loaded<v1alpha1::PerfProfile>> {
     ASSIGN_OR_RETURN(auto found, LookupProfile(client, p));
     profiles[p] = found;
     return found;
@@ -260,8 +264,8 @@ std::string FormatTime(Clock::time_point t) {
   return buf;
 }
 
-Reconciler::Reconciler(std::shared_ptr<kube::Client> client, Caches caches,
-                       ReconcilerConfig config, std::function<Clock::time_point()> now)
+Reconciler::Reconciler(std::shared_ptr<kube::Client> client, Caches caches, ReconcilerConfig config,
+                       std::function<Clock::time_point()> now)
     : client_(std::move(client)),
       caches_(std::move(caches)),
       config_(std::move(config)),
@@ -274,7 +278,8 @@ void Reconciler::Event(const Json& obj, const std::string& type, const std::stri
   Json ev = {{"apiVersion", "v1"},
              {"kind", "Event"},
              {"metadata",
-              {{"name", name + "." + Hex(Fnv1a(now + reason + message + std::to_string(++event_seq_)), 16)},
+              {{"name",
+                name + "." + Hex(Fnv1a(now + reason + message + std::to_string(++event_seq_)), 16)},
                {"namespace", config_.eventNamespace}}},
              {"involvedObject",
               {{"apiVersion", "perfgate.io/v1alpha1"},
@@ -321,12 +326,13 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
   auto field_env = [](const std::string& n, const std::string& path) {
     return Json{{"name", n}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
   };
-  Json env = {field_env("NODE_NAME", "spec.nodeName"),
-              field_env("POD_NAMESPACE", "metadata.namespace"),
-              {{"name", "PERFGATE_RUN"}, {"value", run}},
-              {{"name", "PERFGATE_VALIDATION"}, {"value", name}},
-              {{"name", "PERFGATE_VALIDATION_UID"}, {"value", Str(obj, "/metadata/uid"_json_pointer)}},
-              {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}};
+  Json env = {
+      field_env("NODE_NAME", "spec.nodeName"),
+      field_env("POD_NAMESPACE", "metadata.namespace"),
+      {{"name", "PERFGATE_RUN"}, {"value", run}},
+      {{"name", "PERFGATE_VALIDATION"}, {"value", name}},
+      {{"name", "PERFGATE_VALIDATION_UID"}, {"value", Str(obj, "/metadata/uid"_json_pointer)}},
+      {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}};
   Json resources = {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
                     {"limits", {{"memory", "32Gi"}}}};
   if (gpus > 0) {
@@ -374,7 +380,8 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
            {"terminationMessagePolicy", "FallbackToLogsOnError"},
            {"securityContext",
             {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}},
-           {"volumeMounts", {{{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}}}}}}},
+           {"volumeMounts",
+            {{{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}}}}}}},
         {"volumes", {{{"name", "plan"}, {"configMap", {{"name", config_map}}}}}}}}};
 }
 
@@ -465,14 +472,13 @@ Status Reconciler::ApplyNodeAction(const std::string& node, const std::string& v
     if (!meta.contains("labels")) meta["labels"] = Json::object();
     if (!meta.contains("annotations")) meta["annotations"] = Json::object();
     Json& ann = meta["annotations"];
-    meta["labels"][kVerdictLabel] = Lower(verdict == "PASS" ? "passed"
+    meta["labels"][kVerdictLabel] = Lower(verdict == "PASS"   ? "passed"
                                           : verdict == "FAIL" ? "failed"
                                                               : verdict);
     ann[kVerdictByAnnotation] = validation;
     Json taints = n["spec"].value("taints", Json::array());
-    auto has_taint = std::any_of(taints.begin(), taints.end(), [](const Json& t) {
-      return t.value("key", "") == kFailedTaint;
-    });
+    auto has_taint = std::any_of(taints.begin(), taints.end(),
+                                 [](const Json& t) { return t.value("key", "") == kFailedTaint; });
     if (verdict == "FAIL" && (on_failure == "taint" || on_failure == "taintAndCordon")) {
       if (!has_taint) {
         taints.push_back({{"key", kFailedTaint}, {"value", validation}, {"effect", "NoSchedule"}});
@@ -546,11 +552,11 @@ Result<ReconcileResult> Reconciler::Finalize(const Json& obj) {
   for (const auto& f : finalizers) {
     if (f != kFinalizer) kept.push_back(f);
   }
-  auto patched = client_->Patch(
-      ValidationsResource(), "", name, kube::PatchType::kMerge,
-      {{"metadata",
-        {{"finalizers", kept},
-         {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+  auto patched =
+      client_->Patch(ValidationsResource(), "", name, kube::PatchType::kMerge,
+                     {{"metadata",
+                       {{"finalizers", kept},
+                        {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
   if (!patched.ok() && patched.status().code() != Code::kNotFound) return patched.status();
   Logger()->info("{}: finalized", name);
   return ReconcileResult{};
@@ -605,11 +611,13 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
   RETURN_IF_ERROR(WriteStatus(obj, status));
   if (fresh) {
     for (const auto& o : outcomes) {
-      if (o.verdict != "PASS") Event(obj, "Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason);
+      if (o.verdict != "PASS")
+        Event(obj, "Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason);
     }
     Event(obj, failed + errors + inconclusive == 0 ? "Normal" : "Warning", "Completed",
           status.value("message", ""));
-    Logger()->info("{}: run {} complete: {}", name, status.value("run", ""), status.value("message", ""));
+    Logger()->info("{}: run {} complete: {}", name, status.value("run", ""),
+                   status.value("message", ""));
   }
   return Status::Ok();
 }
@@ -640,7 +648,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   const Json spec = obj.value("spec", Json::object());
   const Json policy = spec.value("policy", Json::object());
   const int64_t gen = Int(obj, "/metadata/generation"_json_pointer, 1);
-  const std::string rerun = obj["metadata"].value("annotations", Json::object()).value(kRerunAnnotation, "");
+  const std::string rerun =
+      obj["metadata"].value("annotations", Json::object()).value(kRerunAnnotation, "");
   const std::string run = RunId(gen, rerun);
   const std::string now = FormatTime(now_());
   const Json old_status = obj.value("status", Json::object());
@@ -709,18 +718,21 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     for (const auto& e : spec.value("nodes", Json::array())) explicitly |= e == n;
     if (!explicitly && NodeGpus(node) <= 0) continue;
     // A cordon perfgate set itself does not exclude the node (it must be re-testable).
-    bool cordoned = node["spec"].value("unschedulable", false) &&
-                    !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
+    bool cordoned =
+        node["spec"].value("unschedulable", false) &&
+        !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
     if (!explicitly && cordoned && !include_cordoned) continue;
     selected.push_back(n);
     seen.insert(n);
   }
   for (const auto& e : spec.value("nodes", Json::array())) {
-    if (e.is_string() && seen.insert(e.get<std::string>()).second) selected.push_back(e.get<std::string>());
+    if (e.is_string() && seen.insert(e.get<std::string>()).second)
+      selected.push_back(e.get<std::string>());
   }
   std::sort(selected.begin(), selected.end());
   if (selected.empty()) {
-    const std::string msg = "no node matches spec.nodeSelector/spec.nodes with allocatable nvidia.com/gpu";
+    const std::string msg =
+        "no node matches spec.nodeSelector/spec.nodes with allocatable nvidia.com/gpu";
     Json conds = Json::array();
     for (const char* t : {"Ready", "Stalled", "Complete", "Passed"}) {
       std::string s = std::string(t) == "Ready" || std::string(t) == "Passed" ? "False" : "True";
@@ -806,8 +818,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     const std::string pod_name = ObjectName({name, run, node});
     if (auto it = results.find(node); it != results.end()) {
       const Json& report = it->second["spec"].value("report", Json::object());
-      NodeOutcome o{node, report.value("verdict", "ERROR"), "", it->second["spec"].value("worst", ""),
-                    report.value("reason", "")};
+      NodeOutcome o{node, report.value("verdict", "ERROR"), "",
+                    it->second["spec"].value("worst", ""), report.value("reason", "")};
       if (o.verdict == "VERDICT_UNSPECIFIED" || o.verdict.empty()) o.verdict = "ERROR";
       for (const auto& t : report.value("tests", Json::array())) {
         if (t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED") {
@@ -858,8 +870,10 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
         reason = "worker timed out: no result within policy.nodeTimeoutSeconds=" +
                  std::to_string(timeout) + "s (pod DeadlineExceeded)";
       } else {
-        const Json cs = pod.value("status", Json::object()).value("containerStatuses", Json::array());
-        Json term = cs.empty() ? Json::object() : cs[0]["state"].value("terminated", Json::object());
+        const Json cs =
+            pod.value("status", Json::object()).value("containerStatuses", Json::array());
+        Json term =
+            cs.empty() ? Json::object() : cs[0]["state"].value("terminated", Json::object());
         reason = "worker failed: exit code " + std::to_string(term.value("exitCode", -1));
         if (!term.value("reason", "").empty()) reason += " (" + term.value("reason", "") + ")";
         std::string message = term.value("message", "");
@@ -869,7 +883,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
           auto logs = client_->Logs(config_.nameSpace, pod_name, lo);
           if (logs.ok()) message = *logs;
         }
-        while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+        while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+          message.pop_back();
         if (!message.empty()) {
           if (message.size() > 600) message = "..." + message.substr(message.size() - 600);
           reason += ": " + message;
@@ -884,18 +899,20 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       Clock::duration age = created ? now_() - *created : Clock::duration(0);
       if (age >= config_.schedulingTimeout) {
         std::string why;
-        for (const auto& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
+        for (const auto& c :
+             pod.value("status", Json::object()).value("conditions", Json::array())) {
           if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
         }
-        RETURN_IF_ERROR(record_error(
-            node, pod_name,
-            "worker pod not scheduled within " + std::to_string(config_.schedulingTimeout.count()) +
-                "s" + (why.empty() ? "" : ": " + why)));
+        RETURN_IF_ERROR(record_error(node, pod_name,
+                                     "worker pod not scheduled within " +
+                                         std::to_string(config_.schedulingTimeout.count()) + "s" +
+                                         (why.empty() ? "" : ": " + why)));
         auto del = client_->Delete(kube::PodsResource(), config_.nameSpace, pod_name);
         (void)del;
         continue;
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(config_.schedulingTimeout - age);
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(config_.schedulingTimeout - age);
       if (requeue.count() == 0 || left < requeue) requeue = left + std::chrono::milliseconds(100);
     }
     active++;
@@ -939,8 +956,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       counts[4]++;
     }
     if (!o.verdict.empty() && o.verdict != "PASS" && failing.size() < 20) {
-      failing.push_back({{"node", o.node}, {"verdict", o.verdict}, {"test", o.test},
-                         {"figure", Cut(o.figure, 200)}, {"reason", Cut(o.reason, 500)}});
+      failing.push_back({{"node", o.node},
+                         {"verdict", o.verdict},
+                         {"test", o.test},
+                         {"figure", Cut(o.figure, 200)},
+                         {"reason", Cut(o.reason, 500)}});
     }
   }
   status["nodes"] = static_cast<int>(outcomes.size());
@@ -960,7 +980,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (!waiting.empty()) {
     msg += "; waiting for " + waiting.front() +
            (waiting.size() > 1 ? " and " + std::to_string(waiting.size() - 1) + " more" : "");
-    if (requeue.count() == 0 || requeue > std::chrono::seconds(5)) requeue = std::chrono::seconds(5);
+    if (requeue.count() == 0 || requeue > std::chrono::seconds(5))
+      requeue = std::chrono::seconds(5);
   }
   set_running(status, suspended ? "Suspended" : "Running", suspended ? "suspended: " + msg : msg);
   RETURN_IF_ERROR(WriteStatus(obj, status));

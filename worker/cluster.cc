@@ -54,11 +54,16 @@ std::string WorstFigure(const v1alpha1::Report& report) {
   double worst_margin = 0;
   auto rank = [](v1alpha1::Verdict v) {
     switch (v) {
-      case v1alpha1::FAIL: return 4;
-      case v1alpha1::ERROR: return 3;
-      case v1alpha1::INCONCLUSIVE: return 2;
-      case v1alpha1::PASS: return 1;
-      default: return 0;
+      case v1alpha1::FAIL:
+        return 4;
+      case v1alpha1::ERROR:
+        return 3;
+      case v1alpha1::INCONCLUSIVE:
+        return 2;
+      case v1alpha1::PASS:
+        return 1;
+      default:
+        return 0;
     }
   };
   for (const auto& t : report.tests()) {
@@ -85,7 +90,8 @@ std::string WorstFigure(const v1alpha1::Report& report) {
   }
   if (worst_test == nullptr) return "";
   if (worst == nullptr) return worst_test->name() + ": " + worst_test->reason();
-  std::string stat = worst->threshold().statistic().empty() ? "median" : worst->threshold().statistic();
+  std::string stat =
+      worst->threshold().statistic().empty() ? "median" : worst->threshold().statistic();
   std::string op = worst->threshold().op().empty() ? ">=" : worst->threshold().op();
   return worst_test->name() + " " + worst->threshold().metric() + " " + stat + " " +
          Figure(worst->observed()) + " (" + op + " " + Figure(worst->bound()) + ")";
@@ -95,29 +101,28 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
   ASSIGN_OR_RETURN(std::string report_text, report::ToJson(report));
   nlohmann::json report_json = nlohmann::json::parse(report_text, nullptr, false);
   if (report_json.is_discarded()) return Internal("the report's JSON does not parse back");
-  nlohmann::json obj = {
-      {"apiVersion", "perfgate.io/v1alpha1"},
-      {"kind", "PerfResult"},
-      {"metadata",
-       {{"name", target.resultName},
-        {"namespace", target.nameSpace},
-        {"labels",
-         {{"perfgate.io/validation", target.validationName},
-          {"perfgate.io/node", target.nodeName},
-          {"perfgate.io/run", target.run}}}}},
-      {"spec",
-       {{"validation", target.validationName},
-        {"nodeName", target.nodeName},
-        {"run", target.run},
-        {"worst", WorstFigure(report)},
-        {"report", report_json}}}};
+  nlohmann::json obj = {{"apiVersion", "perfgate.io/v1alpha1"},
+                        {"kind", "PerfResult"},
+                        {"metadata",
+                         {{"name", target.resultName},
+                          {"namespace", target.nameSpace},
+                          {"labels",
+                           {{"perfgate.io/validation", target.validationName},
+                            {"perfgate.io/node", target.nodeName},
+                            {"perfgate.io/run", target.run}}}}},
+                        {"spec",
+                         {{"validation", target.validationName},
+                          {"nodeName", target.nodeName},
+                          {"run", target.run},
+                          {"worst", WorstFigure(report)},
+                          {"report", report_json}}}};
   if (!target.validationUid.empty()) {
-    obj["metadata"]["ownerReferences"] = nlohmann::json::array(
-        {{{"apiVersion", "perfgate.io/v1alpha1"},
-          {"kind", "PerfValidation"},
-          {"name", target.validationName},
-          {"uid", target.validationUid},
-          {"blockOwnerDeletion", true}}});
+    obj["metadata"]["ownerReferences"] =
+        nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
+                                {"kind", "PerfValidation"},
+                                {"name", target.validationName},
+                                {"uid", target.validationUid},
+                                {"blockOwnerDeletion", true}}});
   }
   return obj.dump();
 }

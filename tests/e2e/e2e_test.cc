@@ -117,14 +117,16 @@ class E2E : public ::testing::Test {
   std::vector<Json> Results(const std::string& validation) {
     std::vector<Json> out;
     for (auto& r : sim_->List("perfgate.io", "perfresults", kNs)) {
-      if (r["metadata"]["labels"].value("perfgate.io/validation", "") == validation) out.push_back(r);
+      if (r["metadata"]["labels"].value("perfgate.io/validation", "") == validation)
+        out.push_back(r);
     }
     return out;
   }
   std::vector<Json> Pods(const std::string& validation) {
     std::vector<Json> out;
     for (auto& p : sim_->List("", "pods", kNs)) {
-      if (p["metadata"].value("labels", Json::object()).value("perfgate.io/validation", "") == validation) {
+      if (p["metadata"].value("labels", Json::object()).value("perfgate.io/validation", "") ==
+          validation) {
         out.push_back(p);
       }
     }
@@ -154,7 +156,9 @@ std::string SyntheticSpec(const std::string& name, const std::string& behaviour,
   return "apiVersion: perfgate.io/v1alpha1\n"
          "kind: PerfValidation\n"
          "metadata:\n"
-         "  name: " + name + "\n"
+         "  name: " +
+         name +
+         "\n"
          "spec:\n"
          "  nodeSelector:\n"
          "    nvidia.com/gpu.present: \"true\"\n" +
@@ -163,14 +167,19 @@ std::string SyntheticSpec(const std::string& name, const std::string& behaviour,
          "    warmup: 1\n"
          "    minRepeats: 5\n"
          "    maxRepeats: 10\n"
-         "  policy:\n" + policy +
+         "  policy:\n" +
+         policy +
          "  tests:\n"
          "    - type: synthetic\n"
          "      parameters:\n"
          "        mean: 100\n"
          "        cv: 0.01\n"
-         "        sampleSeconds: " + sample_seconds + "\n"
-         "        behaviour: [" + behaviour + "]\n"
+         "        sampleSeconds: " +
+         sample_seconds +
+         "\n"
+         "        behaviour: [" +
+         behaviour +
+         "]\n"
          "      thresholds:\n"
          "        - metric: bandwidthGBps\n"
          "          statistic: median\n"
@@ -257,7 +266,8 @@ TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
   kubesim::NodeSpec tainted;
   tainted.name = "node-4";
   tainted.gpus = 8;
-  tainted.taints = Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
+  tainted.taints =
+      Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
   ASSERT_TRUE(sim_->AddNode(tainted).ok());
   kubesim::NodeSpec small;
   small.name = "node-5";
@@ -273,8 +283,12 @@ TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
   std::map<std::string, Json> by_node;
   for (auto& r : Results("broken")) by_node[r["spec"].value("nodeName", "")] = r;
   ASSERT_EQ(by_node.size(), 6u);
-  auto reason = [&](const std::string& n) { return by_node[n]["spec"]["report"].value("reason", ""); };
-  auto verdict = [&](const std::string& n) { return by_node[n]["spec"]["report"].value("verdict", ""); };
+  auto reason = [&](const std::string& n) {
+    return by_node[n]["spec"]["report"].value("reason", "");
+  };
+  auto verdict = [&](const std::string& n) {
+    return by_node[n]["spec"]["report"].value("verdict", "");
+  };
   EXPECT_EQ(verdict("node-0"), "ERROR");
   EXPECT_NE(reason("node-0").find("exit code 134"), std::string::npos) << reason("node-0");
   EXPECT_EQ(verdict("node-1"), "ERROR");
@@ -308,7 +322,8 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
   EXPECT_EQ(Condition(v, "Stalled").value("reason", ""), "InvalidSpec");
-  EXPECT_NE(Condition(v, "Ready").value("message", "").find("spec.tests[0].type"), std::string::npos)
+  EXPECT_NE(Condition(v, "Ready").value("message", "").find("spec.tests[0].type"),
+            std::string::npos)
       << Condition(v, "Ready").dump();
   EXPECT_TRUE(Pods("badtype").empty());
 }
@@ -316,7 +331,8 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
 // 6. A later passing validation removes the taint the failing one set, and no other.
 TEST_F(E2E, LaterPassRemovesOnlyPerfgateTaint) {
   Json n1 = Node("node-1");
-  n1["spec"]["taints"] = Json::array({{{"key", "team"}, {"value", "ml"}, {"effect", "NoSchedule"}}});
+  n1["spec"]["taints"] =
+      Json::array({{{"key", "team"}, {"value", "ml"}, {"effect", "NoSchedule"}}});
   ASSERT_TRUE(sim_->Update("", "nodes", n1).ok());
   const std::string tolerate = "  tolerations:\n    - key: team\n      operator: Exists\n";
   Apply(SyntheticSpec("first", "node-1=50, node-2=50", "    onFailure: taint\n", tolerate));
@@ -359,12 +375,16 @@ TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
 
   auto rerun = [&](const std::string& token) {
     const std::string before = status().value("run", "");
-    auto r = Kubectl(*sim_, {"annotate", "--overwrite", "pval", "life", "perfgate.io/rerun=" + token});
+    auto r =
+        Kubectl(*sim_, {"annotate", "--overwrite", "pval", "life", "perfgate.io/rerun=" + token});
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    ASSERT_TRUE(Eventually([&] {
-      Json st = status();
-      return st.value("run", "") != before && !st.value("completionTime", "").empty();
-    }, 60)) << status().dump(2);
+    ASSERT_TRUE(Eventually(
+        [&] {
+          Json st = status();
+          return st.value("run", "") != before && !st.value("completionTime", "").empty();
+        },
+        60))
+        << status().dump(2);
   };
   rerun("1");
   EXPECT_EQ(Condition(Validation("life"), "Passed").value("status", ""), "True");
@@ -372,7 +392,8 @@ TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
   rerun("2");
   auto results = Results("life");
   EXPECT_EQ(results.size(), 8u);  // keepResults: 1 old run
-  for (const auto& r : results) EXPECT_NE(r["metadata"]["labels"].value("perfgate.io/run", ""), run1);
+  for (const auto& r : results)
+    EXPECT_NE(r["metadata"]["labels"].value("perfgate.io/run", ""), run1);
 
   auto del = Kubectl(*sim_, {"delete", "pval", "life", "--timeout=30s"});
   ASSERT_EQ(del.exitCode, 0) << del.err;
@@ -429,7 +450,8 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
   ASSERT_TRUE(WaitComplete("noprofile", 30));
   Json bad = Validation("noprofile");
   EXPECT_EQ(Condition(bad, "Ready").value("reason", ""), "InvalidSpec");
-  EXPECT_NE(Condition(bad, "Ready").value("message", "").find("no-such-profile"), std::string::npos);
+  EXPECT_NE(Condition(bad, "Ready").value("message", "").find("no-such-profile"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <set>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -71,9 +71,9 @@ size_t OperatorRequests(const KubeSim& sim) {
 }
 
 Json Validation(const std::string& name, const std::vector<std::string>& nodes) {
-  Json spec = {{"tests",
-                {{{"type", "synthetic"},
-                  {"thresholds", {{{"metric", "bandwidthGBps"}, {"value", 90}}}}}}}};
+  Json spec = {
+      {"tests",
+       {{{"type", "synthetic"}, {"thresholds", {{{"metric", "bandwidthGBps"}, {"value", 90}}}}}}}};
   if (nodes.empty()) {
     spec["nodeSelector"] = {{"nvidia.com/gpu.present", "true"}};
   } else {
@@ -150,23 +150,22 @@ int main(int argc, char** argv) {
     perfgate::kubesim::PodOutcome out;
     const Json labels = pod["metadata"].value("labels", Json::object());
     const std::string node = pod["spec"].value("nodeName", "");
-    Json result = {
-        {"apiVersion", "perfgate.io/v1alpha1"},
-        {"kind", "PerfResult"},
-        {"metadata",
-         {{"name", pod["metadata"].value("name", "")},
-          {"namespace", pod["metadata"].value("namespace", "")},
-          {"labels",
-           {{"perfgate.io/validation", labels.value("perfgate.io/validation", "")},
-            {"perfgate.io/node", node},
-            {"perfgate.io/run", labels.value("perfgate.io/run", "")}}},
-          {"ownerReferences", pod["metadata"]["ownerReferences"]}}},
-        {"spec",
-         {{"validation", labels.value("perfgate.io/validation", "")},
-          {"nodeName", node},
-          {"run", labels.value("perfgate.io/run", "")},
-          {"worst", "synthetic bandwidthGBps median 100.0 (>= 90.00)"},
-          {"report", {{"verdict", "PASS"}, {"reason", ""}}}}}};
+    Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
+                   {"kind", "PerfResult"},
+                   {"metadata",
+                    {{"name", pod["metadata"].value("name", "")},
+                     {"namespace", pod["metadata"].value("namespace", "")},
+                     {"labels",
+                      {{"perfgate.io/validation", labels.value("perfgate.io/validation", "")},
+                       {"perfgate.io/node", node},
+                       {"perfgate.io/run", labels.value("perfgate.io/run", "")}}},
+                     {"ownerReferences", pod["metadata"]["ownerReferences"]}}},
+                   {"spec",
+                    {{"validation", labels.value("perfgate.io/validation", "")},
+                     {"nodeName", node},
+                     {"run", labels.value("perfgate.io/run", "")},
+                     {"worst", "synthetic bandwidthGBps median 100.0 (>= 90.00)"},
+                     {"report", {{"verdict", "PASS"}, {"reason", ""}}}}}};
     result["metadata"]["ownerReferences"][0].erase("controller");
     out.objects.push_back(result);
     return out;
@@ -178,10 +177,11 @@ int main(int argc, char** argv) {
   }
 
   const std::string log = sim.workDir() + "/operator.log";
-  std::vector<std::string> args = {PERFGATE_OPERATOR_BIN, "--kubeconfig=" + sim.kubeconfigPath(),
-                                   "--metrics-bind-address=0", "--health-probe-bind-address=0",
-                                   "--enable-fixtures", "--kube-api-qps=" + qps,
-                                   "--kube-api-burst=" + burst, "--workers=" + workers};
+  std::vector<std::string> args = {
+      PERFGATE_OPERATOR_BIN,       "--kubeconfig=" + sim.kubeconfigPath(),
+      "--metrics-bind-address=0",  "--health-probe-bind-address=0",
+      "--enable-fixtures",         "--kube-api-qps=" + qps,
+      "--kube-api-burst=" + burst, "--workers=" + workers};
   std::vector<char*> argv2;
   for (auto& a : args) argv2.push_back(a.data());
   argv2.push_back(nullptr);
@@ -194,8 +194,9 @@ int main(int argc, char** argv) {
 
   std::printf("nodes %d, client rate limit %s qps / burst %s, %s reconcile workers\n", nodes,
               qps.c_str(), burst.c_str(), workers.c_str());
-  std::printf("| case | all pods created | all Complete | operator API requests per node | "
-              "operator peak RSS | operator CPU | kube-sim + bench CPU |\n");
+  std::printf(
+      "| case | all pods created | all Complete | operator API requests per node | "
+      "operator peak RSS | operator CPU | kube-sim + bench CPU |\n");
   const double self0 = SelfCpu();
   Phase one = RunPhase(sim, {Validation("one", {})}, static_cast<size_t>(nodes));
   auto [mem1, cpu1] = Usage(pid);
@@ -214,10 +215,10 @@ int main(int argc, char** argv) {
   Phase lots = RunPhase(sim, many, static_cast<size_t>(per * validations));
   auto [mem2, cpu2] = Usage(pid);
   const double self2 = SelfCpu();
-  std::printf("| %d validations x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s | %.1f s |\n",
-              validations, per, lots.podsSeconds, lots.completeSeconds,
-              static_cast<double>(lots.requests) / (per * validations), mem2, cpu2 - cpu1,
-              self2 - self1);
+  std::printf(
+      "| %d validations x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s | %.1f s |\n",
+      validations, per, lots.podsSeconds, lots.completeSeconds,
+      static_cast<double>(lots.requests) / (per * validations), mem2, cpu2 - cpu1, self2 - self1);
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);

@@ -57,16 +57,27 @@ void ExpectFields(const Descriptor* d, const nlohmann::json& schema, const std::
       s = s["items"];
     }
     switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32: EXPECT_EQ(s["type"], "integer") << p; break;
-      case FieldDescriptor::CPPTYPE_DOUBLE: EXPECT_EQ(s["type"], "number") << p; break;
-      case FieldDescriptor::CPPTYPE_BOOL: EXPECT_EQ(s["type"], "boolean") << p; break;
-      case FieldDescriptor::CPPTYPE_STRING: EXPECT_EQ(s["type"], "string") << p; break;
+      case FieldDescriptor::CPPTYPE_INT32:
+        EXPECT_EQ(s["type"], "integer") << p;
+        break;
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        EXPECT_EQ(s["type"], "number") << p;
+        break;
+      case FieldDescriptor::CPPTYPE_BOOL:
+        EXPECT_EQ(s["type"], "boolean") << p;
+        break;
+      case FieldDescriptor::CPPTYPE_STRING:
+        EXPECT_EQ(s["type"], "string") << p;
+        break;
       case FieldDescriptor::CPPTYPE_ENUM:
         EXPECT_EQ(s["type"], "string") << p;
         EXPECT_EQ(s["enum"].size(), static_cast<size_t>(f->enum_type()->value_count())) << p;
         break;
-      case FieldDescriptor::CPPTYPE_MESSAGE: ExpectFields(f->message_type(), s, p); break;
-      default: ADD_FAILURE() << p << ": a 64-bit or unsigned field cannot live in a CRD";
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        ExpectFields(f->message_type(), s, p);
+        break;
+      default:
+        ADD_FAILURE() << p << ": a 64-bit or unsigned field cannot live in a CRD";
     }
   }
 }
@@ -78,8 +89,8 @@ TEST(Crds, EveryProtoFieldAppearsWithItsType) {
   };
   ExpectFields(v1alpha1::PerfValidationSpec::descriptor(), schema("perfvalidations.yaml"), "spec");
   ExpectFields(v1alpha1::PerfProfileSpec::descriptor(), schema("perfprofiles.yaml"), "spec");
-  ExpectFields(v1alpha1::Report::descriptor(),
-               schema("perfresults.yaml")["properties"]["report"], "spec.report");
+  ExpectFields(v1alpha1::Report::descriptor(), schema("perfresults.yaml")["properties"]["report"],
+               "spec.report");
 }
 
 TEST(Crds, UserTypedEnumsAndMinimumsAreEnforced) {
@@ -112,11 +123,16 @@ nlohmann::json FromYaml(const YAML::Node& n) {
   const std::string s = n.Scalar();
   if (n.Tag() == "!") return s;  // quoted
   switch (spec::ClassifyPlainScalar(s)) {
-    case spec::ScalarKind::kNull: return nullptr;
-    case spec::ScalarKind::kBool: return s == "true" || s == "True" || s == "TRUE";
-    case spec::ScalarKind::kInt: return std::stoll(s);
-    case spec::ScalarKind::kFloat: return std::stod(s);
-    default: return s;
+    case spec::ScalarKind::kNull:
+      return nullptr;
+    case spec::ScalarKind::kBool:
+      return s == "true" || s == "True" || s == "TRUE";
+    case spec::ScalarKind::kInt:
+      return std::stoll(s);
+    case spec::ScalarKind::kFloat:
+      return std::stod(s);
+    default:
+      return s;
   }
 }
 

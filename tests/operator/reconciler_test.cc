@@ -30,7 +30,7 @@ TEST(NodeSelected, SelectorIsAndedAndExplicitNodesAdd) {
   EXPECT_TRUE(NodeSelected({{"nodeSelector", {{"a", "1"}, {"b", "2"}}}}, node));
   EXPECT_FALSE(NodeSelected({{"nodeSelector", {{"a", "1"}, {"b", "3"}}}}, node));
   EXPECT_TRUE(NodeSelected({{"nodeSelector", {{"a", "9"}}}, {"nodes", {"n1"}}}, node));
-  EXPECT_TRUE(NodeSelected(Json::object(), node));  // no selector: every (GPU) node
+  EXPECT_TRUE(NodeSelected(Json::object(), node));        // no selector: every (GPU) node
   EXPECT_FALSE(NodeSelected({{"nodes", {"n2"}}}, node));  // names only: just those
 }
 
