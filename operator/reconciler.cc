@@ -897,12 +897,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     if (Str(pod, "/spec/nodeName"_json_pointer).empty()) {
       auto created = ParseTime(Str(pod, "/metadata/creationTimestamp"_json_pointer));
       Clock::duration age = created ? now_() - *created : Clock::duration(0);
+      std::string why;
+      for (const auto& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
+        if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+      }
       if (age >= config_.schedulingTimeout) {
-        std::string why;
-        for (const auto& c :
-             pod.value("status", Json::object()).value("conditions", Json::array())) {
-          if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
-        }
         RETURN_IF_ERROR(record_error(node, pod_name,
                                      "worker pod not scheduled within " +
                                          std::to_string(config_.schedulingTimeout.count()) + "s" +
@@ -914,6 +913,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(config_.schedulingTimeout - age);
       if (requeue.count() == 0 || left < requeue) requeue = left + std::chrono::milliseconds(100);
+      // Reported, not fought over: e.g. "Insufficient nvidia.com/gpu" while other pods hold them.
+      if (!why.empty()) waiting.push_back(node + " (unscheduled: " + why + ")");
     }
     active++;
     outcomes.push_back({node, "", "", "", ""});

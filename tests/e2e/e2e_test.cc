@@ -275,6 +275,15 @@ TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
   ASSERT_TRUE(sim_->AddNode(small).ok());
   Apply(SyntheticSpec("broken", "node-0=crash, node-1=hang",
                       "    onFailure: taint\n    nodeTimeoutSeconds: 4\n", "  gpusPerNode: 4\n"));
+  // While it waits, the status says why node-4's worker does not start.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto v = sim_->Get("perfgate.io", "perfvalidations", "", "broken");
+        return v.ok() && v->value("status", Json::object())
+                                 .value("message", "")
+                                 .find("node-4 (unscheduled: ") != std::string::npos;
+      },
+      10));
   ASSERT_TRUE(WaitComplete("broken", 60));
   Json v = Validation("broken");
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
