@@ -450,6 +450,13 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
                               Str(r, "/metadata/name"_json_pointer));
     if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
   }
+  // The previous run's plan is no longer read by anyone.
+  const std::string previous = Str(obj, "/status/run"_json_pointer);
+  if (!previous.empty() && previous != run) {
+    const std::string cm = ObjectName({name, previous, "plan"});
+    auto st = client_->Delete(ConfigMapsResource(), config_.nameSpace, cm);
+    if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
+  }
   return Status::Ok();
 }
 

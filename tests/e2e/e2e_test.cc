@@ -399,6 +399,15 @@ TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
   EXPECT_EQ(Condition(Validation("life"), "Passed").value("status", ""), "True");
   EXPECT_EQ(Results("life").size(), 8u);  // this run's 4 and the previous run's 4
   rerun("2");
+  // One plan ConfigMap: each new run deletes the previous run's.
+  int plans = 0;
+  for (const auto& cm : sim_->List("", "configmaps", kNs)) {
+    plans +=
+        cm["metadata"].value("labels", Json::object()).value("perfgate.io/validation", "") == "life"
+            ? 1
+            : 0;
+  }
+  EXPECT_EQ(plans, 1);
   auto results = Results("life");
   EXPECT_EQ(results.size(), 8u);  // keepResults: 1 old run
   for (const auto& r : results)
