@@ -1,0 +1,10 @@
+// WritePerfResult for a worker built without the kube client (the GPU bundle).
+#include "worker/cluster.h"
+
+namespace perfgate::worker {
+
+Status WritePerfResult(const ClusterTarget& /*target*/, const v1alpha1::Report& /*report*/) {
+  return Unimplemented("this perfgate-worker was built without cluster mode (PERFGATE_BUNDLE)");
+}
+
+}  // namespace perfgate::worker
