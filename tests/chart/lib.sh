@@ -88,3 +88,35 @@ install_chart() {
   kubectl apply -f "$dir/rendered.yaml" >"$dir/apply.log" 2>&1 \
     || { cat "$dir/apply.log" >&2; fail "kubectl apply of the rendered chart"; }
 }
+
+# operator_args RENDERED_YAML: the operator container's args from the rendered Deployment,
+# one per line (so tests run the operator with exactly the flags the chart gives it).
+operator_args() {
+  awk '/^kind: Deployment$/ { dep = 1 } dep && /^ *args:$/ { on = 1; next }
+       on && /^ *- / { sub(/^ *- /, ""); gsub(/^"|"$/, ""); print; next }
+       on { exit }' "$1"
+}
+
+# operator_kubeconfig OUT: a kubeconfig for the current kube-sim whose credential is a token
+# of the chart's operator service account (so the operator runs under the chart's RBAC).
+operator_kubeconfig() {
+  local out="$1" token user
+  token="$(kubectl -n perfgate-system create token perfgate-operator)" || fail "operator token"
+  kubectl config view --raw --minify >"$out"
+  user="$(kubectl config view --minify -o 'jsonpath={.users[0].name}')"
+  KUBECONFIG="$out" kubectl config set-credentials "$user" --token="$token" >/dev/null
+  chmod 0644 "$out"
+}
+
+# free_port: a loopback TCP port nobody listens on now.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# Flags a test run must change from the chart's: where the API server is, loopback ports.
+# drop_flags FLAG...: filters stdin, dropping --FLAG=... lines.
+drop_flags() {
+  local re
+  re="$(printf '%s|' "$@")"
+  grep -Ev -- "^(${re%|})(=|$)" || true
+}

@@ -82,24 +82,17 @@ echo "image: $(wc -l <"$WORK_DIR/loaded.txt") libraries resolve; packages: $pack
 # The cluster, with the chart installed; the operator gets its own service account's token.
 start_kube_sim "$WORK_DIR" --nodes 2
 install_chart "$WORK_DIR" perfgate-system
-token="$(kubectl -n perfgate-system create token perfgate-operator)"
 mkdir -p "$root/etc/perfgate"
-kubectl config view --raw --minify >"$root/etc/perfgate/kubeconfig"
-user="$(kubectl config view --minify -o 'jsonpath={.users[0].name}')"
-KUBECONFIG="$root/etc/perfgate/kubeconfig" kubectl config set-credentials "$user" --token="$token" \
-  >/dev/null
-chmod 0644 "$root/etc/perfgate/kubeconfig"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+operator_kubeconfig "$root/etc/perfgate/kubeconfig"
 metrics_port="$(free_port)"
 health_port="$(free_port)"
-# The image's user and the chart's flags.
-chroot --userspec=65532:65532 "$root" /usr/local/bin/perfgate-operator \
-  --kubeconfig=/etc/perfgate/kubeconfig --namespace=perfgate-system \
-  --worker-image=registry.example.com/perfgate/perfgate-worker:0.1.0 \
-  --worker-service-account=perfgate-worker --leader-elect=true \
-  --metrics-bind-address="127.0.0.1:$metrics_port" \
-  --health-probe-bind-address="127.0.0.1:$health_port" --log-format=json \
-  >"$WORK_DIR/operator.log" 2>&1 &
+# The image's user, and the flags the chart's Deployment gives the operator.
+mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
+  | drop_flags --metrics-bind-address --health-probe-bind-address)
+((${#args[@]} >= 5)) || fail "no operator args in the rendered Deployment"
+chroot --userspec=65532:65532 "$root" /usr/local/bin/perfgate-operator "${args[@]}" \
+  --kubeconfig=/etc/perfgate/kubeconfig --metrics-bind-address="127.0.0.1:$metrics_port" \
+  --health-probe-bind-address="127.0.0.1:$health_port" >"$WORK_DIR/operator.log" 2>&1 &
 operator_pid=$!
 
 ready=""
