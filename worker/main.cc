@@ -16,6 +16,7 @@
 #include "common/report.h"
 #include "common/spec.h"
 #include "kernels/registry.h"
+#include "worker/cluster.h"
 #include "worker/plan.h"
 #include "worker/runner.h"
 
@@ -42,6 +43,8 @@ run options:
   --profiles DIR       where <profile>.yaml files are (repeatable; default: built-in)
   --quiet              no progress lines, only the table
   --enable-fixtures    allow test-only fixture tests (synthetic samples); never in production
+  --result NAME        cluster mode (in a perfgate pod): write this node's PerfResult NAME
+                       (also env PERFGATE_RESULT_NAME) and exit 0 once it is written
 
 exit codes: 0 passed, 1 a threshold failed, 2 invalid input, 3 inconclusive or error
 )";
@@ -137,7 +140,7 @@ int Fail(int code, const std::string& message) {
 }
 
 int Run(const std::vector<std::string>& args) {
-  std::string spec_path, report_json, junit;
+  std::string spec_path, report_json, junit, result_name;
   std::vector<std::string> only, profile_dirs;
   bool quiet = false, fixtures = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -147,13 +150,15 @@ int Run(const std::vector<std::string>& args) {
       (void)flag;
       return &args[++i];
     };
-    if (a == "--report-json" || a == "--junit" || a == "--only" || a == "--profiles") {
+    if (a == "--report-json" || a == "--junit" || a == "--only" || a == "--profiles" ||
+        a == "--result") {
       const std::string* v = value(a.c_str());
       if (v == nullptr) return Fail(kExitInvalid, a + " needs a value");
       if (a == "--report-json") report_json = *v;
       if (a == "--junit") junit = *v;
       if (a == "--only") only.push_back(*v);
       if (a == "--profiles") profile_dirs.push_back(*v);
+      if (a == "--result") result_name = *v;
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "--enable-fixtures") {
@@ -168,8 +173,19 @@ int Run(const std::vector<std::string>& args) {
   }
   if (spec_path.empty()) return Fail(kExitInvalid, std::string("run needs a SPEC\n\n") + kUsage);
 
+  // Cluster mode: the operator reads a failed worker's termination message.
+  perfgate::worker::ClusterTarget cluster;
+  cluster.resultName = result_name;
+  perfgate::worker::ClusterTargetFromEnv(&cluster);
+  const bool in_cluster = !cluster.resultName.empty();
+  auto fail = [&](int code, const std::string& message) {
+    if (in_cluster) perfgate::worker::WriteTerminationMessage(message);
+    return Fail(code, message);
+  };
+  if (in_cluster) spec_path = perfgate::worker::PodPath(spec_path);
+
   auto loaded = perfgate::spec::LoadValidation(spec_path);
-  if (!loaded.ok()) return Fail(kExitInvalid, loaded.status().message());
+  if (!loaded.ok()) return fail(kExitInvalid, loaded.status().message());
   perfgate::worker::PlanOptions plan_options;
   plan_options.profile_dirs = profile_dirs.empty() ? DefaultProfileDirs() : profile_dirs;
   plan_options.enable_fixtures = fixtures;
@@ -180,7 +196,7 @@ int Run(const std::vector<std::string>& args) {
     return names;
   };
   auto plan = perfgate::worker::BuildPlan(*loaded, plan_options);
-  if (!plan.ok()) return Fail(kExitInvalid, plan.status().message());
+  if (!plan.ok()) return fail(kExitInvalid, plan.status().message());
   if (plan->validation.empty()) plan->validation = fs::path(spec_path).stem().string();
   if (!only.empty()) {
     std::set<std::string> wanted(only.begin(), only.end());
@@ -211,6 +227,12 @@ int Run(const std::vector<std::string>& args) {
   if (!junit.empty()) {
     Status st = perfgate::report::WriteFileAtomic(junit, perfgate::report::ToJUnit(report));
     if (!st.ok()) return Fail(kExitError, "cannot write the JUnit report: " + st.message());
+  }
+  if (in_cluster) {
+    if (cluster.validationName.empty()) cluster.validationName = plan->validation;
+    Status st = perfgate::worker::WritePerfResult(cluster, report);
+    if (!st.ok()) return fail(kExitError, "cannot write the PerfResult: " + st.message());
+    return 0;
   }
   return perfgate::worker::ExitCode(report);
 }

@@ -385,7 +385,11 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
     profile = *picked;
     plan.profile_note = "picked profile " + profile + " for GPU " + names->front();
   }
-  if (!profile.empty()) {
+  if (!profile.empty() && options.profile_lookup) {
+    auto found = options.profile_lookup(profile);
+    if (!found.ok()) return ctx.where.Error("spec.profile", found.status().message());
+    profile_doc = std::move(*found);
+  } else if (!profile.empty()) {
     fs::path file = ProfilePath(options.profile_dirs, profile);
     if (file.empty()) {
       std::string dirs;
@@ -394,6 +398,8 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                                  (dirs.empty() ? "(no profile folders)" : dirs));
     }
     ASSIGN_OR_RETURN(profile_doc, spec::LoadProfile(file.string()));
+  }
+  if (!profile.empty()) {
     const v1alpha1::PerfProfileSpec& ps = profile_doc.doc.spec();
     profile_level = level == "full" ? ps.full() : ps.quick();
     Context pctx{profile_doc.where, options};

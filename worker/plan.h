@@ -48,6 +48,10 @@ struct PlanOptions {
   // Names of the GPUs here, for picking a profile when the spec names "auto" or nothing
   // and has no inline tests. Unavailable status when there are none.
   std::function<Result<std::vector<std::string>>()> gpu_names;
+  // When set, named profiles come from here instead of profile_dirs (the operator reads the
+  // cluster's PerfProfile objects). kNotFound when there is no such profile.
+  std::function<Result<spec::Loaded<v1alpha1::PerfProfile>>(const std::string& name)>
+      profile_lookup;
 };
 
 Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
