@@ -11,4 +11,9 @@ if s.observedGeneration ~= nil then
   s.observedGeneration = s.observedGeneration + gen - o.metadata.generation
 end
 for _, c in ipairs(s.conditions or {}) do c.observedGeneration = s.observedGeneration end
+-- cjson cannot tell an empty array from an empty object ({}): leave empty ones out, which a
+-- merge patch onto a fresh status reads the same.
+for k, v in pairs(s) do
+  if type(v) == "table" and next(v) == nil then s[k] = nil end
+end
 print(cjson.encode({status = s}))
