@@ -1,0 +1,293 @@
+#include "operator/crds.h"
+
+#include <google/protobuf/descriptor.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+
+#include "common/spec.h"
+#include "perfgate/v1alpha1/report.pb.h"
+#include "perfgate/v1alpha1/validation.pb.h"
+
+namespace perfgate::op {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using Json = nlohmann::json;
+
+// Constraints the proto cannot express, keyed by "Message.jsonName".
+Json Extra(const std::string& message, const std::string& field) {
+  static const std::map<std::string, Json> kExtra = {
+      {"PerfValidationSpec.level", {{"enum", {"quick", "full"}}}},
+      {"PerfValidationSpec.gpusPerNode", {{"minimum", 0}}},
+      {"Sampling.warmup", {{"minimum", 0}}},
+      {"Sampling.minRepeats", {{"minimum", 1}}},
+      {"Sampling.maxRepeats", {{"minimum", 1}}},
+      {"Sampling.maxSeconds", {{"minimum", 0}}},
+      {"Sampling.confidence", {{"minimum", 0}, {"maximum", 1}, {"exclusiveMinimum", true},
+                               {"exclusiveMaximum", true}}},
+      {"Sampling.method", {{"enum", {"sequential", "fixed"}}}},
+      {"Policy.parallelism", {{"minimum", 0}}},
+      {"Policy.nodeTimeoutSeconds", {{"minimum", 0}}},
+      {"Policy.keepResults", {{"minimum", 0}}},
+      {"Policy.onFailure", {{"enum", {"none", "taint", "taintAndCordon"}}}},
+      {"Threshold.statistic",
+       {{"enum", {"mean", "median", "p05", "p95", "min", "max", "ciLow", "ciHigh"}}}},
+      {"Threshold.op", {{"enum", {">=", ">", "<=", "<"}}}},
+      {"Threshold.metric", {{"minLength", 1}}},
+      {"TestSpec.type", {{"minLength", 1}}},
+      {"Toleration.operator", {{"enum", {"Exists", "Equal"}}}},
+      {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
+  };
+  auto it = kExtra.find(message + "." + field);
+  return it == kExtra.end() ? Json::object() : it->second;
+}
+
+// Required fields per message (what a spec cannot do without).
+std::vector<std::string> Required(const std::string& message) {
+  if (message == "Threshold") return {"metric"};
+  if (message == "TestSpec") return {"type"};
+  return {};
+}
+
+Json FieldSchema(const FieldDescriptor* f);
+
+Json MessageSchema(const Descriptor* d) {
+  if (d->full_name() == "google.protobuf.Struct") {
+    return {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
+  }
+  Json props = Json::object();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    Json s = FieldSchema(f);
+    if (!f->is_map() && !f->is_repeated()) s.update(Extra(d->name(), f->json_name()));
+    if (f->is_repeated() && !f->is_map()) s["items"].update(Extra(d->name(), f->json_name()));
+    props[f->json_name()] = s;
+  }
+  Json out = {{"type", "object"}, {"properties", props}};
+  auto req = Required(d->name());
+  if (!req.empty()) out["required"] = req;
+  return out;
+}
+
+Json ScalarSchema(const FieldDescriptor* f) {
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return {{"type", "integer"}, {"format", "int32"}};
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return {{"type", "number"}};
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return {{"type", "boolean"}};
+    case FieldDescriptor::CPPTYPE_STRING:
+      return {{"type", "string"}};
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      Json values = Json::array();
+      for (int i = 0; i < f->enum_type()->value_count(); ++i) {
+        values.push_back(f->enum_type()->value(i)->name());
+      }
+      return {{"type", "string"}, {"enum", values}};
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return MessageSchema(f->message_type());
+    default:
+      // 64-bit integers: proto3 JSON writes them as strings (see DESIGN.md); none are allowed.
+      return {{"x-kubernetes-int-or-string", true}};
+  }
+}
+
+Json FieldSchema(const FieldDescriptor* f) {
+  if (f->is_map()) {
+    return {{"type", "object"},
+            {"additionalProperties", ScalarSchema(f->message_type()->map_value())}};
+  }
+  if (f->is_repeated()) return {{"type", "array"}, {"items", ScalarSchema(f)}};
+  return ScalarSchema(f);
+}
+
+Json Condition() {
+  return {{"type", "object"},
+          {"required", {"type", "status"}},
+          {"properties",
+           {{"type", {{"type", "string"}}},
+            {"status", {{"type", "string"}, {"enum", {"True", "False", "Unknown"}}}},
+            {"reason", {{"type", "string"}}},
+            {"message", {{"type", "string"}}},
+            {"observedGeneration", {{"type", "integer"}}},
+            {"lastTransitionTime", {{"type", "string"}, {"format", "date-time"}}}}}};
+}
+
+Json ValidationStatus() {
+  Json counts = {{"type", "integer"}, {"minimum", 0}};
+  return {{"type", "object"},
+          {"properties",
+           {{"observedGeneration", {{"type", "integer"}}},
+            {"run", {{"type", "string"}}},
+            {"verdict", {{"type", "string"}, {"enum", {"Running", "Passed", "Failed", "Suspended"}}}},
+            {"passedNodes", {{"type", "string"}}},
+            {"message", {{"type", "string"}}},
+            {"profile", {{"type", "string"}}},
+            {"profileVersion", {{"type", "string"}}},
+            {"nodes", counts},
+            {"passed", counts},
+            {"failed", counts},
+            {"inconclusive", counts},
+            {"errors", counts},
+            {"pending", counts},
+            {"startTime", {{"type", "string"}, {"format", "date-time"}}},
+            {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
+            {"conditions",
+             {{"type", "array"},
+              {"items", Condition()},
+              {"x-kubernetes-list-type", "map"},
+              {"x-kubernetes-list-map-keys", {"type"}}}},
+            {"failingNodes",
+             {{"type", "array"},
+              {"maxItems", 20},
+              {"items",
+               {{"type", "object"},
+                {"properties",
+                 {{"node", {{"type", "string"}}},
+                  {"verdict", {{"type", "string"}}},
+                  {"test", {{"type", "string"}}},
+                  {"figure", {{"type", "string"}}},
+                  {"reason", {{"type", "string"}}}}}}}}}}}};
+}
+
+Json Crd(const std::string& kind, const std::string& plural, const std::string& scope,
+         const std::vector<std::string>& short_names, const Json& schema, const Json& columns,
+         bool status_subresource) {
+  std::string lower = kind;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  Json version = {{"name", "v1alpha1"},
+                  {"served", true},
+                  {"storage", true},
+                  {"schema", {{"openAPIV3Schema", schema}}},
+                  {"additionalPrinterColumns", columns}};
+  if (status_subresource) version["subresources"] = {{"status", Json::object()}};
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", plural + ".perfgate.io"}}},
+          {"spec",
+           {{"group", "perfgate.io"},
+            {"scope", scope},
+            {"names",
+             {{"kind", kind},
+              {"listKind", kind + "List"},
+              {"plural", plural},
+              {"singular", lower},
+              {"shortNames", short_names},
+              {"categories", {"perfgate"}}}},
+            {"versions", {version}}}}};
+}
+
+Json Column(const std::string& name, const std::string& type, const std::string& path,
+            int priority = 0) {
+  Json c = {{"name", name}, {"type", type}, {"jsonPath", path}};
+  if (priority != 0) c["priority"] = priority;
+  return c;
+}
+
+Json TopLevel(Json spec, Json status) {
+  Json props = {{"apiVersion", {{"type", "string"}}},
+                {"kind", {{"type", "string"}}},
+                {"metadata", {{"type", "object"}}},
+                {"spec", std::move(spec)}};
+  if (!status.is_null()) props["status"] = std::move(status);
+  return {{"type", "object"}, {"required", {"spec"}}, {"properties", props}};
+}
+
+// Strings a YAML reader would take for something else ("True", "1", "null") are quoted.
+bool NeedsQuotes(const std::string& s) {
+  return spec::ClassifyPlainScalar(s) != spec::ScalarKind::kString || s == "True" ||
+         s == "False" || s == "Unknown" || s.empty();
+}
+
+void Emit(YAML::Emitter& e, const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::object:
+      e << YAML::BeginMap;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        e << YAML::Key << it.key() << YAML::Value;
+        Emit(e, it.value());
+      }
+      e << YAML::EndMap;
+      break;
+    case Json::value_t::array:
+      e << YAML::BeginSeq;
+      for (const auto& v : j) Emit(e, v);
+      e << YAML::EndSeq;
+      break;
+    case Json::value_t::string: {
+      const std::string s = j.get<std::string>();
+      if (NeedsQuotes(s)) {
+        e << YAML::DoubleQuoted << s;
+      } else {
+        e << s;
+      }
+      break;
+    }
+    case Json::value_t::boolean: e << j.get<bool>(); break;
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: e << j.get<int64_t>(); break;
+    case Json::value_t::number_float: e << j.get<double>(); break;
+    default: e << YAML::Null;
+  }
+}
+
+}  // namespace
+
+std::map<std::string, Json> GenerateCrdObjects() {
+  std::map<std::string, Json> out;
+  Json vspec = MessageSchema(v1alpha1::PerfValidationSpec::descriptor());
+  out["perfvalidations.yaml"] =
+      Crd("PerfValidation", "perfvalidations", "Cluster", {"pval"}, TopLevel(vspec, ValidationStatus()),
+          {Column("Verdict", "string", ".status.verdict"),
+           Column("Passed", "string", ".status.passedNodes"),
+           Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
+           Column("Age", "date", ".metadata.creationTimestamp")},
+          true);
+  Json rspec = {
+      {"type", "object"},
+      {"required", {"validation", "nodeName", "run", "report"}},
+      {"properties",
+       {{"validation", {{"type", "string"}}},
+        {"nodeName", {{"type", "string"}}},
+        {"run", {{"type", "string"}}},
+        {"worst", {{"type", "string"}}},
+        {"writtenBy", {{"type", "string"}, {"enum", {"worker", "operator"}}}},
+        {"report", MessageSchema(v1alpha1::Report::descriptor())}}}};
+  out["perfresults.yaml"] =
+      Crd("PerfResult", "perfresults", "Namespaced", {"pres"}, TopLevel(rspec, nullptr),
+          {Column("Node", "string", ".spec.nodeName"),
+           Column("Verdict", "string", ".spec.report.verdict"),
+           Column("Worst", "string", ".spec.worst"),
+           Column("Validation", "string", ".spec.validation", 1),
+           Column("Age", "date", ".metadata.creationTimestamp")},
+          false);
+  Json pspec = MessageSchema(v1alpha1::PerfProfileSpec::descriptor());
+  pspec["required"] = {"version"};
+  out["perfprofiles.yaml"] =
+      Crd("PerfProfile", "perfprofiles", "Cluster", {"pprof"}, TopLevel(pspec, nullptr),
+          {Column("Version", "string", ".spec.version"),
+           Column("Models", "string", ".spec.gpuModels"),
+           Column("Age", "date", ".metadata.creationTimestamp")},
+          false);
+  return out;
+}
+
+std::map<std::string, std::string> GenerateCrds() {
+  std::map<std::string, std::string> out;
+  for (const auto& [file, crd] : GenerateCrdObjects()) {
+    YAML::Emitter e;
+    Emit(e, crd);
+    out[file] = "# Generated by perfgate-crdgen from proto/perfgate/v1alpha1 (operator/crds.cc).\n"
+                "# Do not edit: run `build/operator/perfgate-crdgen crds` after a proto change.\n" +
+                std::string(e.c_str()) + "\n";
+  }
+  return out;
+}
+
+}  // namespace perfgate::op

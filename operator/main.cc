@@ -1,0 +1,361 @@
+// perfgate-operator: reconciles PerfValidations (see docs/operator.md).
+//   perfgate-operator [--kubeconfig PATH] [--leader-elect] [--namespace perfgate-system]
+//                     [--worker-image IMAGE] [--worker-service-account NAME]
+//                     [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
+//                     [--log-format json|text] [--workers N] [--enable-fixtures]
+#include <signal.h>
+#include <unistd.h>
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+#include "kube/leaderelection.h"
+#include "kube/workqueue.h"
+#include "operator/http_server.h"
+#include "operator/log.h"
+#include "operator/reconciler.h"
+
+namespace {
+
+using perfgate::Status;
+using perfgate::op::Json;
+namespace kube = perfgate::kube;
+namespace op = perfgate::op;
+
+const char* kUsage = R"(perfgate-operator: reconciles perfgate.io PerfValidations.
+
+flags:
+  --kubeconfig PATH                 kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)
+  --namespace NS                    where worker pods and PerfResults live (perfgate-system)
+  --worker-image IMAGE              the worker's container image
+  --worker-service-account NAME     the worker pods' service account (perfgate-worker)
+  --leader-elect                    hold a Lease before reconciling (for more than one replica)
+  --metrics-bind-address ADDR       /metrics (default :8080; 0 disables)
+  --health-probe-bind-address ADDR  /healthz and /readyz (default :8081; 0 disables)
+  --log-format json|text            (text)
+  --workers N                       concurrent reconciles (4)
+  --scheduling-timeout-seconds N    a worker pod unscheduled this long gives its node ERROR (300)
+  --enable-fixtures                 let workers run test-only fixtures (end-to-end tests only)
+)";
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) {
+  g_stop = true;
+}
+
+struct Flags {
+  std::string kubeconfig;
+  std::string nameSpace = "perfgate-system";
+  std::string workerImage = "ghcr.io/perfgate/perfgate-worker:latest";
+  std::string workerServiceAccount = "perfgate-worker";
+  bool leaderElect = false;
+  std::string metricsAddress = ":8080";
+  std::string healthAddress = ":8081";
+  std::string logFormat = "text";
+  int workers = 4;
+  int schedulingTimeoutSeconds = 300;
+  bool enableFixtures = false;
+};
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    std::string value;
+    bool has_value = false;
+    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_value = true;
+    }
+    auto next = [&]() -> bool {
+      if (has_value) return true;
+      if (i + 1 >= args.size()) return false;
+      value = args[++i];
+      return true;
+    };
+    if (a == "--leader-elect") {
+      f->leaderElect = !has_value || value == "true";
+    } else if (a == "--enable-fixtures") {
+      f->enableFixtures = true;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "--kubeconfig" && next()) {
+      f->kubeconfig = value;
+    } else if (a == "--namespace" && next()) {
+      f->nameSpace = value;
+    } else if (a == "--worker-image" && next()) {
+      f->workerImage = value;
+    } else if (a == "--worker-service-account" && next()) {
+      f->workerServiceAccount = value;
+    } else if (a == "--metrics-bind-address" && next()) {
+      f->metricsAddress = value;
+    } else if (a == "--health-probe-bind-address" && next()) {
+      f->healthAddress = value;
+    } else if (a == "--log-format" && next() && (value == "json" || value == "text")) {
+      f->logFormat = value;
+    } else if (a == "--workers" && next()) {
+      f->workers = std::max(1, std::atoi(value.c_str()));
+    } else if (a == "--scheduling-timeout-seconds" && next()) {
+      f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
+    } else {
+      std::cerr << "perfgate-operator: bad flag " << args[i] << "\n\n" << kUsage;
+      return false;
+    }
+  }
+  return true;
+}
+
+void SetUpLogging(const std::string& format) {
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  if (format == "json") {
+    sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
+        R"({"ts":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","logger":"%n","msg":"%v"})",
+        spdlog::pattern_time_type::utc));
+  } else {
+    sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
+        "%Y-%m-%dT%H:%M:%S.%eZ %l %n: %v", spdlog::pattern_time_type::utc));
+  }
+  for (const char* name : {"operator", "kube"}) {
+    auto logger = std::make_shared<spdlog::logger>(name, sink);
+    spdlog::register_logger(logger);
+  }
+}
+
+kube::Informer* MakeInformer(std::shared_ptr<kube::Client> client, kube::GroupVersionResource gvr,
+                             const std::string& ns, const std::string& selector,
+                             std::vector<std::unique_ptr<kube::Informer>>* keep) {
+  kube::InformerOptions o;
+  o.reflector.gvr = std::move(gvr);
+  o.reflector.ns = ns;
+  o.reflector.labelSelector = selector;
+  o.resyncPeriod = std::chrono::seconds(300);
+  keep->push_back(std::make_unique<kube::Informer>(std::move(client), o));
+  return keep->back().get();
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) return 2;
+  SetUpLogging(flags.logFormat);
+  auto log = op::Logger();
+
+  auto config = kube::LoadDefaultConfig(flags.kubeconfig);
+  if (!config.ok()) {
+    log->error("cannot load the cluster config: {}", config.status().message());
+    return 1;
+  }
+  config->qps = 50;
+  config->burst = 100;
+  config->userAgent = "perfgate-operator";
+  auto client_or = kube::NewClient(*config);
+  if (!client_or.ok()) {
+    log->error("cannot create the client: {}", client_or.status().message());
+    return 1;
+  }
+  std::shared_ptr<kube::Client> client = *client_or;
+
+  signal(SIGTERM, OnSignal);
+  signal(SIGINT, OnSignal);
+  signal(SIGPIPE, SIG_IGN);
+
+  // Informers: validations, worker pods and results in our namespace, nodes.
+  std::vector<std::unique_ptr<kube::Informer>> informers;
+  auto* validations = MakeInformer(client, op::ValidationsResource(), "", "", &informers);
+  auto* pods = MakeInformer(client, kube::PodsResource(), flags.nameSpace,
+                            "perfgate.io/validation", &informers);
+  auto* results = MakeInformer(client, op::ResultsResource(), flags.nameSpace, "", &informers);
+  auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", &informers);
+
+  kube::WorkQueue queue;
+  auto enqueue_obj = [&queue](const Json& o) {
+    queue.Add(o["metadata"].value("name", ""));
+  };
+  auto enqueue_owner = [&queue](const Json& o) {
+    auto labels = o["metadata"].value("labels", Json::object());
+    if (labels.contains("perfgate.io/validation")) {
+      queue.Add(labels["perfgate.io/validation"].get<std::string>());
+    }
+  };
+  validations->AddHandlers({enqueue_obj, [&](const Json&, const Json& o) { enqueue_obj(o); },
+                            enqueue_obj});
+  for (auto* inf : {pods, results}) {
+    inf->AddHandlers({enqueue_owner, [&](const Json&, const Json& o) { enqueue_owner(o); },
+                      enqueue_owner});
+  }
+  // A node change (GPUs, cordon, labels) can change a running validation's selection.
+  auto enqueue_running = [&](const Json&) {
+    for (const auto& v : validations->List()) {
+      if (v.value("status", Json::object()).value("completionTime", "").empty()) enqueue_obj(v);
+    }
+  };
+  nodes->AddHandlers({enqueue_running, [&](const Json& a, const Json& b) {
+                        if (a != b) enqueue_running(b);
+                      },
+                      enqueue_running});
+
+  op::ReconcilerConfig rc;
+  rc.nameSpace = flags.nameSpace;
+  rc.workerImage = flags.workerImage;
+  rc.workerServiceAccount = flags.workerServiceAccount;
+  rc.enableFixtures = flags.enableFixtures;
+  rc.schedulingTimeout = std::chrono::seconds(flags.schedulingTimeoutSeconds);
+  op::Caches caches{[nodes] { return nodes->List(); }, [pods] { return pods->List(); },
+                    [results] { return results->List(); }};
+  op::Reconciler reconciler(client, caches, rc);
+
+  std::atomic<bool> synced{false};
+  std::atomic<bool> leading{!flags.leaderElect};
+
+  // /healthz, /readyz, /metrics.
+  auto handler = [&](const std::string& path) -> op::HttpReply {
+    if (path == "/healthz") return {200, "text/plain", "ok\n"};
+    if (path == "/readyz") {
+      return synced ? op::HttpReply{200, "text/plain", "ok\n"}
+                    : op::HttpReply{503, "text/plain", "caches not synced\n"};
+    }
+    if (path != "/metrics") return {404, "text/plain", "not found\n"};
+    auto& m = reconciler.metrics();
+    std::string out;
+    auto counter = [&](const std::string& name, const std::string& help, uint64_t v) {
+      out += "# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
+             std::to_string(v) + "\n";
+    };
+    counter("perfgate_reconcile_total", "Reconciles run.", m.reconciles.load());
+    counter("perfgate_reconcile_errors_total", "Reconciles that returned an error.", m.errors.load());
+    counter("perfgate_worker_pods_created_total", "Worker pods created.", m.podsCreated.load());
+    counter("perfgate_operator_results_total",
+            "PerfResults the operator wrote itself (ERROR nodes).", m.resultsWrittenByOperator.load());
+    out += "# HELP perfgate_workqueue_depth Keys ready in the work queue.\n"
+           "# TYPE perfgate_workqueue_depth gauge\nperfgate_workqueue_depth " +
+           std::to_string(queue.Len()) + "\n";
+    std::map<std::string, int> by_verdict = {{"Running", 0}, {"Passed", 0}, {"Failed", 0},
+                                             {"Suspended", 0}};
+    for (const auto& v : validations->List()) {
+      std::string verdict = v.value("status", Json::object()).value("verdict", "Running");
+      by_verdict[verdict]++;
+    }
+    out += "# HELP perfgate_validations Validations by verdict.\n"
+           "# TYPE perfgate_validations gauge\n";
+    for (const auto& [k, n] : by_verdict) {
+      out += "perfgate_validations{verdict=\"" + Escape(k) + "\"} " + std::to_string(n) + "\n";
+    }
+    std::map<std::string, int> nodes_by = {{"passed", 0}, {"failed", 0}, {"inconclusive", 0},
+                                           {"error", 0}};
+    for (const auto& n : nodes->List()) {
+      auto labels = n["metadata"].value("labels", Json::object());
+      if (labels.contains(op::kVerdictLabel)) nodes_by[labels[op::kVerdictLabel].get<std::string>()]++;
+    }
+    out += "# HELP perfgate_nodes Nodes by their perfgate.io/verdict label.\n"
+           "# TYPE perfgate_nodes gauge\n";
+    for (const auto& [k, n] : nodes_by) {
+      out += "perfgate_nodes{verdict=\"" + Escape(k) + "\"} " + std::to_string(n) + "\n";
+    }
+    out += "# HELP perfgate_leader Whether this replica leads.\n# TYPE perfgate_leader gauge\n"
+           "perfgate_leader " + std::string(leading ? "1" : "0") + "\n";
+    return {200, "text/plain; version=0.0.4; charset=utf-8", out};
+  };
+  std::vector<std::unique_ptr<op::HttpServer>> servers;
+  for (const auto& addr : {flags.metricsAddress, flags.healthAddress}) {
+    if (addr.empty() || addr == "0") continue;
+    servers.push_back(std::make_unique<op::HttpServer>(handler));
+    Status st = servers.back()->Start(addr);
+    if (!st.ok()) {
+      log->error("{}", st.message());
+      return 1;
+    }
+    log->info("serving /metrics /healthz /readyz on port {}", servers.back()->port());
+  }
+
+  kube::Cancellation stop;
+  std::vector<std::thread> workers;
+  auto start_workers = [&] {
+    for (auto& inf : informers) inf->Start();
+    for (auto& inf : informers) {
+      while (!g_stop && !inf->WaitForSync(std::chrono::milliseconds(200))) {
+      }
+    }
+    synced = true;
+    log->info("caches synced; {} workers", flags.workers);
+    for (int i = 0; i < flags.workers; ++i) {
+      workers.emplace_back([&] {
+        while (auto key = queue.Get()) {
+          auto r = reconciler.Reconcile(*key);
+          if (!r.ok()) {
+            log->warn("{}: reconcile failed (retrying): {}", *key, r.status().message());
+            queue.AddRateLimited(*key);
+          } else {
+            queue.Forget(*key);
+            if (r->requeueAfter.count() > 0) queue.AddAfter(*key, r->requeueAfter);
+          }
+          queue.Done(*key);
+        }
+      });
+    }
+  };
+
+  std::thread elector_thread;
+  std::unique_ptr<kube::LeaderElector> elector;
+  if (flags.leaderElect) {
+    kube::LeaderElectionConfig lc;
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    lc.identity = std::string(host) + "_" + std::to_string(std::random_device{}());
+    lc.onStartedLeading = [&] {
+      leading = true;
+      log->info("became leader");
+      // Starting is quick (threads only); syncing happens on the workers' side.
+      std::thread(start_workers).detach();
+    };
+    lc.onStoppedLeading = [&] {
+      log->info("stopped leading");
+      g_stop = true;
+    };
+    elector = std::make_unique<kube::LeaderElector>(
+        kube::NewLeaseLock(client, flags.nameSpace, "perfgate-operator-leader"), lc);
+    elector_thread = std::thread([&] { elector->Run(stop); });
+  } else {
+    start_workers();
+  }
+
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  log->info("shutting down");
+  queue.ShutDown();
+  for (auto& w : workers) w.join();
+  stop.Cancel();
+  if (elector_thread.joinable()) elector_thread.join();
+  for (auto& inf : informers) inf->Stop();
+  for (auto& s : servers) s->Stop();
+  log->info("stopped");
+  return 0;
+}

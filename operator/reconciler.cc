@@ -1,0 +1,932 @@
+#include "operator/reconciler.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <ctime>
+#include <map>
+
+#include "common/spec.h"
+#include "operator/log.h"
+#include "worker/plan.h"
+
+namespace perfgate::op {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string Hex(uint64_t v, int digits) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out(static_cast<size_t>(digits), '0');
+  for (int i = digits - 1; i >= 0; --i) {
+    out[static_cast<size_t>(i)] = kDigits[v & 0xf];
+    v >>= 4;
+  }
+  return out;
+}
+
+std::string Str(const Json& j, const Json::json_pointer& p) {
+  if (!j.contains(p)) return "";
+  const Json& v = j.at(p);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+int64_t Int(const Json& j, const Json::json_pointer& p, int64_t def = 0) {
+  if (!j.contains(p)) return def;
+  const Json& v = j.at(p);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number()) return static_cast<int64_t>(v.get<double>());
+  if (v.is_string()) return std::strtoll(v.get<std::string>().c_str(), nullptr, 10);
+  return def;
+}
+
+std::optional<Clock::time_point> ParseTime(const std::string& text) {
+  std::tm tm{};
+  if (text.size() < 19 || strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) {
+    return std::nullopt;
+  }
+  return Clock::from_time_t(timegm(&tm));
+}
+
+std::string Label(const Json& obj, const std::string& key) {
+  const Json labels = obj.value("metadata", Json::object()).value("labels", Json::object());
+  auto it = labels.find(key);
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool Terminal(const Json& pod) {
+  std::string phase = Str(pod, "/status/phase"_json_pointer);
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+int NodeGpus(const Json& node) {
+  std::string gpus = Str(node, "/status/allocatable/nvidia.com~1gpu"_json_pointer);
+  if (gpus.empty()) return static_cast<int>(Int(node, "/status/allocatable/nvidia.com~1gpu"_json_pointer));
+  return std::atoi(gpus.c_str());
+}
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Cut(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+
+Json SetCondition(const Json& old_status, Json conditions, const std::string& type,
+                  const std::string& status, const std::string& reason, const std::string& message,
+                  int64_t generation, const std::string& now) {
+  Json c = {{"type", type},
+            {"status", status},
+            {"reason", reason},
+            {"message", message},
+            {"observedGeneration", generation},
+            {"lastTransitionTime", now}};
+  for (const auto& o : old_status.value("conditions", Json::array())) {
+    if (o.value("type", "") == type && o.value("status", "") == status) {
+      c["lastTransitionTime"] = o.value("lastTransitionTime", now);
+    }
+  }
+  conditions.push_back(c);
+  return conditions;
+}
+
+// A profile from the cluster, as the loader would read its file.
+Result<spec::Loaded<v1alpha1::PerfProfile>> LookupProfile(kube::Client& client,
+                                                           const std::string& name) {
+  auto obj = client.Get(ProfilesResource(), "", name);
+  if (!obj.ok()) {
+    if (obj.status().code() == Code::kNotFound) {
+      return NotFound("PerfProfile \"" + name + "\" not found in the cluster");
+    }
+    return obj.status();
+  }
+  Json doc = {{"apiVersion", "perfgate.io/v1alpha1"},
+              {"kind", "PerfProfile"},
+              {"metadata", {{"name", name}}},
+              {"spec", obj->value("spec", Json::object())}};
+  return spec::ParseProfile(doc.dump(2), "PerfProfile/" + name);
+}
+
+struct ResolvedPlan {
+  std::string text;  // a PerfValidation document, tests inline
+  std::string profile;
+  std::string profileVersion;
+};
+
+void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
+  if (!to->has_warmup() && from.has_warmup()) to->set_warmup(from.warmup());
+  if (!to->has_minrepeats() && from.has_minrepeats()) to->set_minrepeats(from.minrepeats());
+  if (!to->has_maxrepeats() && from.has_maxrepeats()) to->set_maxrepeats(from.maxrepeats());
+  if (!to->has_maxseconds() && from.has_maxseconds()) to->set_maxseconds(from.maxseconds());
+  if (!to->has_confidence() && from.has_confidence()) to->set_confidence(from.confidence());
+  if (to->method().empty()) to->set_method(from.method());
+}
+
+// Validates the spec exactly as the worker will (BuildPlan) and inlines the profile.
+// kInvalidArgument (and kNotFound for a missing profile) mean an invalid spec.
+Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fixtures) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
+              {"kind", "PerfValidation"},
+              {"metadata", {{"name", name}}},
+              {"spec", obj.value("spec", Json::object())}};
+  ASSIGN_OR_RETURN(auto loaded, spec::ParseValidation(doc.dump(2), "PerfValidation/" + name));
+  std::map<std::string, spec::Loaded<v1alpha1::PerfProfile>> profiles;
+  worker::PlanOptions options;
+  options.enable_fixtures = fixtures;
+  options.profile_lookup = [&](const std::string& p) -> Result<spec::Loaded<v1alpha1::PerfProfile>> {
+    ASSIGN_OR_RETURN(auto found, LookupProfile(client, p));
+    profiles[p] = found;
+    return found;
+  };
+  ASSIGN_OR_RETURN(worker::Plan plan, worker::BuildPlan(loaded, options));
+
+  v1alpha1::PerfValidation resolved = loaded.doc;
+  auto* spec = resolved.mutable_spec();
+  if (!spec->profile().empty() && profiles.count(spec->profile()) != 0) {
+    const auto& ps = profiles[spec->profile()].doc.spec();
+    const auto& level = spec->level() == "full" ? ps.full() : ps.quick();
+    FillSampling(level.sampling(), spec->mutable_sampling());
+    std::set<std::string> names;
+    for (const auto& t : spec->tests()) names.insert(t.name().empty() ? t.type() : t.name());
+    for (const auto& t : level.tests()) {
+      if (names.insert(t.name().empty() ? t.type() : t.name()).second) *spec->add_tests() = t;
+    }
+    spec->clear_profile();
+    spec->clear_level();
+  }
+  auto* ann = resolved.mutable_metadata()->mutable_annotations();
+  if (!plan.profile.empty()) (*ann)["perfgate.io/profile"] = plan.profile;
+  if (!plan.profile_version.empty()) (*ann)["perfgate.io/profile-version"] = plan.profile_version;
+  ResolvedPlan out;
+  if (!google::protobuf::util::MessageToJsonString(resolved, &out.text).ok()) {
+    return Internal("cannot write the resolved plan as JSON");
+  }
+  out.profile = plan.profile;
+  out.profileVersion = plan.profile_version;
+  return out;
+}
+
+}  // namespace
+
+struct Reconciler::NodeOutcome {
+  std::string node;
+  std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR | "" (not yet)
+  std::string test;
+  std::string figure;
+  std::string reason;
+};
+
+kube::GroupVersionResource ValidationsResource() {
+  return {"perfgate.io", "v1alpha1", "perfvalidations"};
+}
+kube::GroupVersionResource ResultsResource() { return {"perfgate.io", "v1alpha1", "perfresults"}; }
+kube::GroupVersionResource ProfilesResource() {
+  return {"perfgate.io", "v1alpha1", "perfprofiles"};
+}
+kube::GroupVersionResource ConfigMapsResource() { return {"", "v1", "configmaps"}; }
+
+std::string RunId(int64_t generation, const std::string& rerun_token) {
+  std::string id = "g" + std::to_string(generation);
+  if (!rerun_token.empty()) id += "-" + Hex(Fnv1a(rerun_token), 8);
+  return id;
+}
+
+std::string ObjectName(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (const auto& p : parts) joined += (joined.empty() ? "" : "-") + p;
+  std::string out;
+  for (char c : Lower(joined)) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    out.push_back(ok ? c : '-');
+  }
+  if (out.size() > 63) out = out.substr(0, 54) + "-" + Hex(Fnv1a(joined), 8);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+bool NodeSelected(const Json& spec, const Json& node) {
+  const std::string name = Str(node, "/metadata/name"_json_pointer);
+  for (const auto& n : spec.value("nodes", Json::array())) {
+    if (n.is_string() && n.get<std::string>() == name) return true;
+  }
+  const Json selector = spec.value("nodeSelector", Json::object());
+  // No selector and no names: every node (a DaemonSet's reading); with names only: those.
+  if (selector.empty()) return spec.value("nodes", Json::array()).empty();
+  for (auto it = selector.begin(); it != selector.end(); ++it) {
+    if (!it->is_string() || Label(node, it.key()) != it->get<std::string>()) return false;
+  }
+  return true;
+}
+
+std::string FormatTime(Clock::time_point t) {
+  std::time_t tt = Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Reconciler::Reconciler(std::shared_ptr<kube::Client> client, Caches caches,
+                       ReconcilerConfig config, std::function<Clock::time_point()> now)
+    : client_(std::move(client)),
+      caches_(std::move(caches)),
+      config_(std::move(config)),
+      now_(now ? std::move(now) : [] { return Clock::now(); }) {}
+
+void Reconciler::Event(const Json& obj, const std::string& type, const std::string& reason,
+                       const std::string& message) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  const std::string now = FormatTime(now_());
+  Json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata",
+              {{"name", name + "." + Hex(Fnv1a(now + reason + message + std::to_string(++event_seq_)), 16)},
+               {"namespace", config_.eventNamespace}}},
+             {"involvedObject",
+              {{"apiVersion", "perfgate.io/v1alpha1"},
+               {"kind", "PerfValidation"},
+               {"name", name},
+               {"uid", Str(obj, "/metadata/uid"_json_pointer)}}},
+             {"type", type},
+             {"reason", reason},
+             {"message", Cut(message, 1024)},
+             {"source", {{"component", "perfgate-operator"}}},
+             {"reportingComponent", "perfgate-operator"},
+             {"firstTimestamp", now},
+             {"lastTimestamp", now},
+             {"count", 1}};
+  auto created = client_->Create(kube::EventsResource(), config_.eventNamespace, ev);
+  if (!created.ok()) Logger()->warn("{}: event {}: {}", name, reason, created.status().message());
+}
+
+Status Reconciler::WriteStatus(const Json& obj, const Json& status) {
+  if (obj.value("status", Json::object()) == status) return Status::Ok();
+  Json updated = obj;
+  updated["status"] = status;
+  auto r = client_->UpdateStatus(ValidationsResource(), "", updated);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::string& node,
+                          const std::string& pod_name, const std::string& config_map, int gpus,
+                          int timeout_seconds) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  const Json spec = obj.value("spec", Json::object());
+  Json tolerations = Json::array();
+  for (const auto& t : spec.value("tolerations", Json::array())) {
+    Json tol = Json::object();
+    for (const char* k : {"key", "operator", "value", "effect"}) {
+      if (t.contains(k) && t[k].is_string() && !t[k].get<std::string>().empty()) tol[k] = t[k];
+    }
+    tolerations.push_back(tol);
+  }
+  // A node perfgate failed must still be testable, or it could never pass again.
+  tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", pod_name};
+  if (config_.enableFixtures) command.push_back("--enable-fixtures");
+  auto field_env = [](const std::string& n, const std::string& path) {
+    return Json{{"name", n}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+  };
+  Json env = {field_env("NODE_NAME", "spec.nodeName"),
+              field_env("POD_NAMESPACE", "metadata.namespace"),
+              {{"name", "PERFGATE_RUN"}, {"value", run}},
+              {{"name", "PERFGATE_VALIDATION"}, {"value", name}},
+              {{"name", "PERFGATE_VALIDATION_UID"}, {"value", Str(obj, "/metadata/uid"_json_pointer)}},
+              {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}};
+  Json resources = {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
+                    {"limits", {{"memory", "32Gi"}}}};
+  if (gpus > 0) {
+    resources["requests"]["nvidia.com/gpu"] = std::to_string(gpus);
+    resources["limits"]["nvidia.com/gpu"] = std::to_string(gpus);
+  }
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", pod_name},
+        {"namespace", config_.nameSpace},
+        {"labels",
+         {{"app.kubernetes.io/name", "perfgate-worker"},
+          {"app.kubernetes.io/managed-by", "perfgate-operator"},
+          {"perfgate.io/validation", name},
+          {"perfgate.io/node", node},
+          {"perfgate.io/run", run}}},
+        {"ownerReferences",
+         {{{"apiVersion", "perfgate.io/v1alpha1"},
+           {"kind", "PerfValidation"},
+           {"name", name},
+           {"uid", Str(obj, "/metadata/uid"_json_pointer)},
+           {"controller", true},
+           {"blockOwnerDeletion", true}}}}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"serviceAccountName", config_.workerServiceAccount},
+        {"activeDeadlineSeconds", timeout_seconds},
+        {"terminationGracePeriodSeconds", 10},
+        {"affinity",
+         {{"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             {{"nodeSelectorTerms",
+               {{{"matchFields",
+                  {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}}}}}}}}}}}},
+        {"tolerations", tolerations},
+        {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"runAsGroup", 65532}}},
+        {"containers",
+         {{{"name", "worker"},
+           {"image", config_.workerImage},
+           {"command", command},
+           {"env", env},
+           {"resources", resources},
+           {"terminationMessagePolicy", "FallbackToLogsOnError"},
+           {"securityContext",
+            {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}},
+           {"volumeMounts", {{{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}}}}}}},
+        {"volumes", {{{"name", "plan"}, {"configMap", {{"name", config_map}}}}}}}}};
+}
+
+Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
+                                       const std::string& node, const std::string& pod_name,
+                                       const std::string& reason) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  Json result = {
+      {"apiVersion", "perfgate.io/v1alpha1"},
+      {"kind", "PerfResult"},
+      {"metadata",
+       {{"name", pod_name},
+        {"namespace", config_.nameSpace},
+        {"labels",
+         {{"perfgate.io/validation", name}, {"perfgate.io/node", node}, {"perfgate.io/run", run}}},
+        {"ownerReferences",
+         {{{"apiVersion", "perfgate.io/v1alpha1"},
+           {"kind", "PerfValidation"},
+           {"name", name},
+           {"uid", Str(obj, "/metadata/uid"_json_pointer)},
+           {"blockOwnerDeletion", true}}}}}},
+      {"spec",
+       {{"validation", name},
+        {"nodeName", node},
+        {"run", run},
+        {"writtenBy", "operator"},
+        {"worst", Cut(reason, 200)},
+        {"report",
+         {{"validation", name},
+          {"verdict", "ERROR"},
+          {"reason", Cut(reason, 2048)},
+          {"completionTime", FormatTime(now_())}}}}}};
+  auto created = client_->Create(ResultsResource(), config_.nameSpace, result);
+  if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
+  metrics_.resultsWrittenByOperator++;
+  return Status::Ok();
+}
+
+Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int keep_results) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  for (const auto& pod : caches_.pods()) {
+    if (Label(pod, "perfgate.io/validation") != name || Label(pod, "perfgate.io/run") == run) {
+      continue;
+    }
+    auto st = client_->Delete(kube::PodsResource(), config_.nameSpace,
+                              Str(pod, "/metadata/name"_json_pointer));
+    if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
+  }
+  // Old runs, newest first; keep the results of the newest `keep_results`.
+  std::map<std::string, std::string> newest;  // run -> newest creationTimestamp
+  std::vector<Json> old;
+  for (const auto& r : caches_.results()) {
+    if (Label(r, "perfgate.io/validation") != name) continue;
+    std::string rr = Label(r, "perfgate.io/run");
+    if (rr == run) continue;
+    old.push_back(r);
+    newest[rr] = std::max(newest[rr], Str(r, "/metadata/creationTimestamp"_json_pointer));
+  }
+  std::vector<std::pair<std::string, std::string>> runs;
+  for (const auto& [r, t] : newest) runs.emplace_back(t, r);
+  std::sort(runs.rbegin(), runs.rend());
+  std::set<std::string> keep;
+  for (size_t i = 0; i < runs.size() && static_cast<int>(i) < keep_results; ++i) {
+    keep.insert(runs[i].second);
+  }
+  for (const auto& r : old) {
+    if (keep.count(Label(r, "perfgate.io/run")) != 0) continue;
+    auto st = client_->Delete(ResultsResource(), config_.nameSpace,
+                              Str(r, "/metadata/name"_json_pointer));
+    if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
+  }
+  return Status::Ok();
+}
+
+Status Reconciler::ApplyNodeAction(const std::string& node, const std::string& verdict,
+                                   const std::string& validation, const std::string& on_failure) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto got = client_->Get(kube::NodesResource(), "", node);
+    if (!got.ok()) {
+      return got.status().code() == Code::kNotFound ? Status::Ok() : got.status();
+    }
+    Json n = *got;
+    Json before = n;
+    Json& meta = n["metadata"];
+    if (!meta.contains("labels")) meta["labels"] = Json::object();
+    if (!meta.contains("annotations")) meta["annotations"] = Json::object();
+    Json& ann = meta["annotations"];
+    meta["labels"][kVerdictLabel] = Lower(verdict == "PASS" ? "passed"
+                                          : verdict == "FAIL" ? "failed"
+                                                              : verdict);
+    ann[kVerdictByAnnotation] = validation;
+    Json taints = n["spec"].value("taints", Json::array());
+    auto has_taint = std::any_of(taints.begin(), taints.end(), [](const Json& t) {
+      return t.value("key", "") == kFailedTaint;
+    });
+    if (verdict == "FAIL" && (on_failure == "taint" || on_failure == "taintAndCordon")) {
+      if (!has_taint) {
+        taints.push_back({{"key", kFailedTaint}, {"value", validation}, {"effect", "NoSchedule"}});
+        ann[kTaintedByAnnotation] = validation;
+      }
+      if (on_failure == "taintAndCordon" && !n["spec"].value("unschedulable", false)) {
+        n["spec"]["unschedulable"] = true;
+        ann[kCordonedByAnnotation] = validation;
+      }
+    } else if (verdict == "PASS") {
+      // Only what perfgate set: its own taint key, a cordon it recorded.
+      if (has_taint) {
+        Json kept = Json::array();
+        for (const auto& t : taints) {
+          if (t.value("key", "") != kFailedTaint) kept.push_back(t);
+        }
+        taints = kept;
+        ann.erase(kTaintedByAnnotation);
+      }
+      if (ann.contains(kCordonedByAnnotation)) {
+        n["spec"]["unschedulable"] = false;
+        ann.erase(kCordonedByAnnotation);
+      }
+    }
+    if (taints.empty()) {
+      n["spec"].erase("taints");
+    } else {
+      n["spec"]["taints"] = taints;
+    }
+    if (n == before) return Status::Ok();
+    auto updated = client_->Update(kube::NodesResource(), "", n);
+    if (updated.ok()) return Status::Ok();
+    if (updated.status().code() != Code::kAborted) return updated.status();
+  }
+  return Status(Code::kAborted, "node " + node + ": too many update conflicts");
+}
+
+Status Reconciler::UndoNodeActions(const std::string& validation) {
+  for (const auto& node : caches_.nodes()) {
+    const Json ann = node["metadata"].value("annotations", Json::object());
+    if (ann.value(kVerdictByAnnotation, "") != validation) continue;
+    // A FAIL taint outlives its validation: a bad GPU stays bad until a later run passes.
+    if (ann.contains(kTaintedByAnnotation)) continue;
+    const std::string name = Str(node, "/metadata/name"_json_pointer);
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      auto got = client_->Get(kube::NodesResource(), "", name);
+      if (!got.ok()) break;
+      Json n = *got;
+      n["metadata"]["labels"].erase(kVerdictLabel);
+      n["metadata"]["annotations"].erase(kVerdictByAnnotation);
+      auto updated = client_->Update(kube::NodesResource(), "", n);
+      if (updated.ok() || updated.status().code() != Code::kAborted) break;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<ReconcileResult> Reconciler::Finalize(const Json& obj) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  Json finalizers = obj["metadata"].value("finalizers", Json::array());
+  if (std::find(finalizers.begin(), finalizers.end(), kFinalizer) == finalizers.end()) {
+    return ReconcileResult{};
+  }
+  for (const auto& pod : caches_.pods()) {
+    if (Label(pod, "perfgate.io/validation") != name) continue;
+    auto st = client_->Delete(kube::PodsResource(), config_.nameSpace,
+                              Str(pod, "/metadata/name"_json_pointer));
+    if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
+  }
+  RETURN_IF_ERROR(UndoNodeActions(name));
+  Json kept = Json::array();
+  for (const auto& f : finalizers) {
+    if (f != kFinalizer) kept.push_back(f);
+  }
+  auto patched = client_->Patch(
+      ValidationsResource(), "", name, kube::PatchType::kMerge,
+      {{"metadata",
+        {{"finalizers", kept},
+         {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+  if (!patched.ok() && patched.status().code() != Code::kNotFound) return patched.status();
+  Logger()->info("{}: finalized", name);
+  return ReconcileResult{};
+}
+
+Status Reconciler::Complete(const Json& obj, Json status,
+                            const std::vector<NodeOutcome>& outcomes) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  const Json policy = obj.value("spec", Json::object()).value("policy", Json::object());
+  const std::string on_failure = policy.value("onFailure", "none");
+  for (const auto& o : outcomes) {
+    RETURN_IF_ERROR(ApplyNodeAction(o.node, o.verdict, name, on_failure));
+  }
+  const bool fresh = status.value("completionTime", "").empty();
+  int failed = status.value("failed", 0), errors = status.value("errors", 0),
+      inconclusive = status.value("inconclusive", 0);
+  const int64_t gen = Int(obj, "/metadata/generation"_json_pointer, 1);
+  const std::string now = FormatTime(now_());
+  const Json old = obj.value("status", Json::object());
+  Json conds = Json::array();
+  if (failed + errors + inconclusive == 0) {
+    std::string msg = "all " + std::to_string(outcomes.size()) + " nodes passed";
+    conds = SetCondition(old, conds, "Ready", "True", "Passed", msg, gen, now);
+    conds = SetCondition(old, conds, "Complete", "True", "Passed", msg, gen, now);
+    conds = SetCondition(old, conds, "Passed", "True", "Passed", msg, gen, now);
+    status["verdict"] = "Passed";
+    status["message"] = msg;
+  } else {
+    std::string reason = failed > 0 ? "TestsFailed" : errors > 0 ? "NodeErrors" : "Inconclusive";
+    std::string msg = std::to_string(failed + errors + inconclusive) + " of " +
+                      std::to_string(outcomes.size()) + " nodes did not pass";
+    for (const auto& o : outcomes) {
+      if (o.verdict == "PASS") continue;
+      msg += "; " + o.node + " " + o.verdict + ": " + Cut(o.reason, 300);
+      if (!o.figure.empty() && o.reason.find(o.figure) == std::string::npos) {
+        msg += " (" + o.figure + ")";
+      }
+      if (msg.size() > 1500) break;
+    }
+    conds = SetCondition(old, conds, "Ready", "False", reason, msg, gen, now);
+    conds = SetCondition(old, conds, "Stalled", "True", reason, msg, gen, now);
+    conds = SetCondition(old, conds, "Complete", "True", reason, msg, gen, now);
+    conds = SetCondition(old, conds, "Passed", "False", reason, msg, gen, now);
+    status["verdict"] = "Failed";
+    status["message"] = Cut(msg, 2000);
+  }
+  status["conditions"] = conds;
+  if (fresh) status["completionTime"] = now;
+  RETURN_IF_ERROR(WriteStatus(obj, status));
+  if (fresh) {
+    for (const auto& o : outcomes) {
+      if (o.verdict != "PASS") Event(obj, "Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason);
+    }
+    Event(obj, failed + errors + inconclusive == 0 ? "Normal" : "Warning", "Completed",
+          status.value("message", ""));
+    Logger()->info("{}: run {} complete: {}", name, status.value("run", ""), status.value("message", ""));
+  }
+  return Status::Ok();
+}
+
+Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
+  metrics_.reconciles++;
+  auto got = client_->Get(ValidationsResource(), "", name);
+  if (!got.ok()) {
+    if (got.status().code() == Code::kNotFound) return ReconcileResult{};
+    metrics_.errors++;
+    return got.status();
+  }
+  Json obj = *got;
+  if (!Str(obj, "/metadata/deletionTimestamp"_json_pointer).empty()) return Finalize(obj);
+
+  Json finalizers = obj["metadata"].value("finalizers", Json::array());
+  if (std::find(finalizers.begin(), finalizers.end(), kFinalizer) == finalizers.end()) {
+    finalizers.push_back(kFinalizer);
+    auto patched = client_->Patch(
+        ValidationsResource(), "", name, kube::PatchType::kMerge,
+        {{"metadata",
+          {{"finalizers", finalizers},
+           {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+    if (!patched.ok()) return patched.status();
+    obj = *patched;
+  }
+
+  const Json spec = obj.value("spec", Json::object());
+  const Json policy = spec.value("policy", Json::object());
+  const int64_t gen = Int(obj, "/metadata/generation"_json_pointer, 1);
+  const std::string rerun = obj["metadata"].value("annotations", Json::object()).value(kRerunAnnotation, "");
+  const std::string run = RunId(gen, rerun);
+  const std::string now = FormatTime(now_());
+  const Json old_status = obj.value("status", Json::object());
+  Json status = old_status;
+  if (status.value("run", "") != run) {
+    RETURN_IF_ERROR(CleanOldRuns(obj, run, static_cast<int>(policy.value("keepResults", 0))));
+    status = {{"run", run}, {"startTime", now}};
+    Event(obj, "Normal", "Started", "run " + run + " started");
+    Logger()->info("{}: run {} started", name, run);
+  }
+  status["observedGeneration"] = gen;
+  // Complete for this run: nothing left to do (node actions were applied before).
+  if (!status.value("completionTime", "").empty()) {
+    RETURN_IF_ERROR(WriteStatus(obj, status));
+    return ReconcileResult{};
+  }
+
+  auto set_running = [&](Json& st, const std::string& reason, const std::string& msg) {
+    Json conds = Json::array();
+    bool suspended = reason == "Suspended";
+    conds = SetCondition(old_status, conds, "Reconciling", suspended ? "False" : "True", reason,
+                         msg, gen, now);
+    conds = SetCondition(old_status, conds, "Ready", "False", reason, msg, gen, now);
+    conds = SetCondition(old_status, conds, "Complete", "False", reason, msg, gen, now);
+    conds = SetCondition(old_status, conds, "Passed", "Unknown", reason, msg, gen, now);
+    st["conditions"] = conds;
+    st["verdict"] = suspended ? "Suspended" : "Running";
+    st["message"] = msg;
+  };
+
+  // The plan: validated exactly as the worker will read it.
+  auto plan = ResolvePlan(*client_, obj, config_.enableFixtures);
+  if (!plan.ok()) {
+    if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {
+      metrics_.errors++;
+      return plan.status();
+    }
+    Json conds = Json::array();
+    const std::string msg = plan.status().message();
+    for (const char* t : {"Ready", "Stalled", "Complete", "Passed"}) {
+      std::string s = std::string(t) == "Ready" || std::string(t) == "Passed" ? "False" : "True";
+      conds = SetCondition(old_status, conds, t, s, "InvalidSpec", msg, gen, now);
+    }
+    status["conditions"] = conds;
+    status["verdict"] = "Failed";
+    status["message"] = Cut(msg, 2000);
+    status["completionTime"] = now;
+    RETURN_IF_ERROR(WriteStatus(obj, status));
+    Event(obj, "Warning", "InvalidSpec", msg);
+    return ReconcileResult{};
+  }
+  if (!plan->profile.empty()) {
+    status["profile"] = plan->profile;
+    status["profileVersion"] = plan->profileVersion;
+  }
+
+  // Nodes: selected, with GPUs, not cordoned unless asked.
+  std::map<std::string, Json> nodes;
+  for (auto& n : caches_.nodes()) nodes[Str(n, "/metadata/name"_json_pointer)] = n;
+  std::vector<std::string> selected;
+  std::set<std::string> seen;
+  const bool include_cordoned = spec.value("includeCordoned", false);
+  for (const auto& [n, node] : nodes) {
+    if (!NodeSelected(spec, node)) continue;
+    bool explicitly = false;
+    for (const auto& e : spec.value("nodes", Json::array())) explicitly |= e == n;
+    if (!explicitly && NodeGpus(node) <= 0) continue;
+    // A cordon perfgate set itself does not exclude the node (it must be re-testable).
+    bool cordoned = node["spec"].value("unschedulable", false) &&
+                    !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
+    if (!explicitly && cordoned && !include_cordoned) continue;
+    selected.push_back(n);
+    seen.insert(n);
+  }
+  for (const auto& e : spec.value("nodes", Json::array())) {
+    if (e.is_string() && seen.insert(e.get<std::string>()).second) selected.push_back(e.get<std::string>());
+  }
+  std::sort(selected.begin(), selected.end());
+  if (selected.empty()) {
+    const std::string msg = "no node matches spec.nodeSelector/spec.nodes with allocatable nvidia.com/gpu";
+    Json conds = Json::array();
+    for (const char* t : {"Ready", "Stalled", "Complete", "Passed"}) {
+      std::string s = std::string(t) == "Ready" || std::string(t) == "Passed" ? "False" : "True";
+      conds = SetCondition(old_status, conds, t, s, "NoNodesSelected", msg, gen, now);
+    }
+    status["conditions"] = conds;
+    status["verdict"] = "Failed";
+    status["message"] = msg;
+    status["nodes"] = 0;
+    status["passedNodes"] = "0/0";
+    status["completionTime"] = now;
+    RETURN_IF_ERROR(WriteStatus(obj, status));
+    Event(obj, "Warning", "NoNodesSelected", msg);
+    return ReconcileResult{};
+  }
+
+  // The plan's ConfigMap (owned by the validation; one per run).
+  const std::string config_map = ObjectName({name, run, "plan"});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (config_maps_written_.count(config_map) == 0) {
+      Json cm = {{"apiVersion", "v1"},
+                 {"kind", "ConfigMap"},
+                 {"metadata",
+                  {{"name", config_map},
+                   {"namespace", config_.nameSpace},
+                   {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
+                   {"ownerReferences",
+                    {{{"apiVersion", "perfgate.io/v1alpha1"},
+                      {"kind", "PerfValidation"},
+                      {"name", name},
+                      {"uid", Str(obj, "/metadata/uid"_json_pointer)},
+                      {"controller", true},
+                      {"blockOwnerDeletion", true}}}}}},
+                 {"data", {{"plan.yaml", plan->text}}}};
+      auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, cm);
+      if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
+      config_maps_written_.insert(config_map);
+    }
+  }
+
+  // What each node has: a result, a pod, or nothing yet.
+  std::map<std::string, Json> results;
+  for (auto& r : caches_.results()) {
+    if (Label(r, "perfgate.io/validation") == name && Label(r, "perfgate.io/run") == run) {
+      results[r["spec"].value("nodeName", Label(r, "perfgate.io/node"))] = r;
+    }
+  }
+  std::map<std::string, Json> pods;
+  std::map<std::string, std::string> busy;  // node -> other validation running there
+  for (auto& p : caches_.pods()) {
+    std::string v = Label(p, "perfgate.io/validation");
+    if (v == name && Label(p, "perfgate.io/run") == run) {
+      pods[Label(p, "perfgate.io/node")] = p;
+    } else if (v != name && !Terminal(p) && Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+      busy[Label(p, "perfgate.io/node")] = v;
+    }
+  }
+
+  const int spec_gpus = static_cast<int>(spec.value("gpusPerNode", 0));
+  int timeout = static_cast<int>(policy.value("nodeTimeoutSeconds", 0));
+  if (timeout <= 0) timeout = config_.defaultNodeTimeoutSeconds;
+  int parallelism = static_cast<int>(policy.value("parallelism", 0));
+  if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
+  const bool suspended = spec.value("suspend", false);
+
+  std::vector<NodeOutcome> outcomes;
+  std::vector<std::string> to_start;
+  std::vector<std::string> waiting;
+  int active = 0;
+  std::chrono::milliseconds requeue{0};
+  auto record_error = [&](const std::string& node, const std::string& pod_name,
+                          const std::string& reason) -> Status {
+    RETURN_IF_ERROR(WriteOperatorResult(obj, run, node, pod_name, reason));
+    outcomes.push_back({node, "ERROR", "", "", reason});
+    return Status::Ok();
+  };
+  for (const auto& node : selected) {
+    const std::string pod_name = ObjectName({name, run, node});
+    if (auto it = results.find(node); it != results.end()) {
+      const Json& report = it->second["spec"].value("report", Json::object());
+      NodeOutcome o{node, report.value("verdict", "ERROR"), "", it->second["spec"].value("worst", ""),
+                    report.value("reason", "")};
+      if (o.verdict == "VERDICT_UNSPECIFIED" || o.verdict.empty()) o.verdict = "ERROR";
+      for (const auto& t : report.value("tests", Json::array())) {
+        if (t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED") {
+          o.test = t.value("name", "");
+          break;
+        }
+      }
+      outcomes.push_back(o);
+      continue;
+    }
+    auto node_it = nodes.find(node);
+    if (node_it == nodes.end()) {
+      RETURN_IF_ERROR(record_error(node, pod_name, "node " + node + " does not exist"));
+      continue;
+    }
+    const int have = NodeGpus(node_it->second);
+    if (spec_gpus > 0 && have < spec_gpus) {
+      RETURN_IF_ERROR(record_error(node, pod_name,
+                                   "expected " + std::to_string(spec_gpus) +
+                                       " GPUs (spec.gpusPerNode), node has " +
+                                       std::to_string(have) + " allocatable nvidia.com/gpu"));
+      continue;
+    }
+    auto pod_it = pods.find(node);
+    if (pod_it == pods.end()) {
+      if (busy.count(node) != 0) {
+        waiting.push_back(node + " (busy with validation " + busy[node] + ")");
+      } else {
+        to_start.push_back(node);
+      }
+      outcomes.push_back({node, "", "", "", ""});
+      continue;
+    }
+    const Json& pod = pod_it->second;
+    const std::string phase = Str(pod, "/status/phase"_json_pointer);
+    if (phase == "Succeeded" || phase == "Failed") {
+      // The result may be written but not yet in our cache: ask the API.
+      auto direct = client_->Get(ResultsResource(), config_.nameSpace, pod_name);
+      if (direct.ok()) {
+        requeue = std::chrono::milliseconds(200);
+        outcomes.push_back({node, "", "", "", ""});
+        continue;
+      }
+      std::string reason;
+      if (phase == "Succeeded") {
+        reason = "worker exited 0 without writing its PerfResult";
+      } else if (Str(pod, "/status/reason"_json_pointer) == "DeadlineExceeded") {
+        reason = "worker timed out: no result within policy.nodeTimeoutSeconds=" +
+                 std::to_string(timeout) + "s (pod DeadlineExceeded)";
+      } else {
+        const Json cs = pod.value("status", Json::object()).value("containerStatuses", Json::array());
+        Json term = cs.empty() ? Json::object() : cs[0]["state"].value("terminated", Json::object());
+        reason = "worker failed: exit code " + std::to_string(term.value("exitCode", -1));
+        if (!term.value("reason", "").empty()) reason += " (" + term.value("reason", "") + ")";
+        std::string message = term.value("message", "");
+        if (message.empty()) {
+          kube::LogOptions lo;
+          lo.tailLines = 5;
+          auto logs = client_->Logs(config_.nameSpace, pod_name, lo);
+          if (logs.ok()) message = *logs;
+        }
+        while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+        if (!message.empty()) {
+          if (message.size() > 600) message = "..." + message.substr(message.size() - 600);
+          reason += ": " + message;
+        }
+      }
+      RETURN_IF_ERROR(record_error(node, pod_name, reason));
+      continue;
+    }
+    // Not finished: never scheduled for too long is an ERROR (a scheduling problem, not a bad GPU).
+    if (Str(pod, "/spec/nodeName"_json_pointer).empty()) {
+      auto created = ParseTime(Str(pod, "/metadata/creationTimestamp"_json_pointer));
+      Clock::duration age = created ? now_() - *created : Clock::duration(0);
+      if (age >= config_.schedulingTimeout) {
+        std::string why;
+        for (const auto& c : pod.value("status", Json::object()).value("conditions", Json::array())) {
+          if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+        }
+        RETURN_IF_ERROR(record_error(
+            node, pod_name,
+            "worker pod not scheduled within " + std::to_string(config_.schedulingTimeout.count()) +
+                "s" + (why.empty() ? "" : ": " + why)));
+        auto del = client_->Delete(kube::PodsResource(), config_.nameSpace, pod_name);
+        (void)del;
+        continue;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(config_.schedulingTimeout - age);
+      if (requeue.count() == 0 || left < requeue) requeue = left + std::chrono::milliseconds(100);
+    }
+    active++;
+    outcomes.push_back({node, "", "", "", ""});
+  }
+
+  if (!suspended) {
+    for (const auto& node : to_start) {
+      if (active >= parallelism) break;
+      const std::string pod_name = ObjectName({name, run, node});
+      int gpus = spec_gpus > 0 ? spec_gpus : NodeGpus(nodes[node]);
+      auto created = client_->Create(kube::PodsResource(), config_.nameSpace,
+                                     BuildPod(obj, run, node, pod_name, config_map, gpus, timeout));
+      if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
+        metrics_.errors++;
+        return created.status();
+      }
+      if (created.ok()) metrics_.podsCreated++;
+      active++;
+    }
+  }
+
+  int counts[5] = {0, 0, 0, 0, 0};  // pass fail inconclusive error pending
+  Json failing = Json::array();
+  for (const auto& o : outcomes) {
+    if (o.verdict == "PASS") {
+      counts[0]++;
+    } else if (o.verdict == "FAIL") {
+      counts[1]++;
+    } else if (o.verdict == "INCONCLUSIVE") {
+      counts[2]++;
+    } else if (o.verdict == "ERROR") {
+      counts[3]++;
+    } else {
+      counts[4]++;
+    }
+    if (!o.verdict.empty() && o.verdict != "PASS" && failing.size() < 20) {
+      failing.push_back({{"node", o.node}, {"verdict", o.verdict}, {"test", o.test},
+                         {"figure", Cut(o.figure, 200)}, {"reason", Cut(o.reason, 500)}});
+    }
+  }
+  status["nodes"] = static_cast<int>(outcomes.size());
+  status["passed"] = counts[0];
+  status["failed"] = counts[1];
+  status["inconclusive"] = counts[2];
+  status["errors"] = counts[3];
+  status["pending"] = counts[4];
+  status["passedNodes"] = std::to_string(counts[0]) + "/" + std::to_string(outcomes.size());
+  status["failingNodes"] = failing;
+  if (counts[4] == 0) {
+    RETURN_IF_ERROR(Complete(obj, status, outcomes));
+    return ReconcileResult{};
+  }
+  std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(counts[4])) + " of " +
+                    std::to_string(outcomes.size()) + " nodes done";
+  if (!waiting.empty()) {
+    msg += "; waiting for " + waiting.front() +
+           (waiting.size() > 1 ? " and " + std::to_string(waiting.size() - 1) + " more" : "");
+    if (requeue.count() == 0 || requeue > std::chrono::seconds(5)) requeue = std::chrono::seconds(5);
+  }
+  set_running(status, suspended ? "Suspended" : "Running", suspended ? "suspended: " + msg : msg);
+  RETURN_IF_ERROR(WriteStatus(obj, status));
+  return ReconcileResult{requeue};
+}
+
+}  // namespace perfgate::op

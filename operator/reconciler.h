@@ -1,0 +1,122 @@
+// The PerfValidation reconciler: level-triggered and idempotent. Each call reads the
+// validation (from the API), its pods and PerfResults and the nodes (from the caches), and
+// moves the world one step towards "every selected node has a PerfResult for this run and
+// the status, node labels and taints say what they mean" (DESIGN.md's two tables).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "kube/client.h"
+
+namespace perfgate::op {
+
+using Json = nlohmann::json;
+
+inline constexpr const char* kFinalizer = "perfgate.io/finalizer";
+inline constexpr const char* kRerunAnnotation = "perfgate.io/rerun";
+inline constexpr const char* kFailedTaint = "perfgate.io/failed";
+inline constexpr const char* kVerdictLabel = "perfgate.io/verdict";
+inline constexpr const char* kTaintedByAnnotation = "perfgate.io/tainted-by";
+inline constexpr const char* kCordonedByAnnotation = "perfgate.io/cordoned-by";
+inline constexpr const char* kVerdictByAnnotation = "perfgate.io/verdict-by";
+
+kube::GroupVersionResource ValidationsResource();
+kube::GroupVersionResource ResultsResource();
+kube::GroupVersionResource ProfilesResource();
+kube::GroupVersionResource ConfigMapsResource();
+
+struct ReconcilerConfig {
+  std::string nameSpace = "perfgate-system";
+  std::string workerImage = "ghcr.io/perfgate/perfgate-worker:latest";
+  std::string workerServiceAccount = "perfgate-worker";
+  bool enableFixtures = false;
+  // A worker pod still unscheduled after this long gives its node ERROR.
+  std::chrono::seconds schedulingTimeout{60};
+  // Default per-node timeout when the policy gives none.
+  int defaultNodeTimeoutSeconds = 3600;
+  // Where events about cluster-scoped validations go.
+  std::string eventNamespace = "default";
+};
+
+// Read-only views of the informers' stores. Thread-safe, non-blocking.
+struct Caches {
+  std::function<std::vector<Json>()> nodes;
+  std::function<std::vector<Json>()> pods;     // worker pods in the operator's namespace
+  std::function<std::vector<Json>()> results;  // PerfResults in the operator's namespace
+};
+
+struct ReconcileResult {
+  // 0: nothing to wait for (events will trigger the next reconcile).
+  std::chrono::milliseconds requeueAfter{0};
+};
+
+// Counters the /metrics endpoint reads. Thread-safe.
+struct ReconcileMetrics {
+  std::atomic<uint64_t> reconciles{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> podsCreated{0};
+  std::atomic<uint64_t> resultsWrittenByOperator{0};
+};
+
+class Reconciler {
+ public:
+  Reconciler(std::shared_ptr<kube::Client> client, Caches caches, ReconcilerConfig config,
+             std::function<std::chrono::system_clock::time_point()> now = nullptr);
+
+  // One reconcile of the validation `name`. Blocking (API calls); thread-safe for distinct
+  // names (the work queue never hands one name to two workers). An error means "retry with
+  // backoff".
+  Result<ReconcileResult> Reconcile(const std::string& name);
+
+  ReconcileMetrics& metrics() { return metrics_; }
+
+ private:
+  struct NodeOutcome;
+  Result<ReconcileResult> Finalize(const Json& obj);
+  Status Complete(const Json& obj, Json status, const std::vector<NodeOutcome>& outcomes);
+  Status WriteStatus(const Json& obj, const Json& status);
+  Status ApplyNodeAction(const std::string& node, const std::string& verdict,
+                         const std::string& validation, const std::string& on_failure);
+  Status UndoNodeActions(const std::string& validation);
+  Status WriteOperatorResult(const Json& obj, const std::string& run, const std::string& node,
+                             const std::string& pod_name, const std::string& reason);
+  Status CleanOldRuns(const Json& obj, const std::string& run, int keep_results);
+  void Event(const Json& obj, const std::string& type, const std::string& reason,
+             const std::string& message);
+  Json BuildPod(const Json& obj, const std::string& run, const std::string& node,
+                const std::string& pod_name, const std::string& config_map, int gpus,
+                int timeout_seconds);
+
+  std::shared_ptr<kube::Client> client_;
+  Caches caches_;
+  ReconcilerConfig config_;
+  std::function<std::chrono::system_clock::time_point()> now_;
+  ReconcileMetrics metrics_;
+  std::mutex mu_;
+  std::set<std::string> config_maps_written_;
+  std::atomic<uint64_t> event_seq_{0};
+};
+
+// Helpers exposed for unit tests.
+// The run id of a generation and a rerun token: "g3" or "g3-1a2b3c4d".
+std::string RunId(int64_t generation, const std::string& rerun_token);
+// A DNS-1123 name from parts, at most 63 characters (a hash keeps long ones unique).
+std::string ObjectName(const std::vector<std::string>& parts);
+// Whether `node` is selected by `spec`: nodeSelector labels all match, or it is named in
+// spec.nodes; neither given selects every node.
+bool NodeSelected(const Json& spec, const Json& node);
+// RFC 3339, seconds.
+std::string FormatTime(std::chrono::system_clock::time_point t);
+
+}  // namespace perfgate::op

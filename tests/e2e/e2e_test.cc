@@ -1,0 +1,339 @@
+// End-to-end: kube-sim with simulated GPU nodes whose kubelet runs the real perfgate-worker,
+// the operator as a real process (so killing it is real), and the real kubectl. Each test
+// is one scenario of issue 6's "Done when" list; the fixture test type `synthetic` plants a
+// slow, crashing or hanging node (the worker refuses it without --enable-fixtures).
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/kube-sim/kube_sim.h"
+#include "tests/kube-sim/test_util.h"
+
+extern char** environ;
+
+namespace perfgate::e2e {
+namespace {
+
+using kubesim::Json;
+using kubesim::testing::Eventually;
+using kubesim::testing::Kubectl;
+
+constexpr const char* kWorkerImage = "ghcr.io/perfgate/perfgate-worker";
+constexpr const char* kNs = "perfgate-system";
+
+class OperatorProcess {
+ public:
+  ~OperatorProcess() { Kill(SIGKILL); }
+
+  void Start(const kubesim::KubeSim& sim) {
+    log_path_ = sim.workDir() + "/operator-" + std::to_string(++starts_) + ".log";
+    std::vector<std::string> args = {PERFGATE_OPERATOR_BIN,
+                                     "--kubeconfig=" + sim.kubeconfigPath(),
+                                     "--worker-image=" + std::string(kWorkerImage) + ":e2e",
+                                     "--namespace=perfgate-system",
+                                     "--metrics-bind-address=127.0.0.1:0",
+                                     "--health-probe-bind-address=0",
+                                     "--scheduling-timeout-seconds=3",
+                                     "--leader-elect",
+                                     "--enable-fixtures"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    ASSERT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  // Sends `sig` and reaps. Returns the exit status (or -1).
+  int Kill(int sig) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string Log() const { return kubesim::testing::Slurp(log_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  int starts_ = 0;
+  std::string log_path_;
+};
+
+class E2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kubesim::Options o;
+    o.nodes = 4;
+    o.gpusPerNode = 8;
+    o.imageMap[kWorkerImage] = PERFGATE_WORKER_BIN;
+    sim_ = std::make_unique<kubesim::KubeSim>(o);
+    ASSERT_TRUE(sim_->Start().ok());
+    auto crds = Kubectl(*sim_, {"apply", "-f", PERFGATE_CRDS_DIR});
+    ASSERT_EQ(crds.exitCode, 0) << crds.err;
+    auto rbac = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_E2E_TESTDATA) + "/rbac.yaml"});
+    ASSERT_EQ(rbac.exitCode, 0) << rbac.err;
+    op_.Start(*sim_);
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "---- operator log ----\n" << op_.Log() << "\n";
+    op_.Kill(SIGTERM);
+    sim_->Stop();
+  }
+
+  void Apply(const std::string& yaml) {
+    auto r = Kubectl(*sim_, {"apply", "-f", "-"}, yaml);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+  // kubectl wait --for=condition=Complete; true when it returned 0.
+  bool WaitComplete(const std::string& name, int timeoutSeconds = 90) {
+    auto r = Kubectl(*sim_, {"wait", "--for=condition=Complete", "pval/" + name,
+                             "--timeout=" + std::to_string(timeoutSeconds) + "s"});
+    if (r.exitCode != 0) std::cerr << "kubectl wait: " << r.out << r.err << "\n";
+    return r.exitCode == 0;
+  }
+  Json Validation(const std::string& name) {
+    auto r = Kubectl(*sim_, {"get", "pval", name, "-o", "json"});
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return Json::parse(r.out, nullptr, false);
+  }
+  static Json Condition(const Json& v, const std::string& type) {
+    for (const auto& c : v["status"].value("conditions", Json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return Json::object();
+  }
+  std::vector<Json> Results(const std::string& validation) {
+    std::vector<Json> out;
+    for (auto& r : sim_->List("perfgate.io", "perfresults", kNs)) {
+      if (r["metadata"]["labels"].value("perfgate.io/validation", "") == validation) out.push_back(r);
+    }
+    return out;
+  }
+  std::vector<Json> Pods(const std::string& validation) {
+    std::vector<Json> out;
+    for (auto& p : sim_->List("", "pods", kNs)) {
+      if (p["metadata"].value("labels", Json::object()).value("perfgate.io/validation", "") == validation) {
+        out.push_back(p);
+      }
+    }
+    return out;
+  }
+  Json Node(const std::string& name) { return *sim_->Get("", "nodes", "", name); }
+  static bool HasPerfgateTaint(const Json& node) {
+    for (const auto& t : node["spec"].value("taints", Json::array())) {
+      if (t.value("key", "") == "perfgate.io/failed") return true;
+    }
+    return false;
+  }
+  static std::string VerdictLabel(const Json& node) {
+    return node["metadata"].value("labels", Json::object()).value("perfgate.io/verdict", "");
+  }
+
+  std::unique_ptr<kubesim::KubeSim> sim_;
+  OperatorProcess op_;
+};
+
+// A validation of the synthetic fixture on every GPU node; `extra_params` and `policy` are
+// YAML fragments indented for their place.
+std::string SyntheticSpec(const std::string& name, const std::string& behaviour,
+                          const std::string& policy = "    onFailure: taint\n",
+                          const std::string& extra_spec = "",
+                          const std::string& sample_seconds = "0") {
+  return "apiVersion: perfgate.io/v1alpha1\n"
+         "kind: PerfValidation\n"
+         "metadata:\n"
+         "  name: " + name + "\n"
+         "spec:\n"
+         "  nodeSelector:\n"
+         "    nvidia.com/gpu.present: \"true\"\n" +
+         extra_spec +
+         "  sampling:\n"
+         "    warmup: 1\n"
+         "    minRepeats: 5\n"
+         "    maxRepeats: 10\n"
+         "  policy:\n" + policy +
+         "  tests:\n"
+         "    - type: synthetic\n"
+         "      parameters:\n"
+         "        mean: 100\n"
+         "        cv: 0.01\n"
+         "        sampleSeconds: " + sample_seconds + "\n"
+         "        behaviour: [" + behaviour + "]\n"
+         "      thresholds:\n"
+         "        - metric: bandwidthGBps\n"
+         "          statistic: median\n"
+         "          op: \">=\"\n"
+         "          value: 90\n";
+}
+
+// 1. Four nodes pass: kubectl wait returns, Passed=True, one PerfResult per node.
+TEST_F(E2E, FourNodesPass) {
+  Apply(SyntheticSpec("smoke", ""));
+  ASSERT_TRUE(WaitComplete("smoke"));
+  Json v = Validation("smoke");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("status", ""), "True");
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "4/4");
+  auto results = Results("smoke");
+  ASSERT_EQ(results.size(), 4u);
+  std::set<std::string> nodes;
+  for (const auto& r : results) {
+    nodes.insert(r["spec"].value("nodeName", ""));
+    EXPECT_EQ(r["spec"]["report"].value("verdict", ""), "PASS");
+    EXPECT_EQ(r["spec"].value("writtenBy", "worker"), "worker");
+  }
+  EXPECT_EQ(nodes, (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  for (const auto& n : nodes) {
+    EXPECT_EQ(VerdictLabel(Node(n)), "passed") << n;
+    EXPECT_FALSE(HasPerfgateTaint(Node(n))) << n;
+  }
+  // The printer columns a user sees.
+  auto get = Kubectl(*sim_, {"get", "pval", "smoke"});
+  EXPECT_NE(get.out.find("Passed"), std::string::npos) << get.out;
+  EXPECT_NE(get.out.find("4/4"), std::string::npos) << get.out;
+}
+
+// 2. One slow node: only it is tainted and labelled failed; the reason names node, test, figure.
+TEST_F(E2E, OneSlowNodeFailsAndOnlyItIsTainted) {
+  Apply(SyntheticSpec("slow", "node-2=50"));
+  ASSERT_TRUE(WaitComplete("slow"));
+  Json v = Validation("slow");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Stalled").value("status", ""), "True");
+  EXPECT_EQ(Condition(v, "Ready").value("status", ""), "False");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "TestsFailed");
+  const std::string msg = Condition(v, "Passed").value("message", "");
+  EXPECT_NE(msg.find("node-2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("synthetic"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("50."), std::string::npos) << msg;  // the measured median, ~50 GB/s
+  for (const char* n : {"node-0", "node-1", "node-3"}) {
+    EXPECT_FALSE(HasPerfgateTaint(Node(n))) << n;
+    EXPECT_EQ(VerdictLabel(Node(n)), "passed") << n;
+  }
+  EXPECT_TRUE(HasPerfgateTaint(Node("node-2")));
+  EXPECT_EQ(VerdictLabel(Node("node-2")), "failed");
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "3/4");
+  // An event says which node failed.
+  auto events = Kubectl(*sim_, {"get", "events", "-n", "default", "-o", "json"});
+  EXPECT_NE(events.out.find("NodeNotPassed"), std::string::npos);
+}
+
+// 3. The operator killed mid-run and restarted: no duplicate pods, the same verdict.
+TEST_F(E2E, OperatorRestartMidRunKeepsPodsAndVerdict) {
+  // About 3 s of sampling per node, so the kill lands while workers run.
+  Apply(SyntheticSpec("restart", "node-1=50", "    onFailure: taint\n", "", "0.3"));
+  ASSERT_TRUE(Eventually([&] { return Pods("restart").size() == 4; }, 30));
+  op_.Kill(SIGKILL);
+  op_.Start(*sim_);
+  ASSERT_TRUE(WaitComplete("restart"));
+  Json v = Validation("restart");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_NE(Condition(v, "Passed").value("message", "").find("node-1"), std::string::npos);
+  EXPECT_EQ(Pods("restart").size(), 4u);
+  int pod_creates = 0;
+  for (const auto& r : sim_->Requests()) {
+    if (r.verb == "create" && r.resource == "pods" && r.code == 201) pod_creates++;
+  }
+  EXPECT_EQ(pod_creates, 4);
+  EXPECT_EQ(Results("restart").size(), 4u);
+  EXPECT_TRUE(HasPerfgateTaint(Node("node-1")));
+}
+
+// 4. Crash, hang past the deadline, never scheduled, GPUs missing: ERROR with a reason each,
+// no taint, the validation completes not passed.
+TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
+  kubesim::NodeSpec tainted;
+  tainted.name = "node-4";
+  tainted.gpus = 8;
+  tainted.taints = Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
+  ASSERT_TRUE(sim_->AddNode(tainted).ok());
+  kubesim::NodeSpec small;
+  small.name = "node-5";
+  small.gpus = 2;
+  ASSERT_TRUE(sim_->AddNode(small).ok());
+  Apply(SyntheticSpec("broken", "node-0=crash, node-1=hang",
+                      "    onFailure: taint\n    nodeTimeoutSeconds: 4\n", "  gpusPerNode: 4\n"));
+  ASSERT_TRUE(WaitComplete("broken", 60));
+  Json v = Validation("broken");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Complete").value("status", ""), "True");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "NodeErrors");
+  std::map<std::string, Json> by_node;
+  for (auto& r : Results("broken")) by_node[r["spec"].value("nodeName", "")] = r;
+  ASSERT_EQ(by_node.size(), 6u);
+  auto reason = [&](const std::string& n) { return by_node[n]["spec"]["report"].value("reason", ""); };
+  auto verdict = [&](const std::string& n) { return by_node[n]["spec"]["report"].value("verdict", ""); };
+  EXPECT_EQ(verdict("node-0"), "ERROR");
+  EXPECT_NE(reason("node-0").find("exit code 134"), std::string::npos) << reason("node-0");
+  EXPECT_EQ(verdict("node-1"), "ERROR");
+  EXPECT_NE(reason("node-1").find("timed out"), std::string::npos) << reason("node-1");
+  EXPECT_EQ(verdict("node-4"), "ERROR");
+  EXPECT_NE(reason("node-4").find("not scheduled"), std::string::npos) << reason("node-4");
+  EXPECT_NE(reason("node-4").find("untolerated taint"), std::string::npos) << reason("node-4");
+  EXPECT_EQ(verdict("node-5"), "ERROR");
+  EXPECT_NE(reason("node-5").find("expected 4 GPUs"), std::string::npos) << reason("node-5");
+  EXPECT_EQ(verdict("node-2"), "PASS");
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3", "node-4", "node-5"}) {
+    EXPECT_FALSE(HasPerfgateTaint(Node(n))) << n;
+  }
+  EXPECT_EQ(VerdictLabel(Node("node-0")), "error");
+}
+
+// 5. An invalid spec: refused by the schema (kubectl names the field), or accepted by the
+// schema and completed not passed with reason InvalidSpec and the loader's message.
+TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
+  std::string bad_level = SyntheticSpec("badlevel", "");
+  bad_level.replace(bad_level.find("  sampling:"), 0, "  level: slow\n");
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"}, bad_level);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_NE(r.err.find("spec.level"), std::string::npos) << r.err;
+
+  std::string bad_type = SyntheticSpec("badtype", "");
+  bad_type.replace(bad_type.find("type: synthetic"), 15, "type: no-such-test");
+  Apply(bad_type);
+  ASSERT_TRUE(WaitComplete("badtype", 30));
+  Json v = Validation("badtype");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
+  EXPECT_EQ(Condition(v, "Stalled").value("reason", ""), "InvalidSpec");
+  EXPECT_NE(Condition(v, "Ready").value("message", "").find("spec.tests[0].type"), std::string::npos)
+      << Condition(v, "Ready").dump();
+  EXPECT_TRUE(Pods("badtype").empty());
+}
+
+// 6. A later passing validation removes the taint the failing one set, and no other.
+TEST_F(E2E, LaterPassRemovesOnlyPerfgateTaint) {
+  Json n1 = Node("node-1");
+  n1["spec"]["taints"] = Json::array({{{"key", "team"}, {"value", "ml"}, {"effect", "NoSchedule"}}});
+  ASSERT_TRUE(sim_->Update("", "nodes", n1).ok());
+  const std::string tolerate = "  tolerations:\n    - key: team\n      operator: Exists\n";
+  Apply(SyntheticSpec("first", "node-1=50, node-2=50", "    onFailure: taint\n", tolerate));
+  ASSERT_TRUE(WaitComplete("first"));
+  ASSERT_TRUE(HasPerfgateTaint(Node("node-1")));
+  ASSERT_TRUE(HasPerfgateTaint(Node("node-2")));
+  Apply(SyntheticSpec("second", "", "    onFailure: taint\n", tolerate));
+  ASSERT_TRUE(WaitComplete("second"));
+  EXPECT_EQ(Condition(Validation("second"), "Passed").value("status", ""), "True");
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
+    EXPECT_FALSE(HasPerfgateTaint(Node(n))) << n;
+    EXPECT_EQ(VerdictLabel(Node(n)), "passed") << n;
+  }
+  auto taints = Node("node-1")["spec"].value("taints", Json::array());
+  ASSERT_EQ(taints.size(), 1u) << taints.dump();
+  EXPECT_EQ(taints[0].value("key", ""), "team");
+}
+
+}  // namespace
+}  // namespace perfgate::e2e

@@ -1,0 +1,131 @@
+// The committed CRDs are exactly what the generator makes from the proto, and the generator
+// maps every proto field with its JSON name and type (so a proto change cannot slip past).
+#include <google/protobuf/descriptor.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/spec.h"
+#include "operator/crds.h"
+#include "perfgate/v1alpha1/report.pb.h"
+#include "perfgate/v1alpha1/validation.pb.h"
+
+namespace perfgate::op {
+namespace {
+
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Crds, CommittedFilesEqualGeneratorOutput) {
+  auto generated = GenerateCrds();
+  ASSERT_EQ(generated.size(), 3u);
+  for (const auto& [file, text] : generated) {
+    EXPECT_EQ(Slurp(std::string(PERFGATE_CRDS_DIR) + "/" + file), text)
+        << "crds/" << file << " is stale: run build/operator/perfgate-crdgen crds";
+  }
+}
+
+// Walks `d` and its schema side by side.
+void ExpectFields(const Descriptor* d, const nlohmann::json& schema, const std::string& path) {
+  if (d->full_name() == "google.protobuf.Struct") {
+    EXPECT_TRUE(schema.value("x-kubernetes-preserve-unknown-fields", false)) << path;
+    return;
+  }
+  ASSERT_TRUE(schema.contains("properties")) << path;
+  EXPECT_EQ(schema["properties"].size(), static_cast<size_t>(d->field_count())) << path;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    const std::string p = path + "." + f->json_name();
+    ASSERT_TRUE(schema["properties"].contains(f->json_name())) << p << " missing";
+    nlohmann::json s = schema["properties"][f->json_name()];
+    if (f->is_map()) {
+      EXPECT_EQ(s["type"], "object") << p;
+      continue;
+    }
+    if (f->is_repeated()) {
+      EXPECT_EQ(s["type"], "array") << p;
+      s = s["items"];
+    }
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32: EXPECT_EQ(s["type"], "integer") << p; break;
+      case FieldDescriptor::CPPTYPE_DOUBLE: EXPECT_EQ(s["type"], "number") << p; break;
+      case FieldDescriptor::CPPTYPE_BOOL: EXPECT_EQ(s["type"], "boolean") << p; break;
+      case FieldDescriptor::CPPTYPE_STRING: EXPECT_EQ(s["type"], "string") << p; break;
+      case FieldDescriptor::CPPTYPE_ENUM:
+        EXPECT_EQ(s["type"], "string") << p;
+        EXPECT_EQ(s["enum"].size(), static_cast<size_t>(f->enum_type()->value_count())) << p;
+        break;
+      case FieldDescriptor::CPPTYPE_MESSAGE: ExpectFields(f->message_type(), s, p); break;
+      default: ADD_FAILURE() << p << ": a 64-bit or unsigned field cannot live in a CRD";
+    }
+  }
+}
+
+TEST(Crds, EveryProtoFieldAppearsWithItsType) {
+  auto crds = GenerateCrdObjects();
+  auto schema = [&](const std::string& file) {
+    return crds[file]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  };
+  ExpectFields(v1alpha1::PerfValidationSpec::descriptor(), schema("perfvalidations.yaml"), "spec");
+  ExpectFields(v1alpha1::PerfProfileSpec::descriptor(), schema("perfprofiles.yaml"), "spec");
+  ExpectFields(v1alpha1::Report::descriptor(),
+               schema("perfresults.yaml")["properties"]["report"], "spec.report");
+}
+
+TEST(Crds, UserTypedEnumsAndMinimumsAreEnforced) {
+  auto crd = GenerateCrdObjects()["perfvalidations.yaml"];
+  auto spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+  EXPECT_EQ(spec["properties"]["level"]["enum"], nlohmann::json({"quick", "full"}));
+  EXPECT_EQ(spec["properties"]["policy"]["properties"]["onFailure"]["enum"],
+            nlohmann::json({"none", "taint", "taintAndCordon"}));
+  EXPECT_EQ(spec["properties"]["sampling"]["properties"]["minRepeats"]["minimum"], 1);
+  EXPECT_EQ(spec["properties"]["tests"]["items"]["required"], nlohmann::json({"type"}));
+  EXPECT_EQ(crd["spec"]["scope"], "Cluster");
+  EXPECT_EQ(crd["spec"]["names"]["shortNames"], nlohmann::json({"pval"}));
+  EXPECT_TRUE(crd["spec"]["versions"][0]["subresources"].contains("status"));
+}
+
+// Reads YAML as Kubernetes does (YAML 1.2 core schema: plain `True` is a boolean, quoted
+// "True" a string).
+nlohmann::json FromYaml(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = FromYaml(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& v : n) a.push_back(FromYaml(v));
+    return a;
+  }
+  if (!n.IsScalar()) return nullptr;
+  const std::string s = n.Scalar();
+  if (n.Tag() == "!") return s;  // quoted
+  switch (spec::ClassifyPlainScalar(s)) {
+    case spec::ScalarKind::kNull: return nullptr;
+    case spec::ScalarKind::kBool: return s == "true" || s == "True" || s == "TRUE";
+    case spec::ScalarKind::kInt: return std::stoll(s);
+    case spec::ScalarKind::kFloat: return std::stod(s);
+    default: return s;
+  }
+}
+
+TEST(Crds, YamlReadsBackAsTheGeneratedObjects) {
+  auto objects = GenerateCrdObjects();
+  for (const auto& [file, text] : GenerateCrds()) {
+    EXPECT_EQ(FromYaml(YAML::Load(text)), objects[file]) << file;
+  }
+}
+
+}  // namespace
+}  // namespace perfgate::op
