@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The e2e suite's first scenario (tests/e2e FourNodesPass) under the chart's RBAC (CTest label
-# e2e): kube-sim with 4 simulated 8-GPU nodes whose kubelet runs the real perfgate-worker, the
-# chart rendered and applied, the real perfgate-operator started with the flags the chart's
+# The e2e suite's first two scenarios (tests/e2e: four nodes pass; one slow node is tainted)
+# under the chart's RBAC (CTest label e2e): kube-sim with 4 simulated 8-GPU nodes whose
+# kubelet runs the real perfgate-worker, the chart rendered and applied, the real perfgate-operator started with the flags the chart's
 # Deployment gives it and a token of the chart's operator service account, worker pods under
 # the chart's worker service account (pod-bound tokens). Passes when the validation completes
 # Passed=True with one worker-written PerfResult per node, every node labelled passed, and
-# neither the operator nor a worker was refused by RBAC.
+# neither the operator nor a worker was refused by RBAC; then a slow node fails, is labelled
+# and tainted, and an event says so.
 # Env: OPERATOR_BIN, WORKER_BIN, KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -33,11 +34,13 @@ health_port="$(free_port)"
 operator_pid=$!
 echo "operator: ${args[*]}"
 
-kubectl apply -f - >/dev/null <<'YAML' || fail "apply the validation"
+# synthetic_spec NAME BEHAVIOUR: tests/e2e's SyntheticSpec.
+synthetic_spec() {
+  cat <<YAML
 apiVersion: perfgate.io/v1alpha1
 kind: PerfValidation
 metadata:
-  name: smoke
+  name: $1
 spec:
   nodeSelector:
     nvidia.com/gpu.present: "true"
@@ -53,13 +56,15 @@ spec:
         mean: 100
         cv: 0.01
         sampleSeconds: 0
-        behaviour: []
+        behaviour: [$2]
       thresholds:
         - metric: bandwidthGBps
           statistic: median
           op: ">="
           value: 90
 YAML
+}
+synthetic_spec smoke "" | kubectl apply -f - >/dev/null || fail "apply the validation"
 if ! kubectl wait pval/smoke --for=condition=Complete --timeout=90s >/dev/null; then
   tail -30 "$WORK_DIR/operator.log" >&2
   kubectl get pval smoke -o yaml >&2 || true
@@ -78,6 +83,20 @@ for node in node-0 node-1 node-2 node-3; do
   label="$(kubectl get node "$node" -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')"
   [ "$label" = passed ] || fail "$node labelled '$label', want passed"
 done
+
+# Scenario 2 of tests/e2e: one slow node. Exercises the node update (verdict label, taint) and
+# the event in "default" under the chart's roles.
+synthetic_spec slow "node-2=50" | kubectl apply -f - >/dev/null || fail "apply the slow validation"
+kubectl wait pval/slow --for=condition=Complete --timeout=90s >/dev/null \
+  || { tail -30 "$WORK_DIR/operator.log" >&2; fail "slow validation not complete in 90 s"; }
+passed="$(kubectl get pval slow -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+[ "$passed" = False ] || fail "slow: Passed=$passed, want False"
+[ "$(kubectl get node node-2 -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')" = failed ] \
+  || fail "node-2 not labelled failed"
+kubectl get node node-2 -o 'jsonpath={.spec.taints[*].key}' | grep -q 'perfgate.io/failed' \
+  || fail "node-2 not tainted perfgate.io/failed"
+kubectl get events -n default -o 'jsonpath={.items[*].reason}' | grep -q NodeNotPassed \
+  || fail "no NodeNotPassed event in default"
 if grep -Eq 'Forbidden|"code": ?403| 403' "$WORK_DIR/operator.log"; then
   grep -Em5 'Forbidden|403' "$WORK_DIR/operator.log" >&2
   fail "RBAC refused the operator or a worker"
