@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The e2e suite's first two scenarios (tests/e2e: four nodes pass; one slow node is tainted)
 # under the chart's RBAC (CTest label e2e): kube-sim with 4 simulated 8-GPU nodes whose
-# kubelet runs the real perfgate-worker, the chart rendered and applied, the real perfgate-operator started with the flags the chart's
-# Deployment gives it and a token of the chart's operator service account, worker pods under
-# the chart's worker service account (pod-bound tokens). Passes when the validation completes
-# Passed=True with one worker-written PerfResult per node, every node labelled passed, and
-# neither the operator nor a worker was refused by RBAC; then a slow node fails, is labelled
-# and tainted, and an event says so.
+# kubelet runs the real perfgate-worker; the chart rendered and applied; the real
+# perfgate-operator started with the flags the chart's Deployment gives it and a token of the
+# chart's operator service account; worker pods under the chart's worker service account
+# (pod-bound tokens). Passes when the validation completes Passed=True with one worker-written
+# PerfResult per node, every node labelled passed, and neither the operator nor a worker was
+# refused by RBAC; then a slow node fails, is labelled and tainted, and an event says so.
 # Env: OPERATOR_BIN, WORKER_BIN, KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
