@@ -43,11 +43,16 @@ func LoadChart(dir string) (*Chart, error) {
 	if c.Values, err = readYAMLMap(filepath.Join(dir, "values.yaml")); err != nil {
 		return nil, err
 	}
-	err = filepath.Walk(dir, func(path string, info os.FileInfo, werr error) error {
+	// Walk does not descend into a root that is a symlink (a chart linked into place).
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.Walk(root, func(path string, info os.FileInfo, werr error) error {
 		if werr != nil || info.IsDir() {
 			return werr
 		}
-		rel, _ := filepath.Rel(dir, path)
+		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		data, err := os.ReadFile(path)
 		if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -130,5 +132,37 @@ func TestValuesMergeAndSet(t *testing.T) {
 	}
 	if defaults["image"].(map[string]interface{})["tag"] != "" {
 		t.Error("MergeValues changed the chart's defaults")
+	}
+}
+
+func TestLoadChartThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	chartDir := filepath.Join(dir, "real")
+	for path, text := range map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+		"values.yaml":         "a: 1\n",
+		"templates/cm.yaml":   "kind: ConfigMap\n",
+		"crds/x.yaml":         "kind: CustomResourceDefinition\n",
+		"files/profiles/p.ya": "x\n",
+	} {
+		full := filepath.Join(chartDir, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(chartDir, link); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadChart(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Templates) != 1 || len(c.CRDs) != 1 || len(c.Files["files/profiles/p.ya"]) == 0 {
+		t.Errorf("loaded through a symlink: %d templates, %d CRDs, files %v", len(c.Templates),
+			len(c.CRDs), c.Files)
 	}
 }
