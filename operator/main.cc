@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -47,6 +49,7 @@ flags:
   --health-probe-bind-address ADDR  /healthz and /readyz (default :8081; 0 disables)
   --log-format json|text            (text)
   --workers N                       concurrent reconciles (4)
+  --kube-api-qps Q, --kube-api-burst B  client-side rate limit (50, 100)
   --scheduling-timeout-seconds N    a worker pod unscheduled this long gives its node ERROR (300)
   --enable-fixtures                 let workers run test-only fixtures (end-to-end tests only)
 )";
@@ -68,6 +71,8 @@ struct Flags {
   std::string logFormat = "text";
   int workers = 4;
   int schedulingTimeoutSeconds = 300;
+  double kubeApiQps = 50;
+  int kubeApiBurst = 100;
   bool enableFixtures = false;
 };
 
@@ -111,6 +116,10 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->logFormat = value;
     } else if (a == "--workers" && next()) {
       f->workers = std::max(1, std::atoi(value.c_str()));
+    } else if (a == "--kube-api-qps" && next()) {
+      f->kubeApiQps = std::max(1.0, std::atof(value.c_str()));
+    } else if (a == "--kube-api-burst" && next()) {
+      f->kubeApiBurst = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--scheduling-timeout-seconds" && next()) {
       f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
     } else {
@@ -121,12 +130,40 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
   return true;
 }
 
+// One JSON object per line; the message is escaped (it often quotes API errors).
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    Json line = {{"ts", FormatTs(msg.time)},
+                 {"level", std::string(spdlog::level::to_string_view(msg.level).data(),
+                                       spdlog::level::to_string_view(msg.level).size())},
+                 {"logger", std::string(msg.logger_name.data(), msg.logger_name.size())},
+                 {"msg", std::string(msg.payload.data(), msg.payload.size())}};
+    std::string text = line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonFormatter>();
+  }
+
+ private:
+  static std::string FormatTs(spdlog::log_clock::time_point t) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[40];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[48];
+    std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+    return out;
+  }
+};
+
 void SetUpLogging(const std::string& format) {
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   if (format == "json") {
-    sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
-        R"({"ts":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","logger":"%n","msg":"%v"})",
-        spdlog::pattern_time_type::utc));
+    sink->set_formatter(std::make_unique<JsonFormatter>());
   } else {
     sink->set_formatter(std::make_unique<spdlog::pattern_formatter>(
         "%Y-%m-%dT%H:%M:%S.%eZ %l %n: %v", spdlog::pattern_time_type::utc));
@@ -175,8 +212,8 @@ int main(int argc, char** argv) {
     log->error("cannot load the cluster config: {}", config.status().message());
     return 1;
   }
-  config->qps = 50;
-  config->burst = 100;
+  config->qps = flags.kubeApiQps;
+  config->burst = flags.kubeApiBurst;
   config->userAgent = "perfgate-operator";
   auto client_or = kube::NewClient(*config);
   if (!client_or.ok()) {

@@ -427,13 +427,19 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
 }
 
 Status Reconciler::ApplyNodeAction(const std::string& node, const std::string& verdict,
-                                   const std::string& validation, const std::string& on_failure) {
+                                   const std::string& validation, const std::string& on_failure,
+                                   const Json* cached) {
   for (int attempt = 0; attempt < 5; ++attempt) {
-    auto got = client_->Get(kube::NodesResource(), "", node);
-    if (!got.ok()) {
-      return got.status().code() == Code::kNotFound ? Status::Ok() : got.status();
+    Json n;
+    if (attempt == 0 && cached != nullptr) {
+      n = *cached;
+    } else {
+      auto got = client_->Get(kube::NodesResource(), "", node);
+      if (!got.ok()) {
+        return got.status().code() == Code::kNotFound ? Status::Ok() : got.status();
+      }
+      n = *got;
     }
-    Json n = *got;
     Json before = n;
     Json& meta = n["metadata"];
     if (!meta.contains("labels")) meta["labels"] = Json::object();
@@ -531,13 +537,15 @@ Result<ReconcileResult> Reconciler::Finalize(const Json& obj) {
   return ReconcileResult{};
 }
 
-Status Reconciler::Complete(const Json& obj, Json status,
-                            const std::vector<NodeOutcome>& outcomes) {
+Status Reconciler::Complete(const Json& obj, Json status, const std::vector<NodeOutcome>& outcomes,
+                            const std::map<std::string, Json>& cached_nodes) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   const Json policy = obj.value("spec", Json::object()).value("policy", Json::object());
   const std::string on_failure = policy.value("onFailure", "none");
   for (const auto& o : outcomes) {
-    RETURN_IF_ERROR(ApplyNodeAction(o.node, o.verdict, name, on_failure));
+    auto it = cached_nodes.find(o.node);
+    RETURN_IF_ERROR(ApplyNodeAction(o.node, o.verdict, name, on_failure,
+                                    it == cached_nodes.end() ? nullptr : &it->second));
   }
   const bool fresh = status.value("completionTime", "").empty();
   int failed = status.value("failed", 0), errors = status.value("errors", 0),
@@ -914,7 +922,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   status["passedNodes"] = std::to_string(counts[0]) + "/" + std::to_string(outcomes.size());
   status["failingNodes"] = failing;
   if (counts[4] == 0) {
-    RETURN_IF_ERROR(Complete(obj, status, outcomes));
+    RETURN_IF_ERROR(Complete(obj, status, outcomes, nodes));
     return ReconcileResult{};
   }
   std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(counts[4])) + " of " +

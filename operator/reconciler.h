@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,10 +85,13 @@ class Reconciler {
  private:
   struct NodeOutcome;
   Result<ReconcileResult> Finalize(const Json& obj);
-  Status Complete(const Json& obj, Json status, const std::vector<NodeOutcome>& outcomes);
+  Status Complete(const Json& obj, Json status, const std::vector<NodeOutcome>& outcomes,
+                  const std::map<std::string, Json>& cached_nodes);
   Status WriteStatus(const Json& obj, const Json& status);
+  // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
   Status ApplyNodeAction(const std::string& node, const std::string& verdict,
-                         const std::string& validation, const std::string& on_failure);
+                         const std::string& validation, const std::string& on_failure,
+                         const Json* cached);
   Status UndoNodeActions(const std::string& validation);
   Status WriteOperatorResult(const Json& obj, const std::string& run, const std::string& node,
                              const std::string& pod_name, const std::string& reason);

@@ -335,5 +335,51 @@ TEST_F(E2E, LaterPassRemovesOnlyPerfgateTaint) {
   EXPECT_EQ(taints[0].value("key", ""), "team");
 }
 
+// Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion
+// through the finalizer.
+TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
+  std::string spec = SyntheticSpec("life", "", "    keepResults: 1\n", "  suspend: true\n");
+  Apply(spec);
+  auto status = [&] {
+    auto v = sim_->Get("perfgate.io", "perfvalidations", "", "life");
+    return v.ok() ? v->value("status", Json::object()) : Json::object();
+  };
+  ASSERT_TRUE(Eventually([&] { return status().value("verdict", "") == "Suspended"; }, 30))
+      << status().dump(2);
+  EXPECT_EQ(Condition(Validation("life"), "Complete").value("status", ""), "False");
+  EXPECT_TRUE(Pods("life").empty());
+
+  spec.replace(spec.find("  suspend: true\n"), 16, "");
+  Apply(spec);
+  ASSERT_TRUE(Eventually([&] { return status().value("observedGeneration", 0) == 2; }, 30));
+  ASSERT_TRUE(WaitComplete("life"));
+  const std::string run1 = status().value("run", "");
+  EXPECT_EQ(run1, "g2");
+  EXPECT_EQ(Results("life").size(), 4u);
+
+  auto rerun = [&](const std::string& token) {
+    const std::string before = status().value("run", "");
+    auto r = Kubectl(*sim_, {"annotate", "--overwrite", "pval", "life", "perfgate.io/rerun=" + token});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    ASSERT_TRUE(Eventually([&] {
+      Json st = status();
+      return st.value("run", "") != before && !st.value("completionTime", "").empty();
+    }, 60)) << status().dump(2);
+  };
+  rerun("1");
+  EXPECT_EQ(Condition(Validation("life"), "Passed").value("status", ""), "True");
+  EXPECT_EQ(Results("life").size(), 8u);  // this run's 4 and the previous run's 4
+  rerun("2");
+  auto results = Results("life");
+  EXPECT_EQ(results.size(), 8u);  // keepResults: 1 old run
+  for (const auto& r : results) EXPECT_NE(r["metadata"]["labels"].value("perfgate.io/run", ""), run1);
+
+  auto del = Kubectl(*sim_, {"delete", "pval", "life", "--timeout=30s"});
+  ASSERT_EQ(del.exitCode, 0) << del.err;
+  EXPECT_FALSE(sim_->Get("perfgate.io", "perfvalidations", "", "life").ok());
+  EXPECT_EQ(VerdictLabel(Node("node-0")), "");  // the finalizer took back what it set
+  EXPECT_TRUE(Eventually([&] { return Results("life").empty() && Pods("life").empty(); }, 30));
+}
+
 }  // namespace
 }  // namespace perfgate::e2e
