@@ -1,0 +1,35 @@
+# syntax=docker/dockerfile:1
+# perfgate-operator: built without CUDA, run on debian:bookworm-slim as a non-root user.
+#   docker buildx build -f docker/operator.Dockerfile --platform linux/amd64,linux/arm64 \
+#     -t REGISTRY/perfgate-operator:TAG --push .
+# Each platform compiles natively in its own build stage (arm64 under QEMU on an amd64 host:
+# slow but exact; Debian 12 has every dependency for both). The runtime packages below are
+# what tests/image/operator_image_test.sh installs into a debootstrapped bookworm root to run
+# the binary against the test cluster: keep the two in step by editing only this list.
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config \
+      libcpprest-dev libssl-dev libboost-system-dev \
+      libyaml-cpp-dev libprotobuf-dev protobuf-compiler \
+      libspdlog-dev libfmt-dev nlohmann-json3-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DPERFGATE_CUDA=OFF -DPERFGATE_TESTS=OFF -DPERFGATE_TEST_FIXTURES=OFF \
+ && cmake --build /build --target perfgate-operator \
+ && install -D -s /build/operator/perfgate-operator /out/usr/local/bin/perfgate-operator
+
+FROM debian:bookworm-slim
+# Exactly the shared libraries perfgate-operator links (ldd), by their bookworm package.
+ARG RUNTIME_PACKAGES="libcpprest2.10 libssl3 libyaml-cpp0.7 libprotobuf32 libspdlog1.10 libfmt9 libgomp1"
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/ /
+# Numeric, so the pod's runAsNonRoot can verify it (charts/perfgate: runAsUser 65532).
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["/usr/local/bin/perfgate-operator"]

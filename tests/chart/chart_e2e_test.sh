@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The e2e suite's first two scenarios (tests/e2e: four nodes pass; one slow node is tainted)
+# under the chart's RBAC (CTest label e2e): kube-sim with 4 simulated 8-GPU nodes whose
+# kubelet runs the real perfgate-worker; the chart rendered and applied; the real
+# perfgate-operator started with the flags the chart's Deployment gives it and a token of the
+# chart's operator service account; worker pods under the chart's worker service account
+# (pod-bound tokens). Passes when the validation completes Passed=True with one worker-written
+# PerfResult per node, every node labelled passed, and neither the operator nor a worker was
+# refused by RBAC; then a slow node fails, is labelled and tainted, and an event says so.
+# Env: OPERATOR_BIN, WORKER_BIN, KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+: "${OPERATOR_BIN:?}" "${WORKER_BIN:?}" "${KUBE_SIM:?}" "${CHART_RENDER:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}"
+CHART_DIR="$REPO_ROOT/charts/perfgate"
+rm -rf "$WORK_DIR" && mkdir -p "$WORK_DIR"
+image=registry.example.com/perfgate/perfgate-worker
+operator_pid=""
+cleanup() {
+  if [ -n "$operator_pid" ]; then kill "$operator_pid" 2>/dev/null || true; wait "$operator_pid" 2>/dev/null || true; fi
+  stop_kube_sim
+}
+trap cleanup EXIT
+
+start_kube_sim "$WORK_DIR" --nodes 4 --gpus-per-node 8 --image-map "$image=$WORKER_BIN"
+install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" --set worker.image.tag=e2e
+operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
+mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
+  | drop_flags --metrics-bind-address --health-probe-bind-address)
+((${#args[@]} >= 5)) || fail "no operator args in the rendered Deployment"
+health_port="$(free_port)"
+"$OPERATOR_BIN" "${args[@]}" --kubeconfig="$WORK_DIR/operator.kubeconfig" \
+  --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address="127.0.0.1:$health_port" \
+  --enable-fixtures >"$WORK_DIR/operator.log" 2>&1 &
+operator_pid=$!
+echo "operator: ${args[*]}"
+
+# synthetic_spec NAME BEHAVIOUR: tests/e2e's SyntheticSpec.
+synthetic_spec() {
+  cat <<YAML
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: $1
+spec:
+  nodeSelector:
+    nvidia.com/gpu.present: "true"
+  sampling:
+    warmup: 1
+    minRepeats: 5
+    maxRepeats: 10
+  policy:
+    onFailure: taint
+  tests:
+    - type: synthetic
+      parameters:
+        mean: 100
+        cv: 0.01
+        sampleSeconds: 0
+        behaviour: [$2]
+      thresholds:
+        - metric: bandwidthGBps
+          statistic: median
+          op: ">="
+          value: 90
+YAML
+}
+synthetic_spec smoke "" | kubectl apply -f - >/dev/null || fail "apply the validation"
+if ! kubectl wait pval/smoke --for=condition=Complete --timeout=90s >/dev/null; then
+  tail -30 "$WORK_DIR/operator.log" >&2
+  kubectl get pval smoke -o yaml >&2 || true
+  fail "validation not complete in 90 s"
+fi
+passed="$(kubectl get pval smoke -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+[ "$passed" = True ] || { kubectl get pval smoke -o yaml >&2; fail "Passed=$passed, want True"; }
+kubectl -n perfgate-system get perfresults -l perfgate.io/validation=smoke -o json >"$WORK_DIR/results.json"
+n="$(kubectl -n perfgate-system get perfresults -l perfgate.io/validation=smoke -o name | wc -l)"
+[ "$n" = 4 ] || fail "want 4 PerfResults, got $n"
+# Each written by its worker (under the worker's Role), not by the operator on its behalf.
+by_operator="$(kubectl -n perfgate-system get perfresults -l perfgate.io/validation=smoke \
+  -o 'jsonpath={range .items[*]}{.spec.writtenBy}{"\n"}{end}' | grep -c operator || true)"
+[ "$by_operator" = 0 ] || fail "$by_operator results written by the operator: a worker could not write its own"
+for node in node-0 node-1 node-2 node-3; do
+  label="$(kubectl get node "$node" -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')"
+  [ "$label" = passed ] || fail "$node labelled '$label', want passed"
+done
+
+# Scenario 2 of tests/e2e: one slow node. Exercises the node update (verdict label, taint) and
+# the event in "default" under the chart's roles.
+synthetic_spec slow "node-2=50" | kubectl apply -f - >/dev/null || fail "apply the slow validation"
+kubectl wait pval/slow --for=condition=Complete --timeout=90s >/dev/null \
+  || { tail -30 "$WORK_DIR/operator.log" >&2; fail "slow validation not complete in 90 s"; }
+passed="$(kubectl get pval slow -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+[ "$passed" = False ] || fail "slow: Passed=$passed, want False"
+[ "$(kubectl get node node-2 -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')" = failed ] \
+  || fail "node-2 not labelled failed"
+kubectl get node node-2 -o 'jsonpath={.spec.taints[*].key}' | grep -q 'perfgate.io/failed' \
+  || fail "node-2 not tainted perfgate.io/failed"
+kubectl get events -n default -o 'jsonpath={.items[*].reason}' | grep -q NodeNotPassed \
+  || fail "no NodeNotPassed event in default"
+if grep -Eq 'Forbidden|"code": ?403| 403' "$WORK_DIR/operator.log"; then
+  grep -Em5 'Forbidden|403' "$WORK_DIR/operator.log" >&2
+  fail "RBAC refused the operator or a worker"
+fi
+curl -fsS "http://127.0.0.1:$health_port/readyz" >/dev/null || fail "/readyz"
+echo "chart e2e: ok"
