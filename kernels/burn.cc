@@ -162,14 +162,14 @@ class BurnTest final : public Test {
     std::vector<std::string> dtypes;
     for (const auto& d : gpu::GemmDtypes()) dtypes.emplace_back(d.name);
     info_.params = {
-        gpu::ChoiceParam("dtype", ParamType::kString, "bf16", "matmul input type", dtypes),
-        gpu::IntParam("m", 8192, "", "rows of C", 256, 65536),
-        gpu::IntParam("n", 8192, "", "columns of C", 256, 65536),
-        gpu::IntParam("k", 8192, "", "inner dimension", 256, 65536),
-        gpu::DoubleParam("windowSeconds", "10", "seconds", "length of one sample", 0.5, 3600),
-        gpu::IntParam("outputBuffers", 8, "",
+        ChoiceParam("dtype", ParamType::kString, "bf16", "matmul input type", dtypes),
+        IntParam("m", 8192, "", "rows of C", 256, 65536),
+        IntParam("n", 8192, "", "columns of C", 256, 65536),
+        IntParam("k", 8192, "", "inner dimension", 256, 65536),
+        DoubleParam("windowSeconds", "10", "seconds", "length of one sample", 0.5, 3600),
+        IntParam("outputBuffers", 8, "",
                       "output matrices written in turn and all compared after each pass", 1, 256),
-        gpu::IntParam("algoCandidates", 4, "", "cuBLASLt candidates timed at set-up", 1, 32),
+        IntParam("algoCandidates", 4, "", "cuBLASLt candidates timed at set-up", 1, 32),
     };
     info_.metrics = {
         gpu::Metric("tflops", "TFLOP/s", true, "2*m*n*k*matmuls / GPU seconds / 1e12"),

@@ -73,15 +73,15 @@ class GemmTest final : public Test {
         "normal inputs, outputs checked against a double-precision reference";
     info_.scope = Scope::kGpu;
     info_.params = {
-        gpu::IntParam("m", 8192, "", "rows of C", 16, 65536),
-        gpu::IntParam("n", 8192, "", "columns of C", 16, 65536),
-        gpu::IntParam("k", 8192, "", "inner dimension", 16, 65536),
-        gpu::ChoiceParam("dtypes", ParamType::kStringList, "[bf16, fp16, fp8, tf32, fp64]",
+        IntParam("m", 8192, "", "rows of C", 16, 65536),
+        IntParam("n", 8192, "", "columns of C", 16, 65536),
+        IntParam("k", 8192, "", "inner dimension", 16, 65536),
+        ChoiceParam("dtypes", ParamType::kStringList, "[bf16, fp16, fp8, tf32, fp64]",
                          "input types; fp8 is skipped below compute capability 8.9", DtypeNames()),
-        gpu::IntParam("iterationsPerSample", 20, "", "matmuls timed together per sample", 1, 10000),
-        gpu::IntParam("algoCandidates", 4, "",
+        IntParam("iterationsPerSample", 20, "", "matmuls timed together per sample", 1, 10000),
+        IntParam("algoCandidates", 4, "",
                       "cuBLASLt heuristic candidates timed at set-up (fastest kept)", 1, 32),
-        gpu::IntParam("verifySamples", 256, "", "outputs checked per sample and dtype", 1, 65536),
+        IntParam("verifySamples", 256, "", "outputs checked per sample and dtype", 1, 65536),
     };
     for (const auto& d : gpu::GemmDtypes()) {
       info_.metrics.push_back(MetricFor(d));

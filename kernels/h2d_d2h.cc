@@ -162,10 +162,10 @@ class H2dD2hTest final : public Test {
     sizes.max = 16.0 * (1LL << 30);
     info_.params = {
         sizes,
-        gpu::IntParam("bytesPerBatch", 2LL << 30, "bytes",
+        IntParam("bytesPerBatch", 2LL << 30, "bytes",
                       "bytes per timed batch (copies = bytesPerBatch / size, 2..1000)", 1 << 20,
                       64.0 * (1LL << 30)),
-        gpu::ChoiceParam("numaPin", ParamType::kBool, "true",
+        ChoiceParam("numaPin", ParamType::kBool, "true",
                          "allocate pinned memory from the GPU's NUMA node's CPUs", {}),
     };
     info_.metrics = {

@@ -103,9 +103,9 @@ class P2pTest final : public Test {
         "worst pair is the headline";
     info_.scope = Scope::kAllGpus;
     info_.params = {
-        gpu::IntParam("bytes", 256LL << 20, "bytes", "size of each copy", 1 << 20,
+        IntParam("bytes", 256LL << 20, "bytes", "size of each copy", 1 << 20,
                       8.0 * (1LL << 30)),
-        gpu::IntParam("copiesPerPair", 5, "", "copies timed together per pair and mode", 1, 1000),
+        IntParam("copiesPerPair", 5, "", "copies timed together per pair and mode", 1, 1000),
     };
     info_.metrics = {
         gpu::Metric("worstPairBandwidthGBps", "GB/s", true,

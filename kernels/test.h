@@ -34,6 +34,53 @@ struct ParamInfo {
   std::vector<std::string> choices;
 };
 
+// Builders for the common kinds of parameter declaration.
+inline ParamInfo IntParam(std::string name, std::int64_t default_value, std::string unit,
+                          std::string description, double min, double max) {
+  ParamInfo p;
+  p.name = std::move(name);
+  p.type = ParamType::kInt;
+  p.default_value = std::to_string(default_value);
+  p.unit = std::move(unit);
+  p.description = std::move(description);
+  p.min = min;
+  p.max = max;
+  return p;
+}
+
+inline ParamInfo DoubleParam(std::string name, std::string default_value, std::string unit,
+                             std::string description, double min, double max) {
+  ParamInfo p;
+  p.name = std::move(name);
+  p.type = ParamType::kDouble;
+  p.default_value = std::move(default_value);
+  p.unit = std::move(unit);
+  p.description = std::move(description);
+  p.min = min;
+  p.max = max;
+  return p;
+}
+
+inline ParamInfo ChoiceParam(std::string name, ParamType type, std::string default_value,
+                             std::string description, std::vector<std::string> choices) {
+  ParamInfo p;
+  p.name = std::move(name);
+  p.type = type;
+  p.default_value = std::move(default_value);
+  p.description = std::move(description);
+  p.choices = std::move(choices);
+  return p;
+}
+
+inline ParamInfo BoolParam(std::string name, bool default_value, std::string description) {
+  ParamInfo p;
+  p.name = std::move(name);
+  p.type = ParamType::kBool;
+  p.default_value = default_value ? "true" : "false";
+  p.description = std::move(description);
+  return p;
+}
+
 struct MetricInfo {
   std::string name;  // lowerCamelCase with the unit in it: triadBandwidthGBps, tflops
   std::string unit;  // "GB/s", "TFLOP/s", "count"

@@ -41,6 +41,19 @@ std::string Str(const Json& j, const Json::json_pointer& p) {
   return v.is_string() ? v.get<std::string>() : "";
 }
 
+// The ownerReferences of an object owned by a validation: garbage-collected with it (a
+// namespaced dependent of the cluster-scoped PerfValidation). A pod or plan is controlled by
+// it; a result written for it is only owned.
+Json OwnerReferences(const Json& validation, bool controller) {
+  Json ref = {{"apiVersion", "perfgate.io/v1alpha1"},
+              {"kind", "PerfValidation"},
+              {"name", Str(validation, "/metadata/name"_json_pointer)},
+              {"uid", Str(validation, "/metadata/uid"_json_pointer)},
+              {"blockOwnerDeletion", true}};
+  if (controller) ref["controller"] = true;
+  return Json::array({ref});
+}
+
 int64_t Int(const Json& j, const Json::json_pointer& p, int64_t def = 0) {
   if (!j.contains(p)) return def;
   const Json& v = j.at(p);
@@ -351,13 +364,7 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
           {"perfgate.io/validation", name},
           {"perfgate.io/node", node},
           {"perfgate.io/run", run}}},
-        {"ownerReferences",
-         {{{"apiVersion", "perfgate.io/v1alpha1"},
-           {"kind", "PerfValidation"},
-           {"name", name},
-           {"uid", Str(obj, "/metadata/uid"_json_pointer)},
-           {"controller", true},
-           {"blockOwnerDeletion", true}}}}}},
+        {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
       {"spec",
        {{"restartPolicy", "Never"},
         {"serviceAccountName", config_.workerServiceAccount},
@@ -397,12 +404,7 @@ Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
         {"namespace", config_.nameSpace},
         {"labels",
          {{"perfgate.io/validation", name}, {"perfgate.io/node", node}, {"perfgate.io/run", run}}},
-        {"ownerReferences",
-         {{{"apiVersion", "perfgate.io/v1alpha1"},
-           {"kind", "PerfValidation"},
-           {"name", name},
-           {"uid", Str(obj, "/metadata/uid"_json_pointer)},
-           {"blockOwnerDeletion", true}}}}}},
+        {"ownerReferences", OwnerReferences(obj, /*controller=*/false)}}},
       {"spec",
        {{"validation", name},
         {"nodeName", node},
@@ -767,13 +769,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
                   {{"name", config_map},
                    {"namespace", config_.nameSpace},
                    {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
-                   {"ownerReferences",
-                    {{{"apiVersion", "perfgate.io/v1alpha1"},
-                      {"kind", "PerfValidation"},
-                      {"name", name},
-                      {"uid", Str(obj, "/metadata/uid"_json_pointer)},
-                      {"controller", true},
-                      {"blockOwnerDeletion", true}}}}}},
+                   {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
                  {"data", {{"plan.yaml", plan->text}}}};
       auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, cm);
       if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();

@@ -14,6 +14,10 @@ echo "== build (preset ci)"
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$(nproc)"
 
+echo "== the operator without CUDA (preset nocuda: what the operator image holds)"
+cmake --preset nocuda -DPERFGATE_TESTS=OFF >/dev/null
+cmake --build --preset nocuda -j "$(nproc)" --target perfgate-operator perfgate-worker
+
 echo "== tests"
 ctest --preset ci -j "$(nproc)" --timeout 600
 

@@ -25,18 +25,19 @@ inline Status CudaStatus(cudaError_t error, const char* what) {
 
 #define PG_CUDA(expr) RETURN_IF_ERROR(::perfgate::kernels::cuda::CudaStatus((expr), #expr))
 
-// Device memory of one device.
-class DeviceBuffer {
+// CUDA memory owned by one object; `Traits` says how it is allocated and freed.
+template <typename Traits>
+class CudaMemory {
  public:
-  DeviceBuffer() = default;
-  static Result<DeviceBuffer> Allocate(std::size_t bytes) {
+  CudaMemory() = default;
+  static Result<CudaMemory> Allocate(std::size_t bytes) {
     void* p = nullptr;
-    PG_CUDA(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
-    return DeviceBuffer(p, bytes);
+    RETURN_IF_ERROR(CudaStatus(Traits::Alloc(&p, bytes == 0 ? 1 : bytes), Traits::kWhat));
+    return CudaMemory(p, bytes);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept
+  CudaMemory(CudaMemory&& o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaMemory& operator=(CudaMemory&& o) noexcept {
     if (this != &o) {
       Release();
       ptr_ = std::exchange(o.ptr_, nullptr);
@@ -44,9 +45,9 @@ class DeviceBuffer {
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { Release(); }
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+  ~CudaMemory() { Release(); }
 
   void* get() const { return ptr_; }
   template <typename T>
@@ -56,55 +57,34 @@ class DeviceBuffer {
   std::size_t bytes() const { return bytes_; }
 
  private:
-  DeviceBuffer(void* p, std::size_t bytes) : ptr_(p), bytes_(bytes) {}
+  CudaMemory(void* p, std::size_t bytes) : ptr_(p), bytes_(bytes) {}
   void Release() noexcept {
-    if (ptr_ != nullptr) (void)cudaFree(ptr_);
+    if (ptr_ != nullptr) Traits::Free(ptr_);
     ptr_ = nullptr;
   }
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+struct DeviceMemoryTraits {
+  static constexpr const char* kWhat = "cudaMalloc";
+  static cudaError_t Alloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+  static void Free(void* p) noexcept { (void)cudaFree(p); }
 };
 
 // Page-locked host memory (cudaHostAlloc): placed on the NUMA node of the thread that
 // allocates it, since pages are touched at pinning time.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  static Result<PinnedBuffer> Allocate(std::size_t bytes) {
-    void* p = nullptr;
-    PG_CUDA(cudaHostAlloc(&p, bytes == 0 ? 1 : bytes, cudaHostAllocPortable));
-    return PinnedBuffer(p, bytes);
+struct PinnedMemoryTraits {
+  static constexpr const char* kWhat = "cudaHostAlloc";
+  static cudaError_t Alloc(void** p, std::size_t bytes) {
+    return cudaHostAlloc(p, bytes, cudaHostAllocPortable);
   }
-  PinnedBuffer(PinnedBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    if (this != &o) {
-      Release();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { Release(); }
-
-  void* get() const { return ptr_; }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  PinnedBuffer(void* p, std::size_t bytes) : ptr_(p), bytes_(bytes) {}
-  void Release() noexcept {
-    if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-  }
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
+  static void Free(void* p) noexcept { (void)cudaFreeHost(p); }
 };
+
+// Device memory of one device.
+using DeviceBuffer = CudaMemory<DeviceMemoryTraits>;
+using PinnedBuffer = CudaMemory<PinnedMemoryTraits>;
 
 class Stream {
  public:

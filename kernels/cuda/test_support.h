@@ -11,42 +11,7 @@
 
 namespace perfgate::kernels::gpu {
 
-inline ParamInfo IntParam(std::string name, std::int64_t default_value, std::string unit,
-                          std::string description, double min, double max) {
-  ParamInfo p;
-  p.name = std::move(name);
-  p.type = ParamType::kInt;
-  p.default_value = std::to_string(default_value);
-  p.unit = std::move(unit);
-  p.description = std::move(description);
-  p.min = min;
-  p.max = max;
-  return p;
-}
-
-inline ParamInfo DoubleParam(std::string name, std::string default_value, std::string unit,
-                             std::string description, double min, double max) {
-  ParamInfo p;
-  p.name = std::move(name);
-  p.type = ParamType::kDouble;
-  p.default_value = std::move(default_value);
-  p.unit = std::move(unit);
-  p.description = std::move(description);
-  p.min = min;
-  p.max = max;
-  return p;
-}
-
-inline ParamInfo ChoiceParam(std::string name, ParamType type, std::string default_value,
-                             std::string description, std::vector<std::string> choices) {
-  ParamInfo p;
-  p.name = std::move(name);
-  p.type = type;
-  p.default_value = std::move(default_value);
-  p.description = std::move(description);
-  p.choices = std::move(choices);
-  return p;
-}
+// IntParam, DoubleParam, ChoiceParam, BoolParam: kernels/test.h.
 
 inline MetricInfo Metric(std::string name, std::string unit, bool higher_is_better,
                          std::string description) {

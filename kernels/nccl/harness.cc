@@ -16,28 +16,6 @@
 namespace perfgate::kernels::nccl {
 namespace {
 
-ParamInfo IntParam(std::string name, std::int64_t default_value, std::string unit,
-                   std::string description, double min, double max) {
-  ParamInfo p;
-  p.name = std::move(name);
-  p.type = ParamType::kInt;
-  p.default_value = std::to_string(default_value);
-  p.unit = std::move(unit);
-  p.description = std::move(description);
-  p.min = min;
-  p.max = max;
-  return p;
-}
-
-ParamInfo BoolParam(std::string name, bool default_value, std::string description) {
-  ParamInfo p;
-  p.name = std::move(name);
-  p.type = ParamType::kBool;
-  p.default_value = default_value ? "true" : "false";
-  p.description = std::move(description);
-  return p;
-}
-
 constexpr std::int64_t kGiB = 1LL << 30;
 
 std::vector<ParamInfo> SweepParams() {

@@ -93,9 +93,9 @@ passed="$(kubectl get pval slow -o 'jsonpath={.status.conditions[?(@.type=="Pass
 [ "$passed" = False ] || fail "slow: Passed=$passed, want False"
 [ "$(kubectl get node node-2 -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')" = failed ] \
   || fail "node-2 not labelled failed"
-kubectl get node node-2 -o 'jsonpath={.spec.taints[*].key}' | grep -q 'perfgate.io/failed' \
+grep -q 'perfgate.io/failed' <<<"$(kubectl get node node-2 -o 'jsonpath={.spec.taints[*].key}')" \
   || fail "node-2 not tainted perfgate.io/failed"
-kubectl get events -n default -o 'jsonpath={.items[*].reason}' | grep -q NodeNotPassed \
+grep -q NodeNotPassed <<<"$(kubectl get events -n default -o 'jsonpath={.items[*].reason}')" \
   || fail "no NodeNotPassed event in default"
 if grep -Eq 'Forbidden|"code": ?403| 403' "$WORK_DIR/operator.log"; then
   grep -Em5 'Forbidden|403' "$WORK_DIR/operator.log" >&2

@@ -62,8 +62,11 @@ render-default)
     fail "an unknown profile name rendered"
   fi
   grep -q 'no-such-gpu' "$WORK_DIR/err" || fail "the unknown-profile error does not name it"
+  # To a file, not a pipe: `grep -q` exits at the first match and, under pipefail, the
+  # renderer's SIGPIPE would fail the step at random.
   "$CHART_RENDER" --lint --set metrics.serviceMonitor.enabled=true "$CHART_DIR" \
-    | grep -q 'kind: ServiceMonitor' || fail "ServiceMonitor not rendered when enabled"
+    >"$WORK_DIR/monitor.yaml" || fail "render with the ServiceMonitor enabled"
+  grep -q 'kind: ServiceMonitor' "$WORK_DIR/monitor.yaml" || fail "ServiceMonitor not rendered when enabled"
   echo "render-default: ok"
   ;;
 render-readme)

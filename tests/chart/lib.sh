@@ -35,7 +35,7 @@ stop_kube_sim() {
 # registers storage-only stand-ins for the two kinds; a server that serves the real API
 # (kube-sim one day, any real cluster) is left alone.
 add_admission_standins() {
-  if kubectl api-versions | grep -qx 'admissionregistration.k8s.io/v1'; then return 0; fi
+  if grep -qx 'admissionregistration.k8s.io/v1' <<<"$(kubectl api-versions)"; then return 0; fi
   local kind plural
   for kind in ValidatingAdmissionPolicy:validatingadmissionpolicies \
       ValidatingAdmissionPolicyBinding:validatingadmissionpolicybindings; do

@@ -23,7 +23,7 @@ if [ "$(id -u)" != 0 ] || ! command -v debootstrap >/dev/null; then
   echo "SKIP: needs root and debootstrap" >&2
   exit 77
 fi
-[ -x "$OPERATOR_BIN" ] || fail "no operator binary at $OPERATOR_BIN"
+[ -x "$OPERATOR_BIN" ] || fail "no operator binary at $OPERATOR_BIN (the image's is built without CUDA: cmake --preset nocuda && cmake --build --preset nocuda --target perfgate-operator)"
 
 packages="$(sed -n 's/^ARG RUNTIME_PACKAGES="\(.*\)"$/\1/p' "$REPO_ROOT/docker/operator.Dockerfile")"
 [ -n "$packages" ] || fail "no ARG RUNTIME_PACKAGES=\"...\" line in docker/operator.Dockerfile"
