@@ -1,6 +1,6 @@
 // An index of an informer's objects by one label's value, kept by informer handlers, so a
 // reconcile reads its own validation's pods and results instead of copying the whole cache
-// (what made 100 validations over 1,000 nodes CPU-bound; docs/benchmarks-operator.md).
+// (what made 100 validations over 1,000 nodes CPU-bound; docs/benchmarks.md).
 #pragma once
 
 #include <map>

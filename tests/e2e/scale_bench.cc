@@ -2,7 +2,7 @@
 // kubelet completes each worker pod at once and writes a canned passing PerfResult on its
 // behalf. Measures, for one validation over N nodes and for V validations at once (N/V nodes
 // each): time from apply to all worker pods created and to Complete, the operator's API
-// requests per node, and its peak memory and CPU time. See docs/benchmarks-operator.md.
+// requests per node, and its peak memory and CPU time. See docs/benchmarks.md.
 //   operator_scale_bench [--nodes 1000] [--validations 100] [--qps 500] [--burst 1000]
 #include <fcntl.h>
 #include <signal.h>

@@ -5,7 +5,7 @@
 //   cmake --build build -j2 --target kube_bench_watch
 //   ./build/tests/kube/kube_bench_watch --benchmark_min_time=2
 //
-// Figures and the machine they came from: docs/benchmarks-kube.md.
+// Figures and the machine they came from: docs/benchmarks.md.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
