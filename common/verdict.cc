@@ -244,10 +244,10 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
     default:
       if (FromInterval(out.interval, th.op, th.bound) != Verdict::kInconclusive) {
         // The interval is on one side, but too few samples for the level asked.
-        out.reason = figure + " " + bound_text + ": " + n_text +
-                     " cannot decide it at " + Percent(confidence) + " confidence ([" +
-                     Num(out.interval.low) + ", " + Num(out.interval.high) + "] covers " +
-                     Percent(out.interval.confidence) + "); take more samples" + outlier_text;
+        out.reason = figure + " " + bound_text + ": " + n_text + " cannot decide it at " +
+                     Percent(confidence) + " confidence ([" + Num(out.interval.low) + ", " +
+                     Num(out.interval.high) + "] covers " + Percent(out.interval.confidence) +
+                     "); take more samples" + outlier_text;
         break;
       }
       out.reason = figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) +

@@ -168,7 +168,7 @@ class BurnTest final : public Test {
         IntParam("k", 8192, "", "inner dimension", 256, 65536),
         DoubleParam("windowSeconds", "10", "seconds", "length of one sample", 0.5, 3600),
         IntParam("outputBuffers", 8, "",
-                      "output matrices written in turn and all compared after each pass", 1, 256),
+                 "output matrices written in turn and all compared after each pass", 1, 256),
         IntParam("algoCandidates", 4, "", "cuBLASLt candidates timed at set-up", 1, 32),
     };
     info_.metrics = {

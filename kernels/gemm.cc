@@ -77,10 +77,10 @@ class GemmTest final : public Test {
         IntParam("n", 8192, "", "columns of C", 16, 65536),
         IntParam("k", 8192, "", "inner dimension", 16, 65536),
         ChoiceParam("dtypes", ParamType::kStringList, "[bf16, fp16, fp8, tf32, fp64]",
-                         "input types; fp8 is skipped below compute capability 8.9", DtypeNames()),
+                    "input types; fp8 is skipped below compute capability 8.9", DtypeNames()),
         IntParam("iterationsPerSample", 20, "", "matmuls timed together per sample", 1, 10000),
         IntParam("algoCandidates", 4, "",
-                      "cuBLASLt heuristic candidates timed at set-up (fastest kept)", 1, 32),
+                 "cuBLASLt heuristic candidates timed at set-up (fastest kept)", 1, 32),
         IntParam("verifySamples", 256, "", "outputs checked per sample and dtype", 1, 65536),
     };
     for (const auto& d : gpu::GemmDtypes()) {

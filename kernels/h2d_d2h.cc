@@ -163,10 +163,10 @@ class H2dD2hTest final : public Test {
     info_.params = {
         sizes,
         IntParam("bytesPerBatch", 2LL << 30, "bytes",
-                      "bytes per timed batch (copies = bytesPerBatch / size, 2..1000)", 1 << 20,
-                      64.0 * (1LL << 30)),
+                 "bytes per timed batch (copies = bytesPerBatch / size, 2..1000)", 1 << 20,
+                 64.0 * (1LL << 30)),
         ChoiceParam("numaPin", ParamType::kBool, "true",
-                         "allocate pinned memory from the GPU's NUMA node's CPUs", {}),
+                    "allocate pinned memory from the GPU's NUMA node's CPUs", {}),
     };
     info_.metrics = {
         gpu::Metric("h2dBandwidthGBps", "GB/s", true, "host to device, largest size"),

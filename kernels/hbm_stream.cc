@@ -85,16 +85,15 @@ class HbmStreamTest final : public Test {
     info_.scope = Scope::kGpu;
     info_.params = {
         IntParam("arrayBytes", 1LL << 30, "bytes",
-                      "size of each of the three arrays; keep it far above the L2 cache", 1 << 20,
-                      64.0 * (1LL << 30)),
+                 "size of each of the three arrays; keep it far above the L2 cache", 1 << 20,
+                 64.0 * (1LL << 30)),
         IntParam("roundsPerSample", 10, "",
-                      "rounds of the five kernels per sample; each kernel's time is averaged", 1,
-                      1000),
+                 "rounds of the five kernels per sample; each kernel's time is averaged", 1, 1000),
         IntParam("blockSize", 1024, "threads", "threads per block (power of two)", 32, 1024),
-        IntParam("blocksPerSm", 0, "",
-                      "blocks per SM in the grid-stride launch; 0 fills the SM", 0, 64),
-        IntParam("verifySamples", 4096, "", "elements of each array checked after each sample",
-                      1, 1 << 20),
+        IntParam("blocksPerSm", 0, "", "blocks per SM in the grid-stride launch; 0 fills the SM", 0,
+                 64),
+        IntParam("verifySamples", 4096, "", "elements of each array checked after each sample", 1,
+                 1 << 20),
     };
     for (const gpu::StreamOpInfo& op : gpu::kStreamOps) {
       info_.metrics.push_back(gpu::Metric(std::string(op.metric), "GB/s", true,

@@ -103,8 +103,7 @@ class P2pTest final : public Test {
         "worst pair is the headline";
     info_.scope = Scope::kAllGpus;
     info_.params = {
-        IntParam("bytes", 256LL << 20, "bytes", "size of each copy", 1 << 20,
-                      8.0 * (1LL << 30)),
+        IntParam("bytes", 256LL << 20, "bytes", "size of each copy", 1 << 20, 8.0 * (1LL << 30)),
         IntParam("copiesPerPair", 5, "", "copies timed together per pair and mode", 1, 1000),
     };
     info_.metrics = {
