@@ -37,6 +37,8 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Threshold.op", {{"enum", {">=", ">", "<=", "<"}}}},
       {"Threshold.metric", {{"minLength", 1}}},
       {"TestSpec.type", {{"minLength", 1}}},
+      {"Gang.shape", {{"enum", {"all", "pairs"}}}},
+      {"Gang.port", {{"minimum", 0}, {"maximum", 65535}}},
       {"Toleration.operator", {{"enum", {"Exists", "Equal"}}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
   };
@@ -144,6 +146,8 @@ Json ValidationStatus() {
           {"items", Condition()},
           {"x-kubernetes-list-type", "map"},
           {"x-kubernetes-list-map-keys", {"type"}}}},
+        {"gangs", counts},
+        {"suspectNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
         {"failingNodes",
          {{"type", "array"},
           {"maxItems", 20},

@@ -52,6 +52,8 @@ flags:
   --workers N                       concurrent reconciles (4)
   --kube-api-qps Q, --kube-api-burst B  client-side rate limit (50, 100)
   --scheduling-timeout-seconds N    a worker pod unscheduled this long gives its node ERROR (300)
+  --gang-rendezvous-host HOST       NCCL gangs meet at HOST:<a free port> instead of rank 0's
+                                    headless Service name (kube-sim, which has no DNS)
   --enable-fixtures                 let workers run test-only fixtures (end-to-end tests only)
 )";
 
@@ -73,6 +75,7 @@ struct Flags {
   double kubeApiQps = 50;
   int kubeApiBurst = 100;
   bool enableFixtures = false;
+  std::string gangRendezvousHost;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -119,6 +122,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->kubeApiQps = std::max(1.0, std::atof(value.c_str()));
     } else if (a == "--kube-api-burst" && next()) {
       f->kubeApiBurst = std::max(1, std::atoi(value.c_str()));
+    } else if (a == "--gang-rendezvous-host" && next()) {
+      f->gangRendezvousHost = value;
     } else if (a == "--scheduling-timeout-seconds" && next()) {
       f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
     } else {
@@ -274,6 +279,7 @@ int main(int argc, char** argv) {
   rc.workerServiceAccount = flags.workerServiceAccount;
   rc.enableFixtures = flags.enableFixtures;
   rc.schedulingTimeout = std::chrono::seconds(flags.schedulingTimeoutSeconds);
+  rc.gangRendezvousHost = flags.gangRendezvousHost;
   op::Caches caches{
       [nodes] { return nodes->List(); },
       [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(v); },

@@ -1,6 +1,9 @@
 #include "operator/reconciler.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
@@ -216,7 +219,72 @@ Status ForEachConcurrently(size_t n, const std::function<Status(size_t)>& fn) {
   return first;
 }
 
+// A loopback port nobody listens on right now (bound to port 0, then released): the
+// rendezvous port of a gang whose pods are all local processes (kube-sim).
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Whether the resolved plan (JSON) runs an NCCL test: only those need a gang.
+bool PlanHasNccl(const Json& plan) {
+  for (const auto& t : plan["spec"].value("tests", Json::array())) {
+    if (t.value("type", "").rfind("nccl-", 0) == 0) return true;
+  }
+  return false;
+}
+
+// Every rank must make the same NCCL calls in the same order, so a gang's plan samples a
+// fixed number of times (docs/nccl.md, "Sampling in a gang"): sequential stopping would let
+// ranks stop after different counts and leave the others waiting on the watchdog.
+void FixSampling(Json* plan) {
+  Json& sampling = (*plan)["spec"]["sampling"];
+  if (!sampling.is_object()) sampling = Json::object();
+  sampling["method"] = "fixed";
+  int64_t repeats = 0;
+  if (sampling.contains("maxRepeats")) {
+    repeats = Int(sampling, "/maxRepeats"_json_pointer);
+  } else if (sampling.contains("minRepeats")) {
+    repeats = Int(sampling, "/minRepeats"_json_pointer);
+  }
+  if (repeats > 0) {
+    sampling["minRepeats"] = repeats;
+    sampling["maxRepeats"] = repeats;
+  }
+}
+
+// The NCCL_COMM_ID a live pod of the gang already carries, or "".
+std::string CommIdOf(const Json& pod) {
+  for (const auto& c : pod["spec"].value("containers", Json::array())) {
+    for (const auto& e : c.value("env", Json::array())) {
+      if (e.value("name", "") == "NCCL_COMM_ID") return e.value("value", "");
+    }
+  }
+  return "";
+}
+
 }  // namespace
+
+std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
+                                              const std::string& shape) {
+  std::vector<std::vector<std::string>> gangs;
+  if (nodes.empty()) return gangs;
+  if (shape != "pairs" || nodes.size() < 2) return {nodes};
+  for (size_t i = 0; i + 1 < nodes.size(); i += 2) gangs.push_back({nodes[i], nodes[i + 1]});
+  if (nodes.size() % 2 == 1) gangs.back().push_back(nodes.back());
+  return gangs;
+}
 
 struct Reconciler::NodeOutcome {
   std::string node;
@@ -390,6 +458,35 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
            {"volumeMounts",
             {{{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}}}}}}},
         {"volumes", {{{"name", "plan"}, {"configMap", {{"name", config_map}}}}}}}}};
+}
+
+Json Reconciler::BuildGangPod(const Json& obj, const std::string& run, const std::string& node,
+                              const std::string& pod_name, const std::string& config_map, int gpus,
+                              int timeout_seconds, const GangMember& member) {
+  Json pod = BuildPod(obj, run, node, pod_name, config_map, gpus, timeout_seconds);
+  pod["metadata"]["labels"]["perfgate.io/gang"] = member.gangId;
+  Json& container = pod["spec"]["containers"][0];
+  auto value_env = [](const std::string& n, const std::string& v) {
+    return Json{{"name", n}, {"value", v}};
+  };
+  container["env"].push_back(value_env("PERFGATE_GANG_SIZE", std::to_string(member.size)));
+  container["env"].push_back(value_env("PERFGATE_GANG_RANK", std::to_string(member.rank)));
+  container["env"].push_back(value_env("PERFGATE_GANG_ID", member.gangId));
+  container["env"].push_back(value_env("NCCL_COMM_ID", member.commId));
+  if (gpus > 0) {
+    container["env"].push_back(value_env("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(gpus)));
+  }
+  // NCCL's SHM transport and proxy buffers live in /dev/shm; the runtime's 64 MiB is too small.
+  pod["spec"]["volumes"].push_back(
+      {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "8Gi"}}}});
+  container["volumeMounts"].push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+  // RDMA registration pins memory; without IPC_LOCK NCCL drops the IB/RoCE/EFA transport.
+  container["securityContext"]["capabilities"]["add"] = {"IPC_LOCK"};
+  if (member.rank == 0 && member.headlessService) {
+    pod["spec"]["hostname"] = ObjectName({member.gangId, "r0"});
+    pod["spec"]["subdomain"] = member.gangId;
+  }
+  return pod;
 }
 
 Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
@@ -710,6 +807,18 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     Event(obj, "Warning", "InvalidSpec", msg);
     return ReconcileResult{};
   }
+  // NCCL tests across nodes: gangs (docs/nccl.md). Without NCCL tests a gang option is moot.
+  const Json gang_spec = spec.value("gang", Json::object());
+  const std::string gang_shape = gang_spec.value("shape", "");
+  bool gang = false;
+  if (!gang_shape.empty()) {
+    Json plan_json = Json::parse(plan->text, nullptr, false);
+    if (!plan_json.is_discarded() && PlanHasNccl(plan_json)) {
+      gang = true;
+      FixSampling(&plan_json);
+      plan->text = plan_json.dump();
+    }
+  }
   if (!plan->profile.empty()) {
     status["profile"] = plan->profile;
     status["profileVersion"] = plan->profileVersion;
@@ -923,14 +1032,119 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     outcomes.push_back({node, "", "", "", ""});
   }
 
+  // Gangs: rank order is the sorted node order; one verdict per gang.
+  std::map<std::string, GangMember> members;
+  std::vector<std::vector<std::string>> gangs;
+  std::map<std::string, size_t> outcome_of;
+  for (size_t i = 0; i < outcomes.size(); ++i) outcome_of[outcomes[i].node] = i;
+  if (gang) {
+    gangs = GangsOf(selected, gang_shape);
+    int port = static_cast<int>(gang_spec.value("port", 0));
+    if (port <= 0) port = 29500;
+    for (size_t g = 0; g < gangs.size(); ++g) {
+      const std::string id = ObjectName({name, run, "gang" + std::to_string(g)});
+      // Pods already made carry the gang's address: a later reconcile must not move it.
+      std::string comm;
+      for (const auto& n : gangs[g]) {
+        if (auto it = pods.find(n); it != pods.end() && comm.empty()) comm = CommIdOf(it->second);
+      }
+      if (comm.empty()) {
+        comm = config_.gangRendezvousHost.empty()
+                   ? ObjectName({id, "r0"}) + "." + id + "." + config_.nameSpace +
+                         ".svc:" + std::to_string(port)
+                   : config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
+      }
+      for (size_t r = 0; r < gangs[g].size(); ++r) {
+        members[gangs[g][r]] = {id, static_cast<int>(r), static_cast<int>(gangs[g].size()), comm,
+                                config_.gangRendezvousHost.empty()};
+      }
+    }
+    for (const auto& gang_nodes : gangs) {
+      // The cause: a node's own non-PASS verdict (FAIL first: a rank that stopped on a wrong
+      // result leaves the others to their watchdog), before one this rule gave it earlier.
+      auto score = [](const NodeOutcome& o) {
+        int s = o.verdict == "FAIL" ? 0 : o.verdict == "ERROR" ? 1 : 2;
+        return o.reason.rfind("gang of ", 0) == 0 ? s + 10 : s;
+      };
+      std::optional<NodeOutcome> cause;
+      for (const auto& n : gang_nodes) {
+        const NodeOutcome& o = outcomes[outcome_of[n]];
+        if (o.verdict.empty() || o.verdict == "PASS") continue;
+        if (!cause || score(o) < score(*cause)) cause = o;
+      }
+      if (!cause) continue;
+      const std::string gang_reason = cause->reason.rfind("gang of ", 0) == 0
+                                          ? cause->reason
+                                          : "gang of " + std::to_string(gang_nodes.size()) + ": " +
+                                                cause->node + " " + cause->verdict + ": " +
+                                                cause->reason;
+      for (const auto& n : gang_nodes) {
+        NodeOutcome& o = outcomes[outcome_of[n]];
+        if (o.verdict.empty()) {
+          // Its peers are gone: without this it would wait in NCCL until its watchdog fires.
+          const std::string pod_name = ObjectName({name, run, n});
+          if (pods.count(n) != 0) {
+            auto del = client_->Delete(kube::PodsResource(), config_.nameSpace, pod_name);
+            if (!del.ok() && del.status().code() != Code::kNotFound) return del.status();
+          }
+          RETURN_IF_ERROR(WriteOperatorResult(obj, run, n, pod_name, gang_reason));
+        }
+        o.verdict = cause->verdict;
+        o.reason = gang_reason;
+        if (o.test.empty()) o.test = cause->test;
+      }
+    }
+    status["gangs"] = static_cast<int>(gangs.size());
+  }
+
   if (!suspended) {
     std::vector<Json> batch;
+    std::set<std::string> starting(to_start.begin(), to_start.end());
+    std::set<std::string> services;
     for (const auto& node : to_start) {
-      if (active >= parallelism) break;
       const std::string pod_name = ObjectName({name, run, node});
       int gpus = spec_gpus > 0 ? spec_gpus : NodeGpus(nodes[node]);
+      if (gang) {
+        if (!outcomes[outcome_of[node]].verdict.empty()) continue;
+        // A gang starts whole: every member is still to run and free (a busy one waits).
+        const GangMember& m = members[node];
+        bool whole = true;
+        for (const auto& g : gangs) {
+          if (std::find(g.begin(), g.end(), node) == g.end()) continue;
+          for (const auto& peer : g) {
+            whole &= outcomes[outcome_of[peer]].verdict.empty() &&
+                     (starting.count(peer) != 0 || pods.count(peer) != 0);
+          }
+        }
+        if (!whole) continue;
+        if (m.headlessService) services.insert(m.gangId);
+        batch.push_back(BuildGangPod(obj, run, node, pod_name, config_map, gpus, timeout, m));
+        continue;
+      }
+      if (active >= parallelism) break;
       batch.push_back(BuildPod(obj, run, node, pod_name, config_map, gpus, timeout));
       active++;
+    }
+    // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
+    // worker is Ready before the rendezvous.
+    int port = static_cast<int>(gang_spec.value("port", 0));
+    if (port <= 0) port = 29500;
+    for (const auto& id : services) {
+      Json svc = {
+          {"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", id},
+            {"namespace", config_.nameSpace},
+            {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
+            {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{"perfgate.io/gang", id}}},
+            {"ports", {{{"name", "nccl-bootstrap"}, {"port", port}, {"protocol", "TCP"}}}}}}};
+      auto created = client_->Create({"", "v1", "services"}, config_.nameSpace, svc);
+      if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
     }
     // Creates run concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000
     // round trips.

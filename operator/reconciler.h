@@ -46,8 +46,20 @@ struct ReconcilerConfig {
   std::chrono::seconds schedulingTimeout{60};
   // Default per-node timeout when the policy gives none.
   int defaultNodeTimeoutSeconds = 3600;
+  // Non-empty: NCCL gangs meet at this host on a port free on the operator's machine, not at
+  // rank 0's headless Service (kube-sim: every pod is a local process and there is no DNS).
+  std::string gangRendezvousHost;
   // Where events about cluster-scoped validations go.
   std::string eventNamespace = "default";
+};
+
+// A node's place in an NCCL gang.
+struct GangMember {
+  std::string gangId;  // e.g. "pval-x-g1-gang0": names the headless Service and the pods' label
+  int rank = 0;
+  int size = 1;
+  std::string commId;  // NCCL_COMM_ID: <rank-0 host>:<port>
+  bool headlessService = true;
 };
 
 // Read-only views of the informers' stores. Thread-safe, non-blocking.
@@ -104,6 +116,11 @@ class Reconciler {
   Json BuildPod(const Json& obj, const std::string& run, const std::string& node,
                 const std::string& pod_name, const std::string& config_map, int gpus,
                 int timeout_seconds);
+  // BuildPod plus what a gang rank needs (docs/nccl.md): rank env, NCCL_COMM_ID, a memory
+  // /dev/shm, IPC_LOCK, and for rank 0 the hostname its headless Service resolves.
+  Json BuildGangPod(const Json& obj, const std::string& run, const std::string& node,
+                    const std::string& pod_name, const std::string& config_map, int gpus,
+                    int timeout_seconds, const GangMember& member);
 
   std::shared_ptr<kube::Client> client_;
   Caches caches_;
@@ -114,6 +131,11 @@ class Reconciler {
   std::set<std::string> config_maps_written_;
   std::atomic<uint64_t> event_seq_{0};
 };
+
+// The gangs of a sorted node list: shape "all" is one gang of every node; "pairs" is (0,1),
+// (2,3), ..., with an odd last node added to the last pair (one node alone tests no link).
+std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
+                                              const std::string& shape);
 
 // Helpers exposed for unit tests.
 // The run id of a generation and a rerun token: "g3" or "g3-1a2b3c4d".

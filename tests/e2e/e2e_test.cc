@@ -35,15 +35,13 @@ class OperatorProcess {
 
   void Start(const kubesim::KubeSim& sim) {
     log_path_ = sim.workDir() + "/operator-" + std::to_string(++starts_) + ".log";
-    std::vector<std::string> args = {PERFGATE_OPERATOR_BIN,
-                                     "--kubeconfig=" + sim.kubeconfigPath(),
-                                     "--worker-image=" + std::string(kWorkerImage) + ":e2e",
-                                     "--namespace=perfgate-system",
-                                     "--metrics-bind-address=127.0.0.1:0",
-                                     "--health-probe-bind-address=0",
-                                     "--scheduling-timeout-seconds=3",
-                                     "--leader-elect",
-                                     "--enable-fixtures"};
+    std::vector<std::string> args = {
+        PERFGATE_OPERATOR_BIN, "--kubeconfig=" + sim.kubeconfigPath(),
+        "--worker-image=" + std::string(kWorkerImage) + ":e2e", "--namespace=perfgate-system",
+        "--metrics-bind-address=127.0.0.1:0", "--health-probe-bind-address=0",
+        "--scheduling-timeout-seconds=3",
+        // kube-sim has no DNS: gangs meet on loopback.
+        "--gang-rendezvous-host=127.0.0.1", "--leader-elect", "--enable-fixtures"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -470,6 +468,119 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
   EXPECT_EQ(Condition(bad, "Ready").value("reason", ""), "InvalidSpec");
   EXPECT_NE(Condition(bad, "Ready").value("message", "").find("no-such-profile"),
             std::string::npos);
+}
+
+// A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the
+// spec, must make the sampling fixed (sequential stopping could desynchronise the ranks).
+std::string GangSpec(const std::string& name, const std::string& shape,
+                     const std::string& extra_spec = "") {
+  return "apiVersion: perfgate.io/v1alpha1\n"
+         "kind: PerfValidation\n"
+         "metadata:\n"
+         "  name: " +
+         name +
+         "\n"
+         "spec:\n"
+         "  nodeSelector:\n"
+         "    nvidia.com/gpu.present: \"true\"\n" +
+         extra_spec +
+         "  gang:\n"
+         "    shape: " +
+         shape +
+         "\n"
+         "  sampling:\n"
+         "    warmup: 1\n"
+         "    minRepeats: 2\n"
+         "    maxRepeats: 3\n"
+         "  policy:\n"
+         "    onFailure: taint\n"
+         "    nodeTimeoutSeconds: 60\n"
+         "  tests:\n"
+         "    - type: nccl-cpu-loopback\n"
+         "      parameters:\n"
+         "        collective: reduce_scatter\n"
+         "        maxBytes: 65536\n"
+         "        stepFactor: 16\n"
+         "        initTimeoutSeconds: 30\n";
+}
+
+std::string EnvOf(const Json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0].value("env", Json::array())) {
+    if (e.value("name", "") == name) return e.value("value", "");
+  }
+  return "";
+}
+
+// 7. A 4-node gang: every rank completes the rendezvous at rank 0 and writes its own node's
+// result; the operator forms one verdict from the four.
+TEST_F(E2E, GangOfFourPasses) {
+  Apply(GangSpec("gang", "all"));
+  ASSERT_TRUE(WaitComplete("gang"));
+  Json v = Validation("gang");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "4/4");
+  EXPECT_EQ(v["status"].value("gangs", 0), 1);
+  auto results = Results("gang");
+  ASSERT_EQ(results.size(), 4u);
+  for (const auto& r : results) {
+    EXPECT_NE(r["spec"].value("writtenBy", ""), "operator") << r.dump(2);
+    EXPECT_EQ(r["spec"]["report"].value("verdict", ""), "PASS") << r.dump(2);
+    const Json tests = r["spec"]["report"].value("tests", Json::array());
+    ASSERT_EQ(tests.size(), 1u) << r.dump(2);
+    EXPECT_EQ(tests[0].value("type", ""), "nccl-cpu-loopback");
+    // maxRepeats of the spec, on every rank: the operator made the sampling fixed.
+    EXPECT_EQ(tests[0].value("stopReason", ""), "fixed") << r.dump(2);
+    EXPECT_EQ(tests[0].value("samples", 0), 3) << r.dump(2);
+  }
+  // Ranks follow the sorted node names; all point at one rendezvous; sampling was fixed.
+  auto pods = Pods("gang");
+  ASSERT_EQ(pods.size(), 4u);
+  std::set<std::string> comm_ids;
+  for (const auto& p : pods) {
+    const std::string node = p["metadata"]["labels"].value("perfgate.io/node", "");
+    EXPECT_EQ(EnvOf(p, "PERFGATE_GANG_SIZE"), "4");
+    EXPECT_EQ(EnvOf(p, "PERFGATE_GANG_RANK"), node.substr(node.size() - 1)) << node;
+    comm_ids.insert(EnvOf(p, "NCCL_COMM_ID"));
+  }
+  EXPECT_EQ(comm_ids.size(), 1u);
+  std::string plan;
+  for (const auto& cm : sim_->List("", "configmaps", kNs)) {
+    plan += cm.value("data", Json::object()).value("plan.yaml", "");
+  }
+  EXPECT_NE(plan.find("\"method\":\"fixed\""), std::string::npos) << plan;
+}
+
+// 8. A gang with one pod that cannot be scheduled fails as a whole, every node with the reason,
+// and nobody is tainted (a scheduling problem is not a bad GPU).
+TEST_F(E2E, GangWithUnschedulablePodFailsAsOne) {
+  kubesim::NodeSpec tainted;
+  tainted.name = "node-4";
+  tainted.gpus = 8;
+  tainted.taints =
+      Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
+  ASSERT_TRUE(sim_->AddNode(tainted).ok());
+  Apply(GangSpec("gang-broken", "all"));
+  ASSERT_TRUE(WaitComplete("gang-broken", 60));
+  Json v = Validation("gang-broken");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "NodeErrors");
+  auto results = Results("gang-broken");
+  ASSERT_EQ(results.size(), 5u);
+  for (const auto& r : results) {
+    const std::string node = r["spec"].value("nodeName", "");
+    const std::string reason = r["spec"]["report"].value("reason", "");
+    EXPECT_EQ(r["spec"]["report"].value("verdict", ""), "ERROR") << node;
+    if (node == "node-4") {
+      EXPECT_NE(reason.find("not scheduled"), std::string::npos) << reason;
+    } else {
+      EXPECT_NE(reason.find("gang of 5: node-4 ERROR: worker pod not scheduled"), std::string::npos)
+          << node << ": " << reason;
+    }
+    EXPECT_FALSE(HasPerfgateTaint(Node(node))) << node;
+  }
+  const std::string msg = v["status"].value("message", "");
+  EXPECT_NE(msg.find("gang of 5: node-4 ERROR: worker pod not scheduled"), std::string::npos)
+      << msg;
 }
 
 }  // namespace

@@ -34,5 +34,17 @@ TEST(NodeSelected, SelectorIsAndedAndExplicitNodesAdd) {
   EXPECT_FALSE(NodeSelected({{"nodes", {"n2"}}}, node));  // names only: just those
 }
 
+// Pairs point at a node or a link; an odd node out joins the last pair rather than run alone
+// (one node tests no link between nodes).
+TEST(GangsOf, AllIsOneGangPairsAreDisjoint) {
+  using Gangs = std::vector<std::vector<std::string>>;
+  const std::vector<std::string> four = {"a", "b", "c", "d"};
+  EXPECT_EQ(GangsOf(four, "all"), Gangs({four}));
+  EXPECT_EQ(GangsOf(four, "pairs"), Gangs({{"a", "b"}, {"c", "d"}}));
+  EXPECT_EQ(GangsOf({"a", "b", "c", "d", "e"}, "pairs"), Gangs({{"a", "b"}, {"c", "d", "e"}}));
+  EXPECT_EQ(GangsOf({"a"}, "pairs"), Gangs({{"a"}}));
+  EXPECT_TRUE(GangsOf({}, "all").empty());
+}
+
 }  // namespace
 }  // namespace perfgate::op
