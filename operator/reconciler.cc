@@ -1059,6 +1059,9 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
                                 config_.gangRendezvousHost.empty()};
       }
     }
+    // A pair that measured below its threshold points at one of its two nodes or the link
+    // between them; a whole-cluster gang's FAIL points at nobody in particular.
+    Json suspects = Json::array();
     for (const auto& gang_nodes : gangs) {
       // The cause: a node's own non-PASS verdict (FAIL first: a rank that stopped on a wrong
       // result leaves the others to their watchdog), before one this rule gave it earlier.
@@ -1078,6 +1081,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
                                           : "gang of " + std::to_string(gang_nodes.size()) + ": " +
                                                 cause->node + " " + cause->verdict + ": " +
                                                 cause->reason;
+      if (gang_shape == "pairs" && cause->verdict == "FAIL" && gangs.size() > 1) {
+        for (const auto& n : gang_nodes) {
+          if (suspects.size() < 20) suspects.push_back(n);
+        }
+      }
       for (const auto& n : gang_nodes) {
         NodeOutcome& o = outcomes[outcome_of[n]];
         if (o.verdict.empty()) {
@@ -1095,6 +1103,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       }
     }
     status["gangs"] = static_cast<int>(gangs.size());
+    if (!suspects.empty()) status["suspectNodes"] = suspects;
   }
 
   if (!suspended) {

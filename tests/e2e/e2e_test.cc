@@ -583,5 +583,41 @@ TEST_F(E2E, GangWithUnschedulablePodFailsAsOne) {
       << msg;
 }
 
+// 9. Pairs are separate gangs: (node-0,node-1) passes while (node-2,node-3,node-4), whose odd
+// node-4 cannot be scheduled, fails as a whole; a scheduling problem makes nobody a suspect.
+TEST_F(E2E, GangPairsFailOnlyTheirOwnPair) {
+  kubesim::NodeSpec tainted;
+  tainted.name = "node-4";
+  tainted.gpus = 8;
+  tainted.taints =
+      Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
+  ASSERT_TRUE(sim_->AddNode(tainted).ok());
+  Apply(GangSpec("pairs", "pairs"));
+  ASSERT_TRUE(WaitComplete("pairs", 60));
+  Json v = Validation("pairs");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(v["status"].value("gangs", 0), 2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "2/5");
+  EXPECT_FALSE(v["status"].contains("suspectNodes")) << v.dump(2);
+  std::map<std::string, Json> by_node;
+  for (auto& r : Results("pairs")) by_node[r["spec"].value("nodeName", "")] = r;
+  ASSERT_EQ(by_node.size(), 5u);
+  for (const char* n : {"node-0", "node-1"}) {
+    EXPECT_EQ(by_node[n]["spec"]["report"].value("verdict", ""), "PASS") << n;
+  }
+  for (const char* n : {"node-2", "node-3"}) {
+    EXPECT_EQ(by_node[n]["spec"]["report"].value("verdict", ""), "ERROR") << n;
+    EXPECT_NE(by_node[n]["spec"]["report"].value("reason", "").find("gang of 3: node-4 ERROR"),
+              std::string::npos)
+        << by_node[n].dump(2);
+  }
+  std::map<std::string, std::string> size_of;
+  for (const auto& p : Pods("pairs")) {
+    size_of[p["metadata"]["labels"].value("perfgate.io/node", "")] = EnvOf(p, "PERFGATE_GANG_SIZE");
+  }
+  EXPECT_EQ(size_of["node-0"], "2");
+  EXPECT_EQ(size_of["node-1"], "2");
+}
+
 }  // namespace
 }  // namespace perfgate::e2e
