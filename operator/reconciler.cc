@@ -292,6 +292,8 @@ struct Reconciler::NodeOutcome {
   std::string test;
   std::string figure;
   std::string reason;
+  // The operator wrote its result (never scheduled, crashed, timed out): no worker of it runs.
+  bool byOperator = false;
 };
 
 kube::GroupVersionResource ValidationsResource() {
@@ -923,7 +925,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   auto record_error = [&](const std::string& node, const std::string& pod_name,
                           const std::string& reason) -> Status {
     RETURN_IF_ERROR(WriteOperatorResult(obj, run, node, pod_name, reason));
-    outcomes.push_back({node, "ERROR", "", "", reason});
+    outcomes.push_back({node, "ERROR", "", "", reason, true});
     return Status::Ok();
   };
   for (const auto& node : selected) {
@@ -933,6 +935,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       NodeOutcome o{node, report.value("verdict", "ERROR"), "",
                     it->second["spec"].value("worst", ""), report.value("reason", "")};
       if (o.verdict == "VERDICT_UNSPECIFIED" || o.verdict.empty()) o.verdict = "ERROR";
+      o.byOperator = it->second["spec"].value("writtenBy", "") == "operator";
       for (const auto& t : report.value("tests", Json::array())) {
         if (t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED") {
           o.test = t.value("name", "");
@@ -1034,6 +1037,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
 
   // Gangs: rank order is the sorted node order; one verdict per gang.
   std::map<std::string, GangMember> members;
+  Json suspects = Json::array();
   std::vector<std::vector<std::string>> gangs;
   std::map<std::string, size_t> outcome_of;
   for (size_t i = 0; i < outcomes.size(); ++i) outcome_of[outcomes[i].node] = i;
@@ -1061,7 +1065,6 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     }
     // A pair that measured below its threshold points at one of its two nodes or the link
     // between them; a whole-cluster gang's FAIL points at nobody in particular.
-    Json suspects = Json::array();
     for (const auto& gang_nodes : gangs) {
       // The cause: a node's own non-PASS verdict (FAIL first: a rank that stopped on a wrong
       // result leaves the others to their watchdog), before one this rule gave it earlier.
@@ -1089,7 +1092,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       for (const auto& n : gang_nodes) {
         NodeOutcome& o = outcomes[outcome_of[n]];
         if (o.verdict.empty()) {
-          // Its peers are gone: without this it would wait in NCCL until its watchdog fires.
+          // A peer that finished on its own may be a moment ahead of this one: let it finish
+          // (its own watchdog bounds the wait if it is stuck in NCCL).
+          if (!cause->byOperator) continue;
+          // Its peer never ran or is gone: without this it would wait in NCCL until its
+          // watchdog fires.
           const std::string pod_name = ObjectName({name, run, n});
           if (pods.count(n) != 0) {
             auto del = client_->Delete(kube::PodsResource(), config_.nameSpace, pod_name);
@@ -1103,7 +1110,6 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       }
     }
     status["gangs"] = static_cast<int>(gangs.size());
-    if (!suspects.empty()) status["suspectNodes"] = suspects;
   }
 
   if (!suspended) {
@@ -1167,6 +1173,124 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       return Status::Ok();
     }));
   }
+
+  // Narrowing: each node of a failing pair runs again with a node that passed; a suspect
+  // whose probe passes is cleared (the other node or their link was the problem).
+  const bool all_decided = std::all_of(outcomes.begin(), outcomes.end(),
+                                       [](const NodeOutcome& o) { return !o.verdict.empty(); });
+  if (gang && !suspects.empty() && all_decided) {
+    std::vector<std::string> good;
+    for (const auto& o : outcomes) {
+      if (o.verdict == "PASS") good.push_back(o.node);
+    }
+    const std::string probe_run = run + "-probe";
+    std::map<std::string, Json> probe_results;  // by object name
+    for (auto& r : caches_.resultsOf(name)) {
+      if (Label(r, "perfgate.io/run") == probe_run) {
+        probe_results[Str(r, "/metadata/name"_json_pointer)] = r;
+      }
+    }
+    std::map<std::string, Json> probe_pods;
+    for (auto& p : caches_.podsOf(name)) {
+      if (Label(p, "perfgate.io/run") == probe_run) {
+        probe_pods[Str(p, "/metadata/name"_json_pointer)] = p;
+      }
+    }
+    Json narrowed = Json::array();
+    size_t probing = 0;
+    std::vector<Json> probe_batch;
+    for (size_t i = 0; i < suspects.size(); ++i) {
+      const std::string suspect = suspects[i].get<std::string>();
+      if (i >= good.size()) {
+        narrowed.push_back(suspect);  // no passing node left to probe it against
+        continue;
+      }
+      const std::vector<std::string> probe = {good[i], suspect};
+      const std::string id = ObjectName({name, run, "probe" + std::to_string(i)});
+      std::string verdict = "PASS";
+      bool done = true;
+      std::string comm;
+      for (const auto& n : probe) {
+        const std::string pod_name = ObjectName({id, n});
+        if (auto it = probe_pods.find(pod_name); it != probe_pods.end() && comm.empty()) {
+          comm = CommIdOf(it->second);
+        }
+        auto r = probe_results.find(pod_name);
+        if (r == probe_results.end()) {
+          auto pod = probe_pods.find(pod_name);
+          // A probe that ended without a result decides nothing: the suspect stays one.
+          if (pod != probe_pods.end() && Terminal(pod->second) &&
+              !client_->Get(ResultsResource(), config_.nameSpace, pod_name).ok()) {
+            verdict = "ERROR";
+          } else {
+            done = false;
+          }
+          continue;
+        }
+        const std::string v =
+            r->second["spec"].value("report", Json::object()).value("verdict", "");
+        if (v == "FAIL") {
+          verdict = "FAIL";
+        } else if (v != "PASS" && verdict != "FAIL") {
+          verdict = "ERROR";
+        }
+      }
+      if (done || verdict == "ERROR") {
+        if (verdict != "PASS") narrowed.push_back(suspect);
+        continue;
+      }
+      probing++;
+      if (comm.empty()) {
+        comm = config_.gangRendezvousHost.empty()
+                   ? ObjectName({id, "r0"}) + "." + id + "." + config_.nameSpace + ".svc:29500"
+                   : config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
+      }
+      for (size_t r = 0; r < probe.size(); ++r) {
+        const std::string pod_name = ObjectName({id, probe[r]});
+        if (probe_pods.count(pod_name) != 0 || suspended) continue;
+        GangMember m{id, static_cast<int>(r), 2, comm, config_.gangRendezvousHost.empty()};
+        int gpus = spec_gpus > 0 ? spec_gpus : NodeGpus(nodes[probe[r]]);
+        probe_batch.push_back(
+            BuildGangPod(obj, probe_run, probe[r], pod_name, config_map, gpus, timeout, m));
+      }
+    }
+    if (probing > 0) {
+      RETURN_IF_ERROR(ForEachConcurrently(probe_batch.size(), [&](size_t i) -> Status {
+        const Json& pod = probe_batch[i];
+        if (pod["spec"].contains("subdomain")) {
+          const std::string id = pod["spec"].value("subdomain", "");
+          Json svc = {{"apiVersion", "v1"},
+                      {"kind", "Service"},
+                      {"metadata",
+                       {{"name", id},
+                        {"namespace", config_.nameSpace},
+                        {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
+                        {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
+                      {"spec",
+                       {{"clusterIP", "None"},
+                        {"publishNotReadyAddresses", true},
+                        {"selector", {{"perfgate.io/gang", id}}},
+                        {"ports", {{{"name", "nccl-bootstrap"}, {"port", 29500}}}}}}};
+          auto made = client_->Create({"", "v1", "services"}, config_.nameSpace, svc);
+          if (!made.ok() && made.status().code() != Code::kAlreadyExists) return made.status();
+        }
+        auto created = client_->Create(kube::PodsResource(), config_.nameSpace, pod);
+        if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
+          return created.status();
+        }
+        if (created.ok()) metrics_.podsCreated++;
+        return Status::Ok();
+      }));
+      status["suspectNodes"] = suspects;
+      const std::string msg = "narrowing down: " + std::to_string(probing) +
+                              " suspect node(s) of failing pairs run again with a node that passed";
+      set_running(status, suspended ? "Suspended" : "Running", msg);
+      RETURN_IF_ERROR(WriteStatus(obj, status));
+      return ReconcileResult{std::chrono::seconds(1)};
+    }
+    suspects = narrowed;
+  }
+  if (!suspects.empty()) status["suspectNodes"] = suspects;
 
   int counts[5] = {0, 0, 0, 0, 0};  // pass fail inconclusive error pending
   Json failing = Json::array();

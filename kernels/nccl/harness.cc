@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "kernels/cuda/device.h"
@@ -75,6 +76,42 @@ std::string RankList(const std::vector<int>& ranks) {
   if (ranks.empty()) return "";
   if (ranks.size() == 1) return std::to_string(ranks.front());
   return std::to_string(ranks.front()) + ".." + std::to_string(ranks.back());
+}
+
+// The stand-in's planted slow node (end-to-end tests): sleeps before each timed batch, so this
+// rank and every peer waiting on it in the collective measure the delay.
+class SlowedCommunicator final : public Communicator {
+ public:
+  SlowedCommunicator(std::unique_ptr<Communicator> inner, double delay_seconds_per_call)
+      : inner_(std::move(inner)), delay_seconds_(delay_seconds_per_call) {}
+  int world_size() const override { return inner_->world_size(); }
+  std::vector<int> ranks() const override { return inner_->ranks(); }
+  Status Reserve(std::int64_t elements) override { return inner_->Reserve(elements); }
+  Status Fill(const Call& call) override { return inner_->Fill(call); }
+  Result<double> Run(const Call& call, int iterations) override {
+    const double slept = delay_seconds_ * iterations;
+    std::this_thread::sleep_for(std::chrono::duration<double>(slept));
+    ASSIGN_OR_RETURN(const double seconds, inner_->Run(call, iterations));
+    return seconds + slept;
+  }
+  Result<std::int64_t> CountWrong(const Call& call) override { return inner_->CountWrong(call); }
+  std::map<std::string, std::string> Details() const override { return inner_->Details(); }
+  bool InterNodeSockets() const override { return inner_->InterNodeSockets(); }
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+  double delay_seconds_;
+};
+
+// Seconds of planted delay per call here ("node-2=slow:100" is 100 ms; env NODE_NAME), or 0.
+double PlantedDelaySeconds(const std::vector<std::string>& behaviour) {
+  const char* node = std::getenv("NODE_NAME");
+  const std::string here = node != nullptr ? node : "local";
+  for (const auto& entry : behaviour) {
+    const std::string prefix = here + "=slow:";
+    if (entry.rfind(prefix, 0) == 0) return std::atof(entry.c_str() + prefix.size()) / 1e3;
+  }
+  return 0;
 }
 
 class CollectiveRun final : public TestRun {
@@ -200,6 +237,12 @@ class CollectiveTest final : public Test {
       p.description = "which collective to run";
       for (const auto& k : kCollectives) p.choices.emplace_back(k.name);
       info_.params.push_back(p);
+      ParamInfo slow;
+      slow.name = "behaviour";
+      slow.type = ParamType::kStringList;
+      slow.default_value = "[]";
+      slow.description = "per node NODE=slow:MILLISECONDS: that node sleeps this long per call";
+      info_.params.push_back(slow);
     }
     for (auto& p : SweepParams()) info_.params.push_back(std::move(p));
     if (c == nullptr) {
@@ -255,6 +298,11 @@ class CollectiveTest final : public Test {
     request.init_timeout_seconds = static_cast<double>(params.Int("initTimeoutSeconds"));
     request.call_timeout_seconds = static_cast<double>(params.Int("timeoutSeconds"));
     ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, factory_(request));
+    if (!op_) {
+      if (const double delay = PlantedDelaySeconds(params.StringList("behaviour")); delay > 0) {
+        comm = std::make_unique<SlowedCommunicator>(std::move(comm), delay);
+      }
+    }
     const int n = comm->world_size();
     std::int64_t elements = 1;
     for (std::int64_t size : config.sizes) {

@@ -619,5 +619,43 @@ TEST_F(E2E, GangPairsFailOnlyTheirOwnPair) {
   EXPECT_EQ(size_of["node-1"], "2");
 }
 
+// 10. One planted slow node: its pair fails its time threshold, then each node of that pair
+// runs again beside a node that passed, and only the slow one is named a suspect.
+TEST_F(E2E, GangPairsNameTheSlowNodeAsSuspect) {
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfValidation\n"
+      "metadata:\n"
+      "  name: narrow\n"
+      "spec:\n"
+      "  nodeSelector:\n"
+      "    nvidia.com/gpu.present: \"true\"\n"
+      "  gang: {shape: pairs}\n"
+      "  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}\n"
+      "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
+      "  tests:\n"
+      "    - type: nccl-cpu-loopback\n"
+      "      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536,\n"
+      "                   warmupIterations: 1, iterations: 3, inPlace: false,\n"
+      "                   initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}\n"
+      "      thresholds:\n"
+      "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n");
+  ASSERT_TRUE(WaitComplete("narrow", 90));
+  Json v = Validation("narrow");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(v["status"].value("suspectNodes", Json::array()), Json::array({"node-2"})) << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "2/4") << v.dump(2);
+  std::map<std::string, Json> by_node;
+  for (auto& r : Results("narrow")) {
+    if (r["metadata"]["labels"].value("perfgate.io/run", "") == v["status"].value("run", "")) {
+      by_node[r["spec"].value("nodeName", "")] = r;
+    }
+  }
+  ASSERT_EQ(by_node.size(), 4u);
+  EXPECT_EQ(by_node["node-2"]["spec"]["report"].value("verdict", ""), "FAIL")
+      << by_node["node-2"].dump(2);
+  EXPECT_EQ(by_node["node-0"]["spec"]["report"].value("verdict", ""), "PASS");
+}
+
 }  // namespace
 }  // namespace perfgate::e2e
