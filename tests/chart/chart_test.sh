@@ -123,6 +123,8 @@ kube-sim)
   can "$op" no create events -n kube-system
   can "$op" no get secrets -n perfgate-system
   can "$op" yes update leases.coordination.k8s.io -n perfgate-system
+  can "$op" yes create services -n perfgate-system   # a gang's headless Service
+  can "$op" no delete services -n perfgate-system
   can "$op" yes delete perfresults.perfgate.io -n perfgate-system
   can "$op" yes create perfresults.perfgate.io -n perfgate-system
   can "$op" no create perfresults.perfgate.io -n default
