@@ -491,6 +491,27 @@ Json Reconciler::BuildGangPod(const Json& obj, const std::string& run, const std
   return pod;
 }
 
+Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
+                                     const std::string& gang_id, int port) {
+  Json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata",
+               {{"name", gang_id},
+                {"namespace", config_.nameSpace},
+                {"labels",
+                 {{"perfgate.io/validation", Str(obj, "/metadata/name"_json_pointer)},
+                  {"perfgate.io/run", run}}},
+                {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
+              {"spec",
+               {{"clusterIP", "None"},
+                {"publishNotReadyAddresses", true},
+                {"selector", {{"perfgate.io/gang", gang_id}}},
+                {"ports", {{{"name", "nccl-bootstrap"}, {"port", port}, {"protocol", "TCP"}}}}}}};
+  auto created = client_->Create({"", "v1", "services"}, config_.nameSpace, svc);
+  if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
+  return Status::Ok();
+}
+
 Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
                                        const std::string& node, const std::string& pod_name,
                                        const std::string& reason) {
@@ -1145,21 +1166,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     int port = static_cast<int>(gang_spec.value("port", 0));
     if (port <= 0) port = 29500;
     for (const auto& id : services) {
-      Json svc = {
-          {"apiVersion", "v1"},
-          {"kind", "Service"},
-          {"metadata",
-           {{"name", id},
-            {"namespace", config_.nameSpace},
-            {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
-            {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
-          {"spec",
-           {{"clusterIP", "None"},
-            {"publishNotReadyAddresses", true},
-            {"selector", {{"perfgate.io/gang", id}}},
-            {"ports", {{{"name", "nccl-bootstrap"}, {"port", port}, {"protocol", "TCP"}}}}}}};
-      auto created = client_->Create({"", "v1", "services"}, config_.nameSpace, svc);
-      if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
+      RETURN_IF_ERROR(CreateGangService(obj, run, id, port));
     }
     // Creates run concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000
     // round trips.
@@ -1259,20 +1266,10 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
         const Json& pod = probe_batch[i];
         if (pod["spec"].contains("subdomain")) {
           const std::string id = pod["spec"].value("subdomain", "");
-          Json svc = {{"apiVersion", "v1"},
-                      {"kind", "Service"},
-                      {"metadata",
-                       {{"name", id},
-                        {"namespace", config_.nameSpace},
-                        {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
-                        {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
-                      {"spec",
-                       {{"clusterIP", "None"},
-                        {"publishNotReadyAddresses", true},
-                        {"selector", {{"perfgate.io/gang", id}}},
-                        {"ports", {{{"name", "nccl-bootstrap"}, {"port", 29500}}}}}}};
-          auto made = client_->Create({"", "v1", "services"}, config_.nameSpace, svc);
-          if (!made.ok() && made.status().code() != Code::kAlreadyExists) return made.status();
+          int port = static_cast<int>(gang_spec.value("port", 0));
+          if (port <= 0) port = 29500;
+          // Not RETURN_IF_ERROR: this lambda already sits inside one (-Wshadow).
+          if (Status st = CreateGangService(obj, run, id, port); !st.ok()) return st;
         }
         auto created = client_->Create(kube::PodsResource(), config_.nameSpace, pod);
         if (!created.ok() && created.status().code() != Code::kAlreadyExists) {

@@ -121,6 +121,10 @@ class Reconciler {
   Json BuildGangPod(const Json& obj, const std::string& run, const std::string& node,
                     const std::string& pod_name, const std::string& config_map, int gpus,
                     int timeout_seconds, const GangMember& member);
+  // The headless Service through which a gang's ranks reach rank 0 (idempotent: an existing
+  // one is kept). Blocking.
+  Status CreateGangService(const Json& obj, const std::string& run, const std::string& gang_id,
+                           int port);
 
   std::shared_ptr<kube::Client> client_;
   Caches caches_;
