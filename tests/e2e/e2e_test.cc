@@ -90,6 +90,16 @@ class E2E : public ::testing::Test {
     sim_->Stop();
   }
 
+  // An 8-GPU node with a taint no worker tolerates: its pod is never scheduled.
+  perfgate::Status AddUntoleratedNode(const std::string& name) {
+    kubesim::NodeSpec node;
+    node.name = name;
+    node.gpus = 8;
+    node.taints =
+        Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
+    return sim_->AddNode(node);
+  }
+
   void Apply(const std::string& yaml) {
     auto r = Kubectl(*sim_, {"apply", "-f", "-"}, yaml);
     ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -261,12 +271,7 @@ TEST_F(E2E, OperatorRestartMidRunKeepsPodsAndVerdict) {
 // 4. Crash, hang past the deadline, never scheduled, GPUs missing: ERROR with a reason each,
 // no taint, the validation completes not passed.
 TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
-  kubesim::NodeSpec tainted;
-  tainted.name = "node-4";
-  tainted.gpus = 8;
-  tainted.taints =
-      Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
-  ASSERT_TRUE(sim_->AddNode(tainted).ok());
+  ASSERT_TRUE(AddUntoleratedNode("node-4").ok());
   kubesim::NodeSpec small;
   small.name = "node-5";
   small.gpus = 2;
@@ -553,12 +558,7 @@ TEST_F(E2E, GangOfFourPasses) {
 // 8. A gang with one pod that cannot be scheduled fails as a whole, every node with the reason,
 // and nobody is tainted (a scheduling problem is not a bad GPU).
 TEST_F(E2E, GangWithUnschedulablePodFailsAsOne) {
-  kubesim::NodeSpec tainted;
-  tainted.name = "node-4";
-  tainted.gpus = 8;
-  tainted.taints =
-      Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
-  ASSERT_TRUE(sim_->AddNode(tainted).ok());
+  ASSERT_TRUE(AddUntoleratedNode("node-4").ok());
   Apply(GangSpec("gang-broken", "all"));
   ASSERT_TRUE(WaitComplete("gang-broken", 60));
   Json v = Validation("gang-broken");
@@ -586,12 +586,7 @@ TEST_F(E2E, GangWithUnschedulablePodFailsAsOne) {
 // 9. Pairs are separate gangs: (node-0,node-1) passes while (node-2,node-3,node-4), whose odd
 // node-4 cannot be scheduled, fails as a whole; a scheduling problem makes nobody a suspect.
 TEST_F(E2E, GangPairsFailOnlyTheirOwnPair) {
-  kubesim::NodeSpec tainted;
-  tainted.name = "node-4";
-  tainted.gpus = 8;
-  tainted.taints =
-      Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
-  ASSERT_TRUE(sim_->AddNode(tainted).ok());
+  ASSERT_TRUE(AddUntoleratedNode("node-4").ok());
   Apply(GangSpec("pairs", "pairs"));
   ASSERT_TRUE(WaitComplete("pairs", 60));
   Json v = Validation("pairs");
