@@ -33,20 +33,26 @@ struct Ref {
   std::string name;
 };
 
-int GpuRequest(const Json& pod) {
-  int total = 0;
+int QuantityInt(const Json& v) {
+  return v.is_string() ? std::atoi(v.get<std::string>().c_str()) : v.is_number() ? v.get<int>() : 0;
+}
+
+// Extended resources (names with a '/': nvidia.com/gpu, rdma/..., vpc.amazonaws.com/efa) a
+// pod asks for: per container the larger of limit and request, summed over containers.
+// cpu and memory are not modelled (the simulated nodes have plenty).
+std::map<std::string, int> ExtendedRequest(const Json& pod) {
+  std::map<std::string, int> total;
   for (const auto& c : pod["spec"].value("containers", Json::array())) {
     const Json res = c.value("resources", Json::object());
-    int want = 0;
+    std::map<std::string, int> want;
     for (const char* kind : {"limits", "requests"}) {
-      const Json m = res.value(kind, Json::object());
-      if (m.contains("nvidia.com/gpu")) {
-        const Json& v = m["nvidia.com/gpu"];
-        want =
-            std::max(want, v.is_string() ? std::atoi(v.get<std::string>().c_str()) : v.get<int>());
+      const Json amounts = res.value(kind, Json::object());  // items() refers to it
+      for (const auto& [name, v] : amounts.items()) {
+        if (name.find('/') == std::string::npos) continue;
+        want[name] = std::max(want[name], QuantityInt(v));
       }
     }
-    total += want;
+    for (const auto& [name, n] : want) total[name] += n;
   }
   return total;
 }
@@ -96,7 +102,8 @@ bool MatchNodeSelectorTerm(const Json& term, const Json& node) {
 
 // Why `node` cannot run `pod`, worded as the default scheduler's filter plugins word it;
 // empty when it can.
-std::string NodeMisfit(const Json& pod, const Json& node, int freeGpus, int gpuRequest) {
+std::string NodeMisfit(const Json& pod, const Json& node, const std::map<std::string, int>& free,
+                       const std::map<std::string, int>& request) {
   const Json& podSpec = Field(pod, "spec");
   const Json& nodeSpec = Field(node, "spec");
   const Json& tolerations = Field(podSpec, "tolerations");
@@ -137,7 +144,11 @@ std::string NodeMisfit(const Json& pod, const Json& node, int freeGpus, int gpuR
       }
     }
   }
-  if (gpuRequest > freeGpus) return "Insufficient nvidia.com/gpu";
+  // As NodeResourcesFit words it; a resource the node does not have at all counts as 0 free.
+  for (const auto& [name, want] : request) {
+    auto it = free.find(name);
+    if (want > (it == free.end() ? 0 : it->second)) return "Insufficient " + name;
+  }
   return "";
 }
 
@@ -261,6 +272,7 @@ Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
                     {"pods", "110"},
                     {"ephemeral-storage", "1Ti"},
                     {"nvidia.com/gpu", std::to_string(spec.gpus)}};
+  for (const auto& [r, n] : spec.extendedResources) resources[r] = std::to_string(n);
   Json node = {{"apiVersion", "v1"},
                {"kind", "Node"},
                {"metadata", {{"name", spec.name}, {"labels", labels}}},
@@ -443,12 +455,14 @@ void KubeSim::Impl::ScheduleLocked() {
   const ResourceType podType = *FindType("", "pods");
   auto& pods = objects["/pods"];
   auto& nodes = objects["/nodes"];
-  std::map<std::string, int> used;
+  std::map<std::string, std::map<std::string, int>> used;  // node -> resource -> in use
   std::vector<std::string> pending;
   for (const auto& [k, p] : pods) {
     std::string node = p["spec"].value("nodeName", "");
     if (!node.empty()) {
-      if (!Terminal(p)) used[node] += GpuRequest(p);
+      if (!Terminal(p)) {
+        for (const auto& [r, n] : ExtendedRequest(p)) used[node][r] += n;
+      }
     } else if (!p["metadata"].contains("deletionTimestamp") &&
                p["spec"].value("schedulerName", "default-scheduler") == "default-scheduler") {
       pending.push_back(k);
@@ -456,18 +470,18 @@ void KubeSim::Impl::ScheduleLocked() {
   }
   struct NodeInfo {
     std::string name;
-    int allocatable;
+    std::map<std::string, int> allocatable;  // extended resources only
     const Json* node;
   };
   std::vector<NodeInfo> nodeInfos;
   int maxAllocatable = 0;
   for (const auto& [nk, node] : nodes) {
-    const Json& alloc = Field(Field(Field(node, "status"), "allocatable"), "nvidia.com/gpu");
-    int a = alloc.is_string()   ? std::atoi(alloc.get<std::string>().c_str())
-            : alloc.is_number() ? alloc.get<int>()
-                                : 0;
-    nodeInfos.push_back({node["metadata"]["name"].get<std::string>(), a, &node});
-    maxAllocatable = std::max(maxAllocatable, a);
+    NodeInfo info{node["metadata"]["name"].get<std::string>(), {}, &node};
+    for (const auto& [r, v] : Field(Field(node, "status"), "allocatable").items()) {
+      if (r.find('/') != std::string::npos) info.allocatable[r] = QuantityInt(v);
+    }
+    maxAllocatable = std::max(maxAllocatable, info.allocatable["nvidia.com/gpu"]);
+    nodeInfos.push_back(std::move(info));
   }
   for (const auto& key : pending) {
     auto it = pods.find(key);
@@ -476,10 +490,12 @@ void KubeSim::Impl::ScheduleLocked() {
     std::map<std::string, int> reasons;
     std::string best;
     int bestFree = -1;
-    int request = GpuRequest(pod);
+    const std::map<std::string, int> request = ExtendedRequest(pod);
     for (auto& n : nodeInfos) {
-      int freeGpus = n.allocatable - used[n.name];
-      std::string why = NodeMisfit(pod, *n.node, freeGpus, request);
+      std::map<std::string, int> free = n.allocatable;
+      for (const auto& [r, u] : used[n.name]) free[r] -= u;
+      const int freeGpus = free["nvidia.com/gpu"];
+      std::string why = NodeMisfit(pod, *n.node, free, request);
       if (!why.empty()) {
         ++reasons[why];
       } else if (freeGpus > bestFree) {
@@ -508,7 +524,7 @@ void KubeSim::Impl::ScheduleLocked() {
       updated["metadata"]["resourceVersion"] = std::to_string(rv);
       it->second = updated;
       Emit(podType, "MODIFIED", updated, prev);
-      used[best] += GpuRequest(pod);
+      for (const auto& [r, n] : request) used[best][r] += n;
       RecordEventLocked(updated, "Normal", "Scheduled",
                         "Successfully assigned " + ns + "/" + name + " to " + best);
       continue;
@@ -668,11 +684,14 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     Json* s = FindObject(*FindType("", "secrets"), ns, sName);
     Json out = Json::object();
     if (s == nullptr) return out;
-    for (const auto& [k, v] : s->value("data", Json::object()).items()) {
+    // Named, not temporaries: items() only refers to the object it iterates.
+    const Json data = s->value("data", Json::object());
+    for (const auto& [k, v] : data.items()) {
       Result<std::string> d = Base64Decode(v.get<std::string>());
       out[k] = d.ok() ? *d : "";
     }
-    for (const auto& [k, v] : s->value("stringData", Json::object()).items()) out[k] = v;
+    const Json string_data = s->value("stringData", Json::object());
+    for (const auto& [k, v] : string_data.items()) out[k] = v;
     return out;
   };
   for (const auto& ef : container.value("envFrom", Json::array())) {

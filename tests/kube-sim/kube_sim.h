@@ -47,6 +47,8 @@ struct NodeSpec {
   std::map<std::string, std::string> labels;  // added to the defaults
   Json taints = Json::array();                // [{key, value, effect}]
   bool unschedulable = false;
+  // More allocatable extended resources, e.g. {"rdma/rdma_shared_device_a", 1}.
+  std::map<std::string, int> extendedResources;
 };
 
 // Who made a request, as the authenticator saw it (what admission and audit would see).

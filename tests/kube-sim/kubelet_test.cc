@@ -241,6 +241,42 @@ TEST_F(KubeletTest, KilledPodsMarkedForOomReportOomKilled) {
   EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
 }
 
+// RDMA and EFA devices reach pods as extended resources: a pod asking for one only lands on a
+// node that advertises it, and waits with the scheduler's own wording when none is free.
+TEST_F(KubeletTest, SchedulerCountsExtendedResourcesBesideGpus) {
+  NodeSpec rdma;
+  rdma.name = "node-rdma";
+  rdma.extendedResources = {{"rdma/rdma_shared_device_a", 1}};
+  ASSERT_TRUE(sim_->AddNode(rdma).ok());
+  auto rdmaPod = [&](const std::string& name) {
+    Json p = Pod("t", name, "sleep 30");
+    p["spec"]["containers"][0]["resources"] = {
+        {"limits", {{"nvidia.com/gpu", 1}, {"rdma/rdma_shared_device_a", "1"}}}};
+    return p;
+  };
+  ASSERT_TRUE(sim_->Create("", "pods", rdmaPod("r1")).ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto p = sim_->Get("", "pods", "t", "r1");
+    return p.ok() && (*p)["spec"].value("nodeName", "") == "node-rdma";
+  }));
+  ASSERT_TRUE(sim_->Create("", "pods", rdmaPod("r2")).ok());
+  std::string message;
+  ASSERT_TRUE(Eventually([&] {
+    auto p = sim_->Get("", "pods", "t", "r2");
+    if (!p.ok()) return false;
+    for (const auto& c : p->value("status", Json::object()).value("conditions", Json::array())) {
+      if (c["type"] == "PodScheduled" && c["status"] == "False") message = c.value("message", "");
+    }
+    return !message.empty();
+  }));
+  EXPECT_EQ(message,
+            "0/3 nodes are available: 3 Insufficient rdma/rdma_shared_device_a. preemption: 0/3 "
+            "nodes are available: 3 Preemption is not helpful for scheduling.");
+  EXPECT_EQ((*sim_->Get("", "nodes", "", "node-rdma"))["status"]["allocatable"].value(
+                "rdma/rdma_shared_device_a", ""),
+            "1");
+}
+
 TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   auto gpuPod = [&](const std::string& name, int gpus) {
     Json p = Pod("t", name, "sleep 30");
