@@ -39,6 +39,8 @@ Json Extra(const std::string& message, const std::string& field) {
       {"TestSpec.type", {{"minLength", 1}}},
       {"Gang.shape", {{"enum", {"all", "pairs"}}}},
       {"Gang.port", {{"minimum", 0}, {"maximum", 65535}}},
+      {"Gang.narrow", {{"enum", {"pairs", "none"}}}},
+      {"GangNetwork.resources", {{"minimum", 1}}},
       {"Toleration.operator", {{"enum", {"Exists", "Equal"}}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
   };
@@ -64,6 +66,7 @@ Json MessageSchema(const Descriptor* d) {
     const FieldDescriptor* f = d->field(i);
     Json s = FieldSchema(f);
     if (!f->is_map() && !f->is_repeated()) s.update(Extra(d->name(), f->json_name()));
+    if (f->is_map()) s["additionalProperties"].update(Extra(d->name(), f->json_name()));
     if (f->is_repeated() && !f->is_map()) s["items"].update(Extra(d->name(), f->json_name()));
     props[f->json_name()] = s;
   }

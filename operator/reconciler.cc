@@ -274,6 +274,17 @@ std::string CommIdOf(const Json& pod) {
   return "";
 }
 
+// The run a label belongs to: narrowing rounds run as "<run>-pairs" and "<run>-probe".
+std::string BaseRun(const std::string& label) {
+  for (const std::string stage : {"-pairs", "-probe"}) {
+    if (label.size() > stage.size() &&
+        label.compare(label.size() - stage.size(), stage.size(), stage) == 0) {
+      return label.substr(0, label.size() - stage.size());
+    }
+  }
+  return label;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
@@ -488,6 +499,32 @@ Json Reconciler::BuildGangPod(const Json& obj, const std::string& run, const std
     pod["spec"]["hostname"] = ObjectName({member.gangId, "r0"});
     pod["spec"]["subdomain"] = member.gangId;
   }
+  // spec.gang.network (docs/nccl.md, "Pod spec for NCCL"): how this cloud's fast network
+  // reaches the pod. BuildPlan has checked the names.
+  const Json network = obj["spec"].value("gang", Json::object()).value("network", Json::object());
+  if (const std::string ifname = network.value("socketIfname", ""); !ifname.empty()) {
+    container["env"].push_back(value_env("NCCL_SOCKET_IFNAME", ifname));
+  }
+  if (const std::string hca = network.value("ibHca", ""); !hca.empty()) {
+    container["env"].push_back(value_env("NCCL_IB_HCA", hca));
+  }
+  // Named, not temporaries: items() only refers to the object it iterates.
+  const Json extra_env = network.value("env", Json::object());
+  const Json extra_resources = network.value("resources", Json::object());
+  for (const auto& [k, v] : extra_env.items()) {
+    if (v.is_string()) container["env"].push_back(value_env(k, v.get<std::string>()));
+  }
+  for (const auto& [k, v] : extra_resources.items()) {
+    // Extended resources: request and limit must be equal (as for nvidia.com/gpu above).
+    if (!v.is_number_integer()) continue;
+    container["resources"]["requests"][k] = std::to_string(v.get<int>());
+    container["resources"]["limits"][k] = std::to_string(v.get<int>());
+  }
+  if (network.value("hostNetwork", false)) {
+    pod["spec"]["hostNetwork"] = true;
+    // Without it a host-network pod uses the node's resolver and rank 0's Service name fails.
+    pod["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet";
+  }
   return pod;
 }
 
@@ -510,6 +547,184 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
   auto created = client_->Create({"", "v1", "services"}, config_.nameSpace, svc);
   if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
   return Status::Ok();
+}
+
+std::string Reconciler::NewCommId(const std::string& gang_id, int port) const {
+  return config_.gangRendezvousHost.empty()
+             ? ObjectName({gang_id, "r0"}) + "." + gang_id + "." + config_.nameSpace +
+                   ".svc:" + std::to_string(port)
+             : config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
+}
+
+Result<std::vector<std::string>> Reconciler::RunNarrowingGangs(
+    const GangRun& g, const std::string& stage,
+    const std::vector<std::vector<std::string>>& groups) {
+  const Json& obj = *g.obj;
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  const std::string stage_run = g.run + "-" + stage;
+  std::map<std::string, Json> results;  // by object name
+  for (auto& r : caches_.resultsOf(name)) {
+    if (Label(r, "perfgate.io/run") == stage_run)
+      results[Str(r, "/metadata/name"_json_pointer)] = r;
+  }
+  std::map<std::string, Json> pods;
+  for (auto& p : caches_.podsOf(name)) {
+    if (Label(p, "perfgate.io/run") == stage_run) pods[Str(p, "/metadata/name"_json_pointer)] = p;
+  }
+  std::vector<std::string> verdicts(groups.size());
+  std::vector<Json> batch;
+  std::set<std::string> services;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::vector<std::string>& group = groups[i];
+    const std::string id = ObjectName({name, g.run, stage + std::to_string(i)});
+    std::string verdict = "PASS";
+    std::string comm;
+    std::string error;  // why the round of this group ended without a worker's result
+    std::vector<std::string> missing;  // members with neither a result nor a pod
+    bool pending = false;
+    for (const auto& n : group) {
+      const std::string pod_name = ObjectName({id, n});
+      auto pod = pods.find(pod_name);
+      if (pod != pods.end() && comm.empty()) comm = CommIdOf(pod->second);
+      if (auto r = results.find(pod_name); r != results.end()) {
+        const std::string v =
+            r->second["spec"].value("report", Json::object()).value("verdict", "");
+        if (v == "FAIL") {
+          verdict = "FAIL";
+        } else if (v != "PASS" && verdict != "FAIL") {
+          verdict = "ERROR";
+        }
+        continue;
+      }
+      pending = true;
+      if (pod == pods.end()) {
+        missing.push_back(n);
+      } else if (Terminal(pod->second)) {
+        // The result may be written but not yet in the cache: ask the API.
+        if (!client_->Get(ResultsResource(), config_.nameSpace, pod_name).ok()) {
+          error = "pod on " + n + " ended (" + Str(pod->second, "/status/phase"_json_pointer) +
+                  ") without a result";
+        }
+      } else if (Str(pod->second, "/spec/nodeName"_json_pointer).empty()) {
+        auto created = ParseTime(Str(pod->second, "/metadata/creationTimestamp"_json_pointer));
+        if (created && now_() - *created >= config_.schedulingTimeout) {
+          std::string why;
+          for (const auto& c :
+               pod->second.value("status", Json::object()).value("conditions", Json::array())) {
+            if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+          }
+          error = "pod on " + n + " not scheduled within " +
+                  std::to_string(config_.schedulingTimeout.count()) + "s" +
+                  (why.empty() ? "" : ": " + why);
+        }
+      }
+    }
+    if (!error.empty()) {
+      // Recorded as results, so that a later reconcile does not start the round again; the
+      // members still running would only wait in NCCL for their watchdog.
+      const std::string reason = "narrowing gang of " + std::to_string(group.size()) + ": " + error;
+      for (const auto& n : group) {
+        const std::string pod_name = ObjectName({id, n});
+        if (results.count(pod_name) != 0) continue;
+        if (pods.count(pod_name) != 0) {
+          auto del = client_->Delete(kube::PodsResource(), config_.nameSpace, pod_name);
+          if (!del.ok() && del.status().code() != Code::kNotFound) return del.status();
+        }
+        RETURN_IF_ERROR(WriteOperatorResult(obj, stage_run, n, pod_name, reason));
+      }
+      verdicts[i] = verdict == "FAIL" ? "FAIL" : "ERROR";
+      continue;
+    }
+    if (!pending) {
+      verdicts[i] = verdict;
+      continue;
+    }
+    if (g.suspended || missing.empty()) continue;
+    // Every member at once (a create that failed last time is made now, at the same address).
+    if (comm.empty()) comm = NewCommId(id, g.port);
+    for (size_t r = 0; r < group.size(); ++r) {
+      if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
+      GangMember m{id, static_cast<int>(r), static_cast<int>(group.size()), comm,
+                   config_.gangRendezvousHost.empty()};
+      auto node = g.nodes->find(group[r]);
+      const int gpus = g.specGpus > 0           ? g.specGpus
+                       : node != g.nodes->end() ? NodeGpus(node->second)
+                                                : 0;
+      if (m.headlessService) services.insert(id);
+      batch.push_back(BuildGangPod(obj, stage_run, group[r], ObjectName({id, group[r]}),
+                                   g.configMap, gpus, g.timeout, m));
+    }
+  }
+  for (const auto& id : services) RETURN_IF_ERROR(CreateGangService(obj, g.run, id, g.port));
+  RETURN_IF_ERROR(ForEachConcurrently(batch.size(), [&](size_t i) -> Status {
+    auto created = client_->Create(kube::PodsResource(), config_.nameSpace, batch[i]);
+    if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
+      metrics_.errors++;
+      return created.status();
+    }
+    if (created.ok()) metrics_.podsCreated++;
+    return Status::Ok();
+  }));
+  return verdicts;
+}
+
+Result<Reconciler::Narrowing> Reconciler::Narrow(
+    const GangRun& g, const std::vector<std::vector<std::string>>& gangs,
+    const std::map<std::string, std::string>& verdict_of, const std::string& shape,
+    const std::string& mode) {
+  auto verdict = [&](const std::vector<std::string>& gang_nodes) {
+    auto it = verdict_of.find(gang_nodes.front());
+    return it == verdict_of.end() ? std::string() : it->second;
+  };
+  std::vector<std::string> good;
+  std::vector<std::string> suspects;
+  // A FAIL is a measurement that points somewhere; an ERROR (e.g. a pod never scheduled)
+  // names nobody.
+  if (shape == "pairs" && gangs.size() > 1) {
+    for (const auto& pair : gangs) {
+      const std::string v = verdict(pair);
+      auto& into = v == "PASS" ? good : suspects;
+      if (v == "PASS" || v == "FAIL") into.insert(into.end(), pair.begin(), pair.end());
+    }
+  } else if (shape == "all" && mode != "none" && gangs.size() == 1 && gangs[0].size() >= 3 &&
+             verdict(gangs[0]) == "FAIL") {
+    // The whole gang failed: its nodes run again in pairs. A pair that does not pass (FAIL,
+    // or a crash while its peers ran) holds a suspect.
+    const auto pairs = GangsOf(gangs[0], "pairs");
+    ASSIGN_OR_RETURN(auto pair_verdicts, RunNarrowingGangs(g, "pairs", pairs));
+    const auto running = std::count(pair_verdicts.begin(), pair_verdicts.end(), "");
+    if (running > 0) {
+      return Narrowing{{},
+                       "narrowing down: the gang of " + std::to_string(gangs[0].size()) +
+                           " failed; its nodes run again in " + std::to_string(pairs.size()) +
+                           " pairs (" + std::to_string(running) + " running)"};
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      auto& into = pair_verdicts[i] == "PASS" ? good : suspects;
+      into.insert(into.end(), pairs[i].begin(), pairs[i].end());
+    }
+  }
+  if (mode == "none" || suspects.empty() || good.empty()) return Narrowing{suspects, ""};
+  // Each node of a failing pair runs again beside a node that passed: a suspect whose probe
+  // passes is cleared (its partner or their link was the problem). One probe per passing node,
+  // so that probes never share a node.
+  std::vector<std::vector<std::string>> probes;
+  for (size_t i = 0; i < suspects.size() && i < good.size(); ++i) {
+    probes.push_back({good[i], suspects[i]});
+  }
+  ASSIGN_OR_RETURN(auto probe_verdicts, RunNarrowingGangs(g, "probe", probes));
+  const auto running = std::count(probe_verdicts.begin(), probe_verdicts.end(), "");
+  if (running > 0) {
+    return Narrowing{suspects, "narrowing down: " + std::to_string(running) +
+                                   " suspect node(s) of failing pairs run again with a node that "
+                                   "passed"};
+  }
+  std::vector<std::string> narrowed;
+  for (size_t i = 0; i < suspects.size(); ++i) {
+    // Unprobed (more suspects than passing nodes), failed or errored: still a suspect.
+    if (i >= probes.size() || probe_verdicts[i] != "PASS") narrowed.push_back(suspects[i]);
+  }
+  return Narrowing{narrowed, ""};
 }
 
 Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
@@ -545,7 +760,7 @@ Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
 Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int keep_results) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   for (const auto& pod : caches_.podsOf(name)) {
-    if (Label(pod, "perfgate.io/run") == run) continue;
+    if (BaseRun(Label(pod, "perfgate.io/run")) == run) continue;
     auto st = client_->Delete(kube::PodsResource(), config_.nameSpace,
                               Str(pod, "/metadata/name"_json_pointer));
     if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
@@ -554,7 +769,7 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
   std::map<std::string, std::string> newest;  // run -> newest creationTimestamp
   std::vector<Json> old;
   for (const auto& r : caches_.resultsOf(name)) {
-    std::string rr = Label(r, "perfgate.io/run");
+    std::string rr = BaseRun(Label(r, "perfgate.io/run"));
     if (rr == run) continue;
     old.push_back(r);
     newest[rr] = std::max(newest[rr], Str(r, "/metadata/creationTimestamp"_json_pointer));
@@ -567,7 +782,7 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
     keep.insert(runs[i].second);
   }
   for (const auto& r : old) {
-    if (keep.count(Label(r, "perfgate.io/run")) != 0) continue;
+    if (keep.count(BaseRun(Label(r, "perfgate.io/run"))) != 0) continue;
     auto st = client_->Delete(ResultsResource(), config_.nameSpace,
                               Str(r, "/metadata/name"_json_pointer));
     if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
@@ -728,6 +943,11 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
       }
       if (msg.size() > 1500) break;
     }
+    if (const Json suspects = status.value("suspectNodes", Json::array()); !suspects.empty()) {
+      std::string names;
+      for (const auto& n : suspects) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+      msg = "suspect nodes (narrowed down by pairs): " + names + "; " + msg;
+    }
     conds = SetCondition(old, conds, "Ready", "False", reason, msg, gen, now);
     conds = SetCondition(old, conds, "Stalled", "True", reason, msg, gen, now);
     conds = SetCondition(old, conds, "Complete", "True", reason, msg, gen, now);
@@ -833,6 +1053,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   // NCCL tests across nodes: gangs (docs/nccl.md). Without NCCL tests a gang option is moot.
   const Json gang_spec = spec.value("gang", Json::object());
   const std::string gang_shape = gang_spec.value("shape", "");
+  const int gang_port = gang_spec.value("port", 0) > 0 ? gang_spec.value("port", 0) : 29500;
   bool gang = false;
   if (!gang_shape.empty()) {
     Json plan_json = Json::parse(plan->text, nullptr, false);
@@ -1058,14 +1279,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
 
   // Gangs: rank order is the sorted node order; one verdict per gang.
   std::map<std::string, GangMember> members;
-  Json suspects = Json::array();
   std::vector<std::vector<std::string>> gangs;
   std::map<std::string, size_t> outcome_of;
   for (size_t i = 0; i < outcomes.size(); ++i) outcome_of[outcomes[i].node] = i;
   if (gang) {
     gangs = GangsOf(selected, gang_shape);
-    int port = static_cast<int>(gang_spec.value("port", 0));
-    if (port <= 0) port = 29500;
     for (size_t g = 0; g < gangs.size(); ++g) {
       const std::string id = ObjectName({name, run, "gang" + std::to_string(g)});
       // Pods already made carry the gang's address: a later reconcile must not move it.
@@ -1073,12 +1291,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       for (const auto& n : gangs[g]) {
         if (auto it = pods.find(n); it != pods.end() && comm.empty()) comm = CommIdOf(it->second);
       }
-      if (comm.empty()) {
-        comm = config_.gangRendezvousHost.empty()
-                   ? ObjectName({id, "r0"}) + "." + id + "." + config_.nameSpace +
-                         ".svc:" + std::to_string(port)
-                   : config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
-      }
+      if (comm.empty()) comm = NewCommId(id, gang_port);
       for (size_t r = 0; r < gangs[g].size(); ++r) {
         members[gangs[g][r]] = {id, static_cast<int>(r), static_cast<int>(gangs[g].size()), comm,
                                 config_.gangRendezvousHost.empty()};
@@ -1105,11 +1318,6 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
                                           : "gang of " + std::to_string(gang_nodes.size()) + ": " +
                                                 cause->node + " " + cause->verdict + ": " +
                                                 cause->reason;
-      if (gang_shape == "pairs" && cause->verdict == "FAIL" && gangs.size() > 1) {
-        for (const auto& n : gang_nodes) {
-          if (suspects.size() < 20) suspects.push_back(n);
-        }
-      }
       for (const auto& n : gang_nodes) {
         NodeOutcome& o = outcomes[outcome_of[n]];
         if (o.verdict.empty()) {
@@ -1163,10 +1371,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     }
     // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
     // worker is Ready before the rendezvous.
-    int port = static_cast<int>(gang_spec.value("port", 0));
-    if (port <= 0) port = 29500;
     for (const auto& id : services) {
-      RETURN_IF_ERROR(CreateGangService(obj, run, id, port));
+      RETURN_IF_ERROR(CreateGangService(obj, run, id, gang_port));
     }
     // Creates run concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000
     // round trips.
@@ -1181,113 +1387,28 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     }));
   }
 
-  // Narrowing: each node of a failing pair runs again with a node that passed; a suspect
-  // whose probe passes is cleared (the other node or their link was the problem).
+  // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
+  // again in smaller gangs until the suspects are named.
   const bool all_decided = std::all_of(outcomes.begin(), outcomes.end(),
                                        [](const NodeOutcome& o) { return !o.verdict.empty(); });
-  if (gang && !suspects.empty() && all_decided) {
-    std::vector<std::string> good;
-    for (const auto& o : outcomes) {
-      if (o.verdict == "PASS") good.push_back(o.node);
+  if (gang && all_decided) {
+    std::map<std::string, std::string> verdict_of;
+    for (const auto& o : outcomes) verdict_of[o.node] = o.verdict;
+    const GangRun g{&obj, run, config_map, spec_gpus, &nodes, timeout, gang_port, suspended};
+    ASSIGN_OR_RETURN(Narrowing narrowing,
+                     Narrow(g, gangs, verdict_of, gang_shape, gang_spec.value("narrow", "pairs")));
+    Json suspects = Json::array();
+    status.erase("suspectNodes");  // an earlier round's candidates may have been cleared since
+    for (const auto& n : narrowing.suspects) {
+      if (suspects.size() < 20) suspects.push_back(n);  // the CRD's maxItems
     }
-    const std::string probe_run = run + "-probe";
-    std::map<std::string, Json> probe_results;  // by object name
-    for (auto& r : caches_.resultsOf(name)) {
-      if (Label(r, "perfgate.io/run") == probe_run) {
-        probe_results[Str(r, "/metadata/name"_json_pointer)] = r;
-      }
-    }
-    std::map<std::string, Json> probe_pods;
-    for (auto& p : caches_.podsOf(name)) {
-      if (Label(p, "perfgate.io/run") == probe_run) {
-        probe_pods[Str(p, "/metadata/name"_json_pointer)] = p;
-      }
-    }
-    Json narrowed = Json::array();
-    size_t probing = 0;
-    std::vector<Json> probe_batch;
-    for (size_t i = 0; i < suspects.size(); ++i) {
-      const std::string suspect = suspects[i].get<std::string>();
-      if (i >= good.size()) {
-        narrowed.push_back(suspect);  // no passing node left to probe it against
-        continue;
-      }
-      const std::vector<std::string> probe = {good[i], suspect};
-      const std::string id = ObjectName({name, run, "probe" + std::to_string(i)});
-      std::string verdict = "PASS";
-      bool done = true;
-      std::string comm;
-      for (const auto& n : probe) {
-        const std::string pod_name = ObjectName({id, n});
-        if (auto it = probe_pods.find(pod_name); it != probe_pods.end() && comm.empty()) {
-          comm = CommIdOf(it->second);
-        }
-        auto r = probe_results.find(pod_name);
-        if (r == probe_results.end()) {
-          auto pod = probe_pods.find(pod_name);
-          // A probe that ended without a result decides nothing: the suspect stays one.
-          if (pod != probe_pods.end() && Terminal(pod->second) &&
-              !client_->Get(ResultsResource(), config_.nameSpace, pod_name).ok()) {
-            verdict = "ERROR";
-          } else {
-            done = false;
-          }
-          continue;
-        }
-        const std::string v =
-            r->second["spec"].value("report", Json::object()).value("verdict", "");
-        if (v == "FAIL") {
-          verdict = "FAIL";
-        } else if (v != "PASS" && verdict != "FAIL") {
-          verdict = "ERROR";
-        }
-      }
-      if (done || verdict == "ERROR") {
-        if (verdict != "PASS") narrowed.push_back(suspect);
-        continue;
-      }
-      probing++;
-      if (comm.empty()) {
-        comm = config_.gangRendezvousHost.empty()
-                   ? ObjectName({id, "r0"}) + "." + id + "." + config_.nameSpace + ".svc:29500"
-                   : config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
-      }
-      for (size_t r = 0; r < probe.size(); ++r) {
-        const std::string pod_name = ObjectName({id, probe[r]});
-        if (probe_pods.count(pod_name) != 0 || suspended) continue;
-        GangMember m{id, static_cast<int>(r), 2, comm, config_.gangRendezvousHost.empty()};
-        int gpus = spec_gpus > 0 ? spec_gpus : NodeGpus(nodes[probe[r]]);
-        probe_batch.push_back(
-            BuildGangPod(obj, probe_run, probe[r], pod_name, config_map, gpus, timeout, m));
-      }
-    }
-    if (probing > 0) {
-      RETURN_IF_ERROR(ForEachConcurrently(probe_batch.size(), [&](size_t i) -> Status {
-        const Json& pod = probe_batch[i];
-        if (pod["spec"].contains("subdomain")) {
-          const std::string id = pod["spec"].value("subdomain", "");
-          int port = static_cast<int>(gang_spec.value("port", 0));
-          if (port <= 0) port = 29500;
-          // Not RETURN_IF_ERROR: this lambda already sits inside one (-Wshadow).
-          if (Status st = CreateGangService(obj, run, id, port); !st.ok()) return st;
-        }
-        auto created = client_->Create(kube::PodsResource(), config_.nameSpace, pod);
-        if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
-          return created.status();
-        }
-        if (created.ok()) metrics_.podsCreated++;
-        return Status::Ok();
-      }));
-      status["suspectNodes"] = suspects;
-      const std::string msg = "narrowing down: " + std::to_string(probing) +
-                              " suspect node(s) of failing pairs run again with a node that passed";
-      set_running(status, suspended ? "Suspended" : "Running", msg);
+    if (!suspects.empty()) status["suspectNodes"] = suspects;
+    if (!narrowing.running.empty()) {
+      set_running(status, suspended ? "Suspended" : "Running", narrowing.running);
       RETURN_IF_ERROR(WriteStatus(obj, status));
       return ReconcileResult{std::chrono::seconds(1)};
     }
-    suspects = narrowed;
   }
-  if (!suspects.empty()) status["suspectNodes"] = suspects;
 
   int counts[5] = {0, 0, 0, 0, 0};  // pass fail inconclusive error pending
   Json failing = Json::array();

@@ -126,6 +126,38 @@ class Reconciler {
   Status CreateGangService(const Json& obj, const std::string& run, const std::string& gang_id,
                            int port);
 
+  // What every pod of a run's gangs shares (the narrowing rounds' pods too).
+  struct GangRun {
+    const Json* obj;
+    std::string run;
+    std::string configMap;
+    int specGpus;
+    const std::map<std::string, Json>* nodes;
+    int timeout;
+    int port;
+    bool suspended;
+  };
+  struct Narrowing {
+    std::vector<std::string> suspects;
+    std::string running;  // non-empty while a round runs: what it is doing
+  };
+  // NCCL_COMM_ID for a new gang: rank 0 behind the gang's headless Service, or (kube-sim)
+  // --gang-rendezvous-host with a free port.
+  std::string NewCommId(const std::string& gang_id, int port) const;
+  // Runs `groups` as gangs of their own in round `stage` (pods and results of run
+  // "<run>-<stage>"): creates what is missing and returns each group's verdict, "" while it
+  // runs: PASS when every member passed, FAIL when one failed, else ERROR (a pod that crashed
+  // or was not scheduled in time: recorded as the operator's results, so it is not retried).
+  // Blocking.
+  Result<std::vector<std::string>> RunNarrowingGangs(
+      const GangRun& g, const std::string& stage,
+      const std::vector<std::vector<std::string>>& groups);
+  // The suspects of the decided gangs (docs/nccl.md, "Narrowing"): failing pairs, or a failing
+  // `all` gang run again in pairs; then each suspect beside a node that passed.
+  Result<Narrowing> Narrow(const GangRun& g, const std::vector<std::vector<std::string>>& gangs,
+                           const std::map<std::string, std::string>& verdict_of,
+                           const std::string& shape, const std::string& mode);
+
   std::shared_ptr<kube::Client> client_;
   Caches caches_;
   ReconcilerConfig config_;

@@ -1,8 +1,10 @@
 #include "worker/plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include "kernels/cuda/profile_select.h"
@@ -129,6 +131,68 @@ struct Context {
   const spec::SourceMap& where;
   const PlanOptions& options;
 };
+
+// spec.gang: what the CRD schema cannot say (the local run checks it too, so a spec that works
+// here is not refused by the operator later).
+Status CheckGang(const v1alpha1::Gang& g, const Context& ctx) {
+  const auto bad_value = [&](const std::string& path, const std::string& value,
+                             const std::string& supported) {
+    return ctx.where.Error(path,
+                           "unsupported value \"" + value + "\": supported values: " + supported);
+  };
+  if (!g.shape().empty() && g.shape() != "all" && g.shape() != "pairs") {
+    return bad_value("spec.gang.shape", g.shape(), "all, pairs");
+  }
+  if (!g.narrow().empty() && g.narrow() != "pairs" && g.narrow() != "none") {
+    return bad_value("spec.gang.narrow", g.narrow(), "pairs, none");
+  }
+  if (g.port() < 0 || g.port() > 65535) {
+    return ctx.where.Error("spec.gang.port", "must be 0 (29500) or a TCP port up to 65535");
+  }
+  const auto& net = g.network();
+  for (const auto& [field, value] :
+       {std::pair<std::string, std::string>{"socketIfname", net.socketifname()},
+        {"ibHca", net.ibhca()}}) {
+    if (std::any_of(value.begin(), value.end(),
+                    [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; })) {
+      return ctx.where.Error(
+          "spec.gang.network." + field,
+          "\"" + value + "\" has white space: NCCL reads a comma-separated list");
+    }
+  }
+  static const std::regex kResource(
+      R"(^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$)");
+  for (const auto& [name, count] : net.resources()) {
+    const std::string path = "spec.gang.network.resources." + name;
+    if (!std::regex_match(name, kResource)) {
+      return ctx.where.Error(path,
+                             "not an extended resource name (domain/name, e.g. "
+                             "rdma/rdma_shared_device_a or vpc.amazonaws.com/efa)");
+    }
+    if (name == "nvidia.com/gpu") {
+      return ctx.where.Error(path, "GPUs are set by spec.gpusPerNode, not here");
+    }
+    if (count < 1) return ctx.where.Error(path, "must be 1 or more");
+  }
+  static const std::regex kEnv(R"(^(NCCL|FI|UCX)_[A-Z0-9_]+$)");
+  for (const auto& [name, value] : net.env()) {
+    const std::string path = "spec.gang.network.env." + name;
+    if (!std::regex_match(name, kEnv)) {
+      return ctx.where.Error(path, "only NCCL_*, FI_* and UCX_* variables may be set here");
+    }
+    if (name == "NCCL_COMM_ID") {
+      return ctx.where.Error(path, "set by the operator: it is how the ranks meet (docs/nccl.md)");
+    }
+    if ((name == "NCCL_SOCKET_IFNAME" && !net.socketifname().empty()) ||
+        (name == "NCCL_IB_HCA" && !net.ibhca().empty())) {
+      return ctx.where.Error(path,
+                             "also set by spec.gang.network." +
+                                 std::string(name == "NCCL_IB_HCA" ? "ibHca" : "socketIfname") +
+                                 ": set it in one place");
+    }
+  }
+  return Status::Ok();
+}
 
 Status MergeSampling(const v1alpha1::Sampling& s, const std::string& path, const Context& ctx,
                      verdict::Sampling* out) {
@@ -377,6 +441,7 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   }
   if (s.policy().keepresults() < 0)
     return ctx.where.Error("spec.policy.keepResults", "must be 0 or more");
+  RETURN_IF_ERROR(CheckGang(s.gang(), ctx));
 
   // Profile: named, "auto", or picked from the GPU when the spec has no inline tests.
   std::string profile = s.profile();

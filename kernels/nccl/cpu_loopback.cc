@@ -15,6 +15,7 @@
 #include <sstream>
 #include <utility>
 
+#include "kernels/nccl/gang.h"
 #include "kernels/nccl/pattern.h"
 
 namespace perfgate::kernels::nccl {
@@ -412,13 +413,16 @@ class CpuLoopbackCommunicator final : public Communicator {
   }
 
   std::map<std::string, std::string> Details() const override {
-    return {{"communicator",
-             "CpuLoopbackCommunicator (test stand-in: host memory over TCP, "
-             "no GPU; its figures say nothing about any GPU or network)"},
-            {"transport", world_ > 1 ? "TCP sockets between processes (CPU stand-in)"
-                                     : "none "
-                                       "(one rank)"},
-            {"ranks", std::to_string(world_)}};
+    std::map<std::string, std::string> d = {
+        {"communicator",
+         "CpuLoopbackCommunicator (test stand-in: host memory over TCP, "
+         "no GPU; its figures say nothing about any GPU or network)"},
+        {"transport",
+         world_ > 1 ? "TCP sockets between processes (CPU stand-in)" : "none (one rank)"},
+        {"ranks", std::to_string(world_)}};
+    // As NCCL's communicator records it: what the pod was given reached the worker.
+    for (const auto& [k, v] : ProcessNcclEnvironment()) d["env " + k] = v;
+    return d;
   }
 
   bool InterNodeSockets() const override { return false; }

@@ -121,7 +121,10 @@ void PrepareNcclConnectRetries(double init_timeout_seconds) {
 std::map<std::string, std::string> NcclEnvironment(const std::vector<std::string>& environ_lines) {
   std::map<std::string, std::string> out;
   for (const auto& line : environ_lines) {
-    if (line.rfind("NCCL_", 0) != 0) continue;
+    // NCCL's own, libfabric's (EFA) and UCX's: what spec.gang.network.env may set.
+    if (line.rfind("NCCL_", 0) != 0 && line.rfind("FI_", 0) != 0 && line.rfind("UCX_", 0) != 0) {
+      continue;
+    }
     const auto eq = line.find('=');
     if (eq == std::string::npos) continue;
     out[line.substr(0, eq)] = line.substr(eq + 1);

@@ -73,7 +73,8 @@ int SocketRetriesFor(double init_timeout_seconds);
 // the first NCCL call. Thread-safe; only the first call changes the environment.
 void PrepareNcclConnectRetries(double init_timeout_seconds);
 
-// Every NCCL_* variable of `environ`, for Details(). Pure given the input.
+// Every NCCL_*, FI_* and UCX_* variable of `environ` (the network settings a gang pod got),
+// for Details(). Pure given the input.
 std::map<std::string, std::string> NcclEnvironment(const std::vector<std::string>& environ_lines);
 // The same from this process's environment.
 std::map<std::string, std::string> ProcessNcclEnvironment();

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -650,6 +652,120 @@ TEST_F(E2E, GangPairsNameTheSlowNodeAsSuspect) {
   EXPECT_EQ(by_node["node-2"]["spec"]["report"].value("verdict", ""), "FAIL")
       << by_node["node-2"].dump(2);
   EXPECT_EQ(by_node["node-0"]["spec"]["report"].value("verdict", ""), "PASS");
+}
+
+// 11. A whole-cluster gang that fails narrows itself down: its nodes run again in pairs, then
+// each node of the failing pair beside a node that passed, and only the slow one is named.
+TEST_F(E2E, GangAllFailureNarrowsByPairsToTheSlowNode) {
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfValidation\n"
+      "metadata:\n"
+      "  name: narrow-all\n"
+      "spec:\n"
+      "  nodeSelector:\n"
+      "    nvidia.com/gpu.present: \"true\"\n"
+      "  gang: {shape: all}\n"
+      "  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}\n"
+      "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
+      "  tests:\n"
+      "    - type: nccl-cpu-loopback\n"
+      "      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536,\n"
+      "                   warmupIterations: 1, iterations: 3, inPlace: false,\n"
+      "                   initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}\n"
+      "      thresholds:\n"
+      "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n");
+  ASSERT_TRUE(WaitComplete("narrow-all", 120));
+  Json v = Validation("narrow-all");
+  const std::string run = v["status"].value("run", "");
+  EXPECT_EQ(v["status"].value("suspectNodes", Json::array()), Json::array({"node-2"})) << v.dump(2);
+  // The gang's verdict stands: one slow rank slows every collective of the gang.
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "0/4") << v.dump(2);
+  EXPECT_NE(v["status"].value("message", "").find("suspect nodes (narrowed down by pairs): node-2"),
+            std::string::npos)
+      << v["status"].value("message", "");
+  // The rounds: two pairs, then one probe per node of the failing pair (node-2, node-3).
+  std::map<std::string, std::map<std::string, std::string>> verdicts;  // run -> node -> verdict
+  for (auto& r : Results("narrow-all")) {
+    verdicts[r["metadata"]["labels"].value("perfgate.io/run", "")]
+            [r["spec"].value("nodeName", "")] = r["spec"]["report"].value("verdict", "");
+  }
+  EXPECT_EQ(verdicts[run + "-pairs"],
+            (std::map<std::string, std::string>{
+                {"node-0", "PASS"}, {"node-1", "PASS"}, {"node-2", "FAIL"}, {"node-3", "FAIL"}}));
+  EXPECT_EQ(verdicts[run + "-probe"],
+            (std::map<std::string, std::string>{
+                {"node-0", "FAIL"}, {"node-1", "PASS"}, {"node-2", "FAIL"}, {"node-3", "PASS"}}));
+}
+
+// 12. spec.gang.network reaches the gang's pods: the RDMA resource is requested (so only nodes
+// that have it run the gang), the interface and HCA variables and extra NCCL/libfabric
+// variables are in every rank's environment and in its report, and host networking comes
+// with the DNS policy that still resolves rank 0's Service. A node without the resource
+// leaves the gang unscheduled, with the scheduler's reason.
+TEST_F(E2E, GangNetworkOptionsReachThePods) {
+  for (const char* name : {"rdma-0", "rdma-1", "rdma-2"}) {
+    kubesim::NodeSpec node;
+    node.name = name;
+    node.labels = {{"fabric", "rdma"}};
+    if (std::string(name) != "rdma-2") node.extendedResources = {{"rdma/rdma_shared_device_a", 1}};
+    ASSERT_TRUE(sim_->AddNode(node).ok());
+  }
+  auto spec = [](const std::string& name, const std::string& nodes) {
+    return "apiVersion: perfgate.io/v1alpha1\n"
+           "kind: PerfValidation\n"
+           "metadata:\n"
+           "  name: " +
+           name +
+           "\n"
+           "spec:\n"
+           "  nodes: " +
+           nodes +
+           "\n"
+           "  gang:\n"
+           "    shape: all\n"
+           "    network:\n"
+           "      socketIfname: lo\n"
+           "      ibHca: =mlx5_0:1\n"
+           "      hostNetwork: true\n"
+           "      resources: {rdma/rdma_shared_device_a: 1}\n"
+           "      env: {NCCL_IB_GID_INDEX: \"3\", FI_PROVIDER: efa}\n"
+           "  sampling: {warmup: 1, minRepeats: 2, maxRepeats: 2}\n"
+           "  policy: {nodeTimeoutSeconds: 60}\n"
+           "  tests:\n"
+           "    - type: nccl-cpu-loopback\n"
+           "      parameters: {collective: all_gather, maxBytes: 4096, initTimeoutSeconds: 30}\n";
+  };
+  Apply(spec("fabric", "[rdma-0, rdma-1]"));
+  ASSERT_TRUE(WaitComplete("fabric", 60));
+  Json v = Validation("fabric");
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "2/2") << v.dump(2);
+  auto pods = Pods("fabric");
+  ASSERT_EQ(pods.size(), 2u);
+  for (const auto& p : pods) {
+    EXPECT_EQ(EnvOf(p, "NCCL_SOCKET_IFNAME"), "lo");
+    EXPECT_EQ(EnvOf(p, "NCCL_IB_HCA"), "=mlx5_0:1");
+    EXPECT_EQ(EnvOf(p, "NCCL_IB_GID_INDEX"), "3");
+    EXPECT_EQ(EnvOf(p, "FI_PROVIDER"), "efa");
+    EXPECT_TRUE(p["spec"].value("hostNetwork", false));
+    EXPECT_EQ(p["spec"].value("dnsPolicy", ""), "ClusterFirstWithHostNet");
+    EXPECT_EQ(
+        p["spec"]["containers"][0]["resources"]["limits"].value("rdma/rdma_shared_device_a", ""),
+        "1");
+  }
+  for (const auto& r : Results("fabric")) {
+    const Json details = r["spec"]["report"]["tests"][0].value("details", Json::object());
+    EXPECT_EQ(details.value("env NCCL_SOCKET_IFNAME", ""), "lo") << r.dump(2);
+    EXPECT_EQ(details.value("env FI_PROVIDER", ""), "efa") << r.dump(2);
+  }
+
+  Apply(spec("fabric-short", "[rdma-0, rdma-1, rdma-2]"));
+  ASSERT_TRUE(WaitComplete("fabric-short", 60));
+  Json w = Validation("fabric-short");
+  EXPECT_EQ(w["status"].value("passedNodes", ""), "0/3") << w.dump(2);
+  EXPECT_NE(w["status"].value("message", "").find("Insufficient rdma/rdma_shared_device_a"),
+            std::string::npos)
+      << w["status"].value("message", "");
 }
 
 }  // namespace

@@ -226,11 +226,13 @@ TEST(Gang, HostPortParsesNamesAndIpv6) {
   EXPECT_FALSE(ParseHostPort(":80").ok());
 }
 
-TEST(Gang, NcclEnvironmentKeepsOnlyNcclVariables) {
-  auto env = NcclEnvironment(
-      {"NCCL_IB_HCA=mlx5_0,mlx5_1", "PATH=/bin", "NCCL_SOCKET_IFNAME=eth0", "MY_NCCL_X=1"});
-  EXPECT_EQ(env, (std::map<std::string, std::string>{{"NCCL_IB_HCA", "mlx5_0,mlx5_1"},
-                                                     {"NCCL_SOCKET_IFNAME", "eth0"}}));
+TEST(Gang, NcclEnvironmentKeepsOnlyNetworkVariables) {
+  auto env = NcclEnvironment({"NCCL_IB_HCA=mlx5_0,mlx5_1", "PATH=/bin", "NCCL_SOCKET_IFNAME=eth0",
+                              "MY_NCCL_X=1", "FI_PROVIDER=efa", "UCX_TLS=rc", "XFI_Y=2"});
+  EXPECT_EQ(env, (std::map<std::string, std::string>{{"FI_PROVIDER", "efa"},
+                                                     {"NCCL_IB_HCA", "mlx5_0,mlx5_1"},
+                                                     {"NCCL_SOCKET_IFNAME", "eth0"},
+                                                     {"UCX_TLS", "rc"}}));
 }
 
 TEST(Gang, ConnectRetriesCoverTheInitDeadline) {

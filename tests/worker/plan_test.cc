@@ -101,6 +101,63 @@ TEST(Plan, EnumsNameTheirChoices) {
               "spec.sampling.confidence: must be between 0 and 1");
 }
 
+// spec.gang is checked where every spec is, so `kubectl apply` of a spec the local run accepted
+// is not refused later by the operator, and the reverse.
+TEST(Plan, GangOptionsAreChecked) {
+  const std::string tests = "  tests:\n    - type: host-stream\n";
+  ExpectError(
+      "  gang: {shape: ring}\n" + tests,
+      "s.yaml:6: spec.gang.shape: unsupported value \"ring\": supported values: all, pairs");
+  ExpectError("  gang: {shape: all, narrow: bisect}\n" + tests,
+              "spec.gang.narrow: unsupported value \"bisect\": supported values: pairs, none");
+  ExpectError("  gang: {shape: all, port: 70000}\n" + tests,
+              "spec.gang.port: must be 0 (29500) or a TCP port up to 65535");
+  ExpectError("  gang:\n    shape: all\n    network: {socketIfname: \"eth0, eth1\"}\n" + tests,
+              "spec.gang.network.socketIfname: \"eth0, eth1\" has white space");
+  ExpectError("  gang:\n    shape: all\n    network:\n      resources: {efa: 1}\n" + tests,
+              "spec.gang.network.resources.efa: not an extended resource name");
+  ExpectError(
+      "  gang:\n    shape: all\n    network:\n      resources: {nvidia.com/gpu: 8}\n" + tests,
+      "spec.gang.network.resources.nvidia.com/gpu: GPUs are set by spec.gpusPerNode");
+  ExpectError("  gang:\n    shape: all\n    network:\n      resources: {rdma/hca: 0}\n" + tests,
+              "spec.gang.network.resources.rdma/hca: must be 1 or more");
+  ExpectError("  gang:\n    shape: all\n    network:\n      env: {LD_PRELOAD: /x.so}\n" + tests,
+              "spec.gang.network.env.LD_PRELOAD: only NCCL_*, FI_* and UCX_* variables");
+  ExpectError("  gang:\n    shape: all\n    network:\n      env: {NCCL_COMM_ID: \"a:1\"}\n" + tests,
+              "spec.gang.network.env.NCCL_COMM_ID: set by the operator");
+  ExpectError(
+      "  gang:\n    shape: all\n    network:\n      ibHca: mlx5_0\n"
+      "      env: {NCCL_IB_HCA: mlx5_1}\n" +
+          tests,
+      "spec.gang.network.env.NCCL_IB_HCA: also set by spec.gang.network.ibHca");
+  auto plan = PlanOf(
+      "  gang:\n    shape: pairs\n    narrow: none\n    network:\n      socketIfname: ^lo,docker\n"
+      "      ibHca: =mlx5_0:1\n      hostNetwork: true\n"
+      "      resources: {rdma/rdma_shared_device_a: 1, vpc.amazonaws.com/efa: 32}\n"
+      "      env: {NCCL_IB_GID_INDEX: \"3\", FI_PROVIDER: efa}\n" +
+      tests);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+}
+
+// Every PerfValidation in examples/ is a plan the worker and the operator accept as written
+// (the kube-sim gitops test checks them against the CRDs; this checks what the CRDs cannot,
+// e.g. that a threshold's metric is one the test produces at a size of its sweep).
+TEST(Plan, EveryExampleBuilds) {
+  const std::filesystem::path root = PERFGATE_SOURCE_DIR;
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto loaded = spec::LoadValidation(entry.path().string());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    PlanOptions options;
+    options.profile_dirs = {(root / "profiles").string()};
+    auto plan = BuildPlan(*loaded, options);
+    EXPECT_TRUE(plan.ok()) << entry.path() << ": " << plan.status().ToString();
+    checked++;
+  }
+  EXPECT_GE(checked, 3);
+}
+
 TEST(Plan, FixturesAreRefusedUnlessEnabled) {
   ExpectError("  tests:\n    - type: synthetic\n",
               "test type \"synthetic\" is a test fixture (invented samples); the worker refuses "
