@@ -119,7 +119,19 @@ Json SetCondition(const Json& old_status, Json conditions, const std::string& ty
   return conditions;
 }
 
-// A profile from the cluster, as the loader would read its file.
+constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+
+// A PerfProfile object, as the loader would read its file.
+Result<spec::Loaded<v1alpha1::PerfProfile>> ProfileFromObject(const Json& obj) {
+  const std::string name = Str(obj, "/metadata/name"_json_pointer);
+  Json doc = {{"apiVersion", "perfgate.io/v1alpha1"},
+              {"kind", "PerfProfile"},
+              {"metadata", {{"name", name}}},
+              {"spec", obj.value("spec", Json::object())}};
+  return spec::ParseProfile(doc.dump(2), "PerfProfile/" + name);
+}
+
+// A profile from the cluster, by name.
 Result<spec::Loaded<v1alpha1::PerfProfile>> LookupProfile(kube::Client& client,
                                                           const std::string& name) {
   auto obj = client.Get(ProfilesResource(), "", name);
@@ -129,11 +141,7 @@ Result<spec::Loaded<v1alpha1::PerfProfile>> LookupProfile(kube::Client& client,
     }
     return obj.status();
   }
-  Json doc = {{"apiVersion", "perfgate.io/v1alpha1"},
-              {"kind", "PerfProfile"},
-              {"metadata", {{"name", name}}},
-              {"spec", obj->value("spec", Json::object())}};
-  return spec::ParseProfile(doc.dump(2), "PerfProfile/" + name);
+  return ProfileFromObject(*obj);
 }
 
 struct ResolvedPlan {
@@ -153,7 +161,9 @@ void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
 
 // Validates the spec exactly as the worker will (BuildPlan) and inlines the profile.
 // kInvalidArgument (and kNotFound for a missing profile) mean an invalid spec.
-Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fixtures) {
+Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fixtures,
+                                 const std::set<std::string>& gpu_products,
+                                 const std::vector<std::string>& unlabelled) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
               {"kind", "PerfValidation"},
@@ -169,12 +179,41 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
     profiles[p] = found;
     return found;
   };
+  // `profile: auto` (or neither a profile nor tests): the GPU model is the selected nodes'
+  // nvidia.com/gpu.product label (GPU Feature Discovery), and the candidates are the cluster's
+  // PerfProfiles. One validation certifies one model: mixed models are refused, by name.
+  options.gpu_names = [&]() -> Result<std::vector<std::string>> {
+    if (!unlabelled.empty()) {
+      return InvalidArgument("node " + unlabelled.front() + " has no " + kGpuProductLabel +
+                             " label (set by GPU Feature Discovery / the GPU Operator)");
+    }
+    if (gpu_products.empty()) {
+      return InvalidArgument("no node matches spec.nodeSelector/spec.nodes");
+    }
+    if (gpu_products.size() > 1) {
+      std::string models;
+      for (const auto& m : gpu_products) models += (models.empty() ? "" : ", ") + m;
+      return InvalidArgument("the selected nodes have different GPU models (" + models +
+                             "): select one with spec.nodeSelector " + kGpuProductLabel);
+    }
+    return std::vector<std::string>{*gpu_products.begin()};
+  };
+  options.profile_list = [&]() -> Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> {
+    ASSIGN_OR_RETURN(Json list, client.ListAll(ProfilesResource(), "", kube::ListOptions{}));
+    std::vector<spec::Loaded<v1alpha1::PerfProfile>> out;
+    for (const auto& item : list.value("items", Json::array())) {
+      ASSIGN_OR_RETURN(auto p, ProfileFromObject(item));
+      out.push_back(std::move(p));
+    }
+    return out;
+  };
   ASSIGN_OR_RETURN(worker::Plan plan, worker::BuildPlan(loaded, options));
 
   v1alpha1::PerfValidation resolved = loaded.doc;
   auto* spec = resolved.mutable_spec();
-  if (!spec->profile().empty() && profiles.count(spec->profile()) != 0) {
-    const auto& ps = profiles[spec->profile()].doc.spec();
+  // plan.profile: the one named, or the one `auto` picked.
+  if (!plan.profile.empty() && profiles.count(plan.profile) != 0) {
+    const auto& ps = profiles[plan.profile].doc.spec();
     const auto& level = spec->level() == "full" ? ps.full() : ps.quick();
     FillSampling(level.sampling(), spec->mutable_sampling());
     std::set<std::string> names;
@@ -1029,8 +1068,46 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     st["message"] = msg;
   };
 
+  // Nodes: selected, with GPUs, not cordoned unless asked.
+  std::map<std::string, Json> nodes;
+  for (auto& n : caches_.nodes()) nodes[Str(n, "/metadata/name"_json_pointer)] = n;
+  std::vector<std::string> selected;
+  std::set<std::string> seen;
+  const bool include_cordoned = spec.value("includeCordoned", false);
+  for (const auto& [n, node] : nodes) {
+    if (!NodeSelected(spec, node)) continue;
+    bool explicitly = false;
+    for (const auto& e : spec.value("nodes", Json::array())) explicitly |= e == n;
+    if (!explicitly && NodeGpus(node) <= 0) continue;
+    // A cordon perfgate set itself does not exclude the node (it must be re-testable).
+    bool cordoned =
+        node["spec"].value("unschedulable", false) &&
+        !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
+    if (!explicitly && cordoned && !include_cordoned) continue;
+    selected.push_back(n);
+    seen.insert(n);
+  }
+  for (const auto& e : spec.value("nodes", Json::array())) {
+    if (e.is_string() && seen.insert(e.get<std::string>()).second)
+      selected.push_back(e.get<std::string>());
+  }
+  std::sort(selected.begin(), selected.end());
+  // What `profile: auto` picks by: the selected nodes' GPU models.
+  std::set<std::string> gpu_products;
+  std::vector<std::string> unlabelled;
+  for (const auto& n : selected) {
+    auto it = nodes.find(n);
+    if (it == nodes.end()) continue;  // named but missing: that node's ERROR, later
+    const std::string product = Label(it->second, kGpuProductLabel);
+    if (product.empty()) {
+      unlabelled.push_back(n);
+    } else {
+      gpu_products.insert(product);
+    }
+  }
+
   // The plan: validated exactly as the worker will read it.
-  auto plan = ResolvePlan(*client_, obj, config_.enableFixtures);
+  auto plan = ResolvePlan(*client_, obj, config_.enableFixtures, gpu_products, unlabelled);
   if (!plan.ok()) {
     if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {
       metrics_.errors++;
@@ -1068,30 +1145,6 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     status["profileVersion"] = plan->profileVersion;
   }
 
-  // Nodes: selected, with GPUs, not cordoned unless asked.
-  std::map<std::string, Json> nodes;
-  for (auto& n : caches_.nodes()) nodes[Str(n, "/metadata/name"_json_pointer)] = n;
-  std::vector<std::string> selected;
-  std::set<std::string> seen;
-  const bool include_cordoned = spec.value("includeCordoned", false);
-  for (const auto& [n, node] : nodes) {
-    if (!NodeSelected(spec, node)) continue;
-    bool explicitly = false;
-    for (const auto& e : spec.value("nodes", Json::array())) explicitly |= e == n;
-    if (!explicitly && NodeGpus(node) <= 0) continue;
-    // A cordon perfgate set itself does not exclude the node (it must be re-testable).
-    bool cordoned =
-        node["spec"].value("unschedulable", false) &&
-        !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
-    if (!explicitly && cordoned && !include_cordoned) continue;
-    selected.push_back(n);
-    seen.insert(n);
-  }
-  for (const auto& e : spec.value("nodes", Json::array())) {
-    if (e.is_string() && seen.insert(e.get<std::string>()).second)
-      selected.push_back(e.get<std::string>());
-  }
-  std::sort(selected.begin(), selected.end());
   if (selected.empty()) {
     const std::string msg =
         "no node matches spec.nodeSelector/spec.nodes with allocatable nvidia.com/gpu";

@@ -456,7 +456,8 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
       return ctx.where.Error("spec.profile",
                              "cannot pick a profile by GPU model: " + names.status().message());
     }
-    ASSIGN_OR_RETURN(auto all, LoadProfiles(options.profile_dirs));
+    ASSIGN_OR_RETURN(auto all, options.profile_list ? options.profile_list()
+                                                    : LoadProfiles(options.profile_dirs));
     std::vector<kernels::ProfileCandidate> candidates;
     for (const auto& p : all) {
       const auto& models = p.doc.spec().gpumodels();

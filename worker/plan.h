@@ -52,6 +52,9 @@ struct PlanOptions {
   // cluster's PerfProfile objects). kNotFound when there is no such profile.
   std::function<Result<spec::Loaded<v1alpha1::PerfProfile>>(const std::string& name)>
       profile_lookup;
+  // When set, the profiles to pick from by GPU model come from here instead of profile_dirs
+  // (the operator: the cluster's PerfProfile objects).
+  std::function<Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>>()> profile_list;
 };
 
 Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,

@@ -124,6 +124,8 @@ kube-sim)
   can "$op" no get secrets -n perfgate-system
   can "$op" yes update leases.coordination.k8s.io -n perfgate-system
   can "$op" yes create services -n perfgate-system   # a gang's headless Service
+  can "$op" yes list perfprofiles.perfgate.io          # profile: auto
+  can "$op" no update perfprofiles.perfgate.io
   can "$op" no delete services -n perfgate-system
   can "$op" yes delete perfresults.perfgate.io -n perfgate-system
   can "$op" yes create perfresults.perfgate.io -n perfgate-system

@@ -475,6 +475,45 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
   EXPECT_EQ(Condition(bad, "Ready").value("reason", ""), "InvalidSpec");
   EXPECT_NE(Condition(bad, "Ready").value("message", "").find("no-such-profile"),
             std::string::npos);
+
+  // `profile: auto` picks by the nodes' nvidia.com/gpu.product (NVIDIA-H200 here) among the
+  // cluster's PerfProfiles, and inlines what it picked.
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfValidation\n"
+      "metadata:\n"
+      "  name: byauto\n"
+      "spec:\n"
+      "  profile: auto\n");
+  ASSERT_TRUE(WaitComplete("byauto"));
+  Json a = Validation("byauto");
+  EXPECT_EQ(a["status"].value("profile", ""), "sim-gpu") << a.dump(2);
+  EXPECT_EQ(a["status"].value("passedNodes", ""), "3/4") << a.dump(2);
+  for (const auto& r : Results("byauto")) {
+    EXPECT_EQ(r["spec"]["report"].value("profile", ""), "sim-gpu") << r.dump(2);
+  }
+  // One validation certifies one GPU model: a second model among the selected nodes is an
+  // invalid spec naming both, and so is a node without the label.
+  kubesim::NodeSpec b200;
+  b200.name = "node-b200";
+  b200.gpuProduct = "NVIDIA-B200";
+  ASSERT_TRUE(sim_->AddNode(b200).ok());
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfValidation\n"
+      "metadata:\n"
+      "  name: mixed\n"
+      "spec:\n"
+      "  profile: auto\n");
+  ASSERT_TRUE(WaitComplete("mixed", 30));
+  Json m = Validation("mixed");
+  EXPECT_EQ(Condition(m, "Ready").value("reason", ""), "InvalidSpec") << m.dump(2);
+  EXPECT_NE(Condition(m, "Ready")
+                .value("message", "")
+                .find("different GPU models (NVIDIA-B200, NVIDIA-H200): select one with "
+                      "spec.nodeSelector nvidia.com/gpu.product"),
+            std::string::npos)
+      << Condition(m, "Ready").dump();
 }
 
 // A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the
