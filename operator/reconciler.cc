@@ -588,6 +588,19 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
   return Status::Ok();
 }
 
+Status Reconciler::CreatePods(const std::vector<Json>& pods) {
+  // Concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000 round trips.
+  return ForEachConcurrently(pods.size(), [&](size_t i) -> Status {
+    auto created = client_->Create(kube::PodsResource(), config_.nameSpace, pods[i]);
+    if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
+      metrics_.errors++;
+      return created.status();
+    }
+    if (created.ok()) metrics_.podsCreated++;
+    return Status::Ok();
+  });
+}
+
 std::string Reconciler::NewCommId(const std::string& gang_id, int port) const {
   return config_.gangRendezvousHost.empty()
              ? ObjectName({gang_id, "r0"}) + "." + gang_id + "." + config_.nameSpace +
@@ -695,15 +708,7 @@ Result<std::vector<std::string>> Reconciler::RunNarrowingGangs(
     }
   }
   for (const auto& id : services) RETURN_IF_ERROR(CreateGangService(obj, g.run, id, g.port));
-  RETURN_IF_ERROR(ForEachConcurrently(batch.size(), [&](size_t i) -> Status {
-    auto created = client_->Create(kube::PodsResource(), config_.nameSpace, batch[i]);
-    if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
-      metrics_.errors++;
-      return created.status();
-    }
-    if (created.ok()) metrics_.podsCreated++;
-    return Status::Ok();
-  }));
+  RETURN_IF_ERROR(CreatePods(batch));
   return verdicts;
 }
 
@@ -1427,17 +1432,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     for (const auto& id : services) {
       RETURN_IF_ERROR(CreateGangService(obj, run, id, gang_port));
     }
-    // Creates run concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000
-    // round trips.
-    RETURN_IF_ERROR(ForEachConcurrently(batch.size(), [&](size_t i) -> Status {
-      auto created = client_->Create(kube::PodsResource(), config_.nameSpace, batch[i]);
-      if (!created.ok() && created.status().code() != Code::kAlreadyExists) {
-        metrics_.errors++;
-        return created.status();
-      }
-      if (created.ok()) metrics_.podsCreated++;
-      return Status::Ok();
-    }));
+    RETURN_IF_ERROR(CreatePods(batch));
   }
 
   // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run

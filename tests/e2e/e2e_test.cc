@@ -157,22 +157,29 @@ class E2E : public ::testing::Test {
   OperatorProcess op_;
 };
 
+// The start of a PerfValidation `name`, up to `spec:`; its fields follow, indented two spaces.
+std::string SpecHead(const std::string& name) {
+  return "apiVersion: perfgate.io/v1alpha1\n"
+         "kind: PerfValidation\n"
+         "metadata:\n"
+         "  name: " +
+         name + "\nspec:\n";
+}
+
+// The same, selecting every simulated GPU node.
+std::string GpuNodesSpec(const std::string& name) {
+  return SpecHead(name) +
+         "  nodeSelector:\n"
+         "    nvidia.com/gpu.present: \"true\"\n";
+}
+
 // A validation of the synthetic fixture on every GPU node; `extra_params` and `policy` are
 // YAML fragments indented for their place.
 std::string SyntheticSpec(const std::string& name, const std::string& behaviour,
                           const std::string& policy = "    onFailure: taint\n",
                           const std::string& extra_spec = "",
                           const std::string& sample_seconds = "0") {
-  return "apiVersion: perfgate.io/v1alpha1\n"
-         "kind: PerfValidation\n"
-         "metadata:\n"
-         "  name: " +
-         name +
-         "\n"
-         "spec:\n"
-         "  nodeSelector:\n"
-         "    nvidia.com/gpu.present: \"true\"\n" +
-         extra_spec +
+  return GpuNodesSpec(name) + extra_spec +
          "  sampling:\n"
          "    warmup: 1\n"
          "    minRepeats: 5\n"
@@ -442,14 +449,9 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
       "      - type: synthetic\n"
       "        parameters: {mean: 100, behaviour: [\"node-3=50\"]}\n"
       "        thresholds: [{metric: bandwidthGBps, value: 90}]\n");
-  Apply(
-      "apiVersion: perfgate.io/v1alpha1\n"
-      "kind: PerfValidation\n"
-      "metadata:\n"
-      "  name: byprofile\n"
-      "spec:\n"
-      "  profile: sim-gpu\n"
-      "  level: quick\n");
+  Apply(SpecHead("byprofile") +
+        "  profile: sim-gpu\n"
+        "  level: quick\n");
   ASSERT_TRUE(WaitComplete("byprofile"));
   Json v = Validation("byprofile");
   EXPECT_EQ(v["status"].value("profile", ""), "sim-gpu") << v.dump(2);
@@ -463,13 +465,7 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
     EXPECT_EQ(r["spec"]["report"].value("profileVersion", ""), "2026.11-1");
   }
   // A profile that does not exist is an invalid spec, named.
-  Apply(
-      "apiVersion: perfgate.io/v1alpha1\n"
-      "kind: PerfValidation\n"
-      "metadata:\n"
-      "  name: noprofile\n"
-      "spec:\n"
-      "  profile: no-such-profile\n");
+  Apply(SpecHead("noprofile") + "  profile: no-such-profile\n");
   ASSERT_TRUE(WaitComplete("noprofile", 30));
   Json bad = Validation("noprofile");
   EXPECT_EQ(Condition(bad, "Ready").value("reason", ""), "InvalidSpec");
@@ -478,13 +474,7 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
 
   // `profile: auto` picks by the nodes' nvidia.com/gpu.product (NVIDIA-H200 here) among the
   // cluster's PerfProfiles, and inlines what it picked.
-  Apply(
-      "apiVersion: perfgate.io/v1alpha1\n"
-      "kind: PerfValidation\n"
-      "metadata:\n"
-      "  name: byauto\n"
-      "spec:\n"
-      "  profile: auto\n");
+  Apply(SpecHead("byauto") + "  profile: auto\n");
   ASSERT_TRUE(WaitComplete("byauto"));
   Json a = Validation("byauto");
   EXPECT_EQ(a["status"].value("profile", ""), "sim-gpu") << a.dump(2);
@@ -498,13 +488,7 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
   b200.name = "node-b200";
   b200.gpuProduct = "NVIDIA-B200";
   ASSERT_TRUE(sim_->AddNode(b200).ok());
-  Apply(
-      "apiVersion: perfgate.io/v1alpha1\n"
-      "kind: PerfValidation\n"
-      "metadata:\n"
-      "  name: mixed\n"
-      "spec:\n"
-      "  profile: auto\n");
+  Apply(SpecHead("mixed") + "  profile: auto\n");
   ASSERT_TRUE(WaitComplete("mixed", 30));
   Json m = Validation("mixed");
   EXPECT_EQ(Condition(m, "Ready").value("reason", ""), "InvalidSpec") << m.dump(2);
@@ -520,16 +504,7 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
 // spec, must make the sampling fixed (sequential stopping could desynchronise the ranks).
 std::string GangSpec(const std::string& name, const std::string& shape,
                      const std::string& extra_spec = "") {
-  return "apiVersion: perfgate.io/v1alpha1\n"
-         "kind: PerfValidation\n"
-         "metadata:\n"
-         "  name: " +
-         name +
-         "\n"
-         "spec:\n"
-         "  nodeSelector:\n"
-         "    nvidia.com/gpu.present: \"true\"\n" +
-         extra_spec +
+  return GpuNodesSpec(name) + extra_spec +
          "  gang:\n"
          "    shape: " +
          shape +
@@ -655,27 +630,26 @@ TEST_F(E2E, GangPairsFailOnlyTheirOwnPair) {
   EXPECT_EQ(size_of["node-1"], "2");
 }
 
+// A gang over every GPU node whose node-2 is slow (the stand-in sleeps 200 ms per call), with
+// a time bound only a gang without node-2 meets.
+std::string SlowNodeGangSpec(const std::string& name, const std::string& shape) {
+  return GpuNodesSpec(name) + "  gang: {shape: " + shape +
+         "}\n"
+         "  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}\n"
+         "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
+         "  tests:\n"
+         "    - type: nccl-cpu-loopback\n"
+         "      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536,\n"
+         "                   warmupIterations: 1, iterations: 3, inPlace: false,\n"
+         "                   initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}\n"
+         "      thresholds:\n"
+         "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n";
+}
+
 // 10. One planted slow node: its pair fails its time threshold, then each node of that pair
 // runs again beside a node that passed, and only the slow one is named a suspect.
 TEST_F(E2E, GangPairsNameTheSlowNodeAsSuspect) {
-  Apply(
-      "apiVersion: perfgate.io/v1alpha1\n"
-      "kind: PerfValidation\n"
-      "metadata:\n"
-      "  name: narrow\n"
-      "spec:\n"
-      "  nodeSelector:\n"
-      "    nvidia.com/gpu.present: \"true\"\n"
-      "  gang: {shape: pairs}\n"
-      "  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}\n"
-      "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
-      "  tests:\n"
-      "    - type: nccl-cpu-loopback\n"
-      "      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536,\n"
-      "                   warmupIterations: 1, iterations: 3, inPlace: false,\n"
-      "                   initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}\n"
-      "      thresholds:\n"
-      "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n");
+  Apply(SlowNodeGangSpec("narrow", "pairs"));
   ASSERT_TRUE(WaitComplete("narrow", 90));
   Json v = Validation("narrow");
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
@@ -696,24 +670,7 @@ TEST_F(E2E, GangPairsNameTheSlowNodeAsSuspect) {
 // 11. A whole-cluster gang that fails narrows itself down: its nodes run again in pairs, then
 // each node of the failing pair beside a node that passed, and only the slow one is named.
 TEST_F(E2E, GangAllFailureNarrowsByPairsToTheSlowNode) {
-  Apply(
-      "apiVersion: perfgate.io/v1alpha1\n"
-      "kind: PerfValidation\n"
-      "metadata:\n"
-      "  name: narrow-all\n"
-      "spec:\n"
-      "  nodeSelector:\n"
-      "    nvidia.com/gpu.present: \"true\"\n"
-      "  gang: {shape: all}\n"
-      "  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}\n"
-      "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
-      "  tests:\n"
-      "    - type: nccl-cpu-loopback\n"
-      "      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536,\n"
-      "                   warmupIterations: 1, iterations: 3, inPlace: false,\n"
-      "                   initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}\n"
-      "      thresholds:\n"
-      "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n");
+  Apply(SlowNodeGangSpec("narrow-all", "all"));
   ASSERT_TRUE(WaitComplete("narrow-all", 120));
   Json v = Validation("narrow-all");
   const std::string run = v["status"].value("run", "");
@@ -751,15 +708,7 @@ TEST_F(E2E, GangNetworkOptionsReachThePods) {
     ASSERT_TRUE(sim_->AddNode(node).ok());
   }
   auto spec = [](const std::string& name, const std::string& nodes) {
-    return "apiVersion: perfgate.io/v1alpha1\n"
-           "kind: PerfValidation\n"
-           "metadata:\n"
-           "  name: " +
-           name +
-           "\n"
-           "spec:\n"
-           "  nodes: " +
-           nodes +
+    return SpecHead(name) + "  nodes: " + nodes +
            "\n"
            "  gang:\n"
            "    shape: all\n"
