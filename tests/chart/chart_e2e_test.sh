@@ -6,7 +6,8 @@
 # chart's operator service account; worker pods under the chart's worker service account
 # (pod-bound tokens). Passes when the validation completes Passed=True with one worker-written
 # PerfResult per node, every node labelled passed, and neither the operator nor a worker was
-# refused by RBAC; then a slow node fails, is labelled and tainted, and an event says so.
+# refused by RBAC; then a slow node fails, is labelled and tainted, and an event says so; and
+# the chart's admission policy lets a worker write only its own node's result.
 # Env: OPERATOR_BIN, WORKER_BIN, KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -97,6 +98,47 @@ grep -q 'perfgate.io/failed' <<<"$(kubectl get node node-2 -o 'jsonpath={.spec.t
   || fail "node-2 not tainted perfgate.io/failed"
 grep -q NodeNotPassed <<<"$(kubectl get events -n default -o 'jsonpath={.items[*].reason}')" \
   || fail "no NodeNotPassed event in default"
+# The admission policy, enforced (kube-sim evaluates ValidatingAdmissionPolicies): the workers
+# above wrote their own nodes' results through it; a pod of the worker account on node-0 may
+# write node-0's result but not node-1's, whatever it claims.
+cat >"$WORK_DIR/forge.sh" <<'SH'
+write() {  # write NODE: a PerfResult for NODE, with this pod's bound token
+  cat <<YAML | kubectl --server="https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT" \
+    --certificate-authority="$KUBE_SIM_SA_DIR/ca.crt" --token="$(cat "$KUBE_SIM_SA_DIR/token")" \
+    -n perfgate-system create -f - 2>&1
+apiVersion: perfgate.io/v1alpha1
+kind: PerfResult
+metadata: {name: forged-$1, labels: {perfgate.io/node: $1, perfgate.io/validation: forged}}
+spec: {validation: forged, nodeName: $1, run: g1, report: {verdict: PASS}}
+YAML
+}
+write node-0 && write node-1
+SH
+cat <<YAML | kubectl apply -f - >/dev/null || fail "create the forging pod"
+apiVersion: v1
+kind: Pod
+metadata: {name: forger, namespace: perfgate-system}
+spec:
+  restartPolicy: Never
+  serviceAccountName: perfgate-worker
+  nodeSelector: {kubernetes.io/hostname: node-0}
+  tolerations: [{operator: Exists}]
+  containers:
+    - name: main
+      image: busybox:1.36
+      command: [/bin/sh, $WORK_DIR/forge.sh]
+      terminationMessagePolicy: FallbackToLogsOnError
+YAML
+kubectl -n perfgate-system wait pod/forger --for=jsonpath='{.status.phase}'=Failed --timeout=30s \
+  >/dev/null || { kubectl -n perfgate-system logs forger >&2 || true; fail "the forging pod did not fail"; }
+forged="$(kubectl -n perfgate-system logs forger)"
+grep -q 'perfresult.perfgate.io/forged-node-0 created' <<<"$forged" \
+  || fail "a worker on node-0 could not write node-0's result: $forged"
+grep -q "denied request: a perfgate worker on node node-0 may not write the PerfResult of node node-1" \
+  <<<"$forged" || fail "a worker on node-0 was not refused node-1's result: $forged"
+kubectl -n perfgate-system get perfresult forged-node-1 >/dev/null 2>&1 && fail "forged-node-1 stored"
+kubectl -n perfgate-system delete perfresult forged-node-0 >/dev/null
+
 if grep -Eq 'Forbidden|"code": ?403| 403' "$WORK_DIR/operator.log"; then
   grep -Em5 'Forbidden|403' "$WORK_DIR/operator.log" >&2
   fail "RBAC refused the operator or a worker"

@@ -30,35 +30,6 @@ stop_kube_sim() {
   fi
 }
 
-# kube-sim stores no admissionregistration.k8s.io objects and evaluates no CEL
-# (docs/kube-sim.md). So that `kubectl apply` of the whole chart can be checked there, this
-# registers storage-only stand-ins for the two kinds; a server that serves the real API
-# (kube-sim one day, any real cluster) is left alone.
-add_admission_standins() {
-  if grep -qx 'admissionregistration.k8s.io/v1' <<<"$(kubectl api-versions)"; then return 0; fi
-  local kind plural
-  for kind in ValidatingAdmissionPolicy:validatingadmissionpolicies \
-      ValidatingAdmissionPolicyBinding:validatingadmissionpolicybindings; do
-    plural="${kind#*:}"; kind="${kind%%:*}"
-    cat <<YAML | kubectl apply -f - >/dev/null || fail "stand-in CRD for $kind"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: $plural.admissionregistration.k8s.io
-spec:
-  group: admissionregistration.k8s.io
-  scope: Cluster
-  names: {kind: $kind, listKind: ${kind}List, plural: $plural, singular: $(echo "$kind" | tr '[:upper:]' '[:lower:]')}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-YAML
-  done
-}
-
 # wait_for CMD...: retries a command for up to 10 s (CRDs become Established asynchronously).
 wait_for() {
   local i
@@ -83,7 +54,6 @@ install_chart() {
     wait_for kubectl get crd "$crd.perfgate.io" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' \
       || fail "CRD $crd.perfgate.io not served"
   done
-  add_admission_standins
   wait_for kubectl get perfprofiles || fail "perfprofiles not served"
   kubectl apply -f "$dir/rendered.yaml" >"$dir/apply.log" 2>&1 \
     || { cat "$dir/apply.log" >&2; fail "kubectl apply of the rendered chart"; }

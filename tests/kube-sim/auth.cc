@@ -76,9 +76,7 @@ std::optional<UserInfo> KubeSim::Impl::Authenticate(const HttpRequest& req) {
   return u;
 }
 
-namespace {
-
-bool Contains(const Json& list, const std::string& value) {
+bool ListMatches(const Json& list, const std::string& value) {
   if (!list.is_array()) return false;
   for (const auto& v : list) {
     if (v.is_string() && (v == "*" || v == value)) return true;
@@ -86,10 +84,12 @@ bool Contains(const Json& list, const std::string& value) {
   return false;
 }
 
+namespace {
+
 bool RuleAllows(const Json& rule, const std::string& verb, const std::string& group,
                 const std::string& resource, const std::string& subresource,
                 const std::string& name, const std::string& path) {
-  if (!Contains(rule.value("verbs", Json::array()), verb)) return false;
+  if (!ListMatches(rule.value("verbs", Json::array()), verb)) return false;
   if (!path.empty()) {
     for (const auto& u : rule.value("nonResourceURLs", Json::array())) {
       std::string s = u.get<std::string>();
@@ -99,7 +99,7 @@ bool RuleAllows(const Json& rule, const std::string& verb, const std::string& gr
     }
     return false;
   }
-  if (!Contains(rule.value("apiGroups", Json::array()), group)) return false;
+  if (!ListMatches(rule.value("apiGroups", Json::array()), group)) return false;
   std::string full = subresource.empty() ? resource : resource + "/" + subresource;
   bool resOk = false;
   for (const auto& r : rule.value("resources", Json::array())) {
@@ -108,7 +108,7 @@ bool RuleAllows(const Json& rule, const std::string& verb, const std::string& gr
   }
   if (!resOk) return false;
   const Json names = rule.value("resourceNames", Json::array());
-  if (!names.empty() && !Contains(names, name)) return false;
+  if (!names.empty() && !ListMatches(names, name)) return false;
   return true;
 }
 

@@ -118,6 +118,32 @@ std::string HumanDuration(std::chrono::seconds age);
 // commands send; *ok is false for anything else.
 Json DecodeKubeProtobuf(const std::string& body, bool* ok);
 std::string NowRfc3339();
+// Whether a list of an RBAC rule or an admission rule (verbs, apiGroups, operations, ...)
+// names `value` or "*".
+bool ListMatches(const Json& list, const std::string& value);
+
+// A CREATE or UPDATE as ValidatingAdmissionPolicies see it (admission_policy.cc).
+struct AdmissionRequest {
+  const ResourceType* type = nullptr;
+  std::string version;
+  std::string subresource;
+  std::string operation;  // CREATE | UPDATE
+  std::string ns;
+  std::string name;
+  bool dryRun = false;
+  const UserInfo* user = nullptr;
+  const Json* object = nullptr;
+  const Json* oldObject = nullptr;        // UPDATE only
+  const Json* namespaceObject = nullptr;  // a namespaced object's Namespace, if it exists
+};
+// The first denial of the stored policies (by "/name") through their bindings, as
+// kube-apiserver words it; nullopt when every matching policy admits the request.
+std::optional<Outcome> EvaluateAdmissionPolicies(const std::map<std::string, Json>& policies,
+                                                 const std::map<std::string, Json>& bindings,
+                                                 const AdmissionRequest& request);
+// "spec.validations[0].expression: CEL: ..." for each expression of a policy that does not
+// compile (the API server refuses such a policy).
+std::vector<std::string> CheckPolicyExpressions(const Json& policy);
 std::chrono::system_clock::time_point ParseRfc3339(const std::string& text);
 
 }  // namespace perfgate::kubesim

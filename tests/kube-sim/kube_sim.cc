@@ -49,6 +49,10 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
               false, {"crd", "crds"}, true),
       Builtin("apps", "v1", "Deployment", "deployments", true, {"deploy"}, true),
       Builtin("events.k8s.io", "v1", "Event", "events", true, {"ev"}),
+      Builtin("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
+              "validatingadmissionpolicies", false, {}, true),
+      Builtin("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
+              "validatingadmissionpolicybindings", false),
   };
   for (auto& t : list) {
     if (t.key() == "/pods") t.extraSubresources = {"log", "binding"};
