@@ -7,7 +7,8 @@
 # (pod-bound tokens). Passes when the validation completes Passed=True with one worker-written
 # PerfResult per node, every node labelled passed, and neither the operator nor a worker was
 # refused by RBAC; then a slow node fails, is labelled and tainted, and an event says so; and
-# the chart's admission policy lets a worker write only its own node's result.
+# the chart's admission policy lets a worker write only its own node's result; an NCCL gang
+# (CPU stand-in) passes with each rank writing its own result.
 # Env: OPERATOR_BIN, WORKER_BIN, KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -31,9 +32,20 @@ mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
 health_port="$(free_port)"
 "$OPERATOR_BIN" "${args[@]}" --kubeconfig="$WORK_DIR/operator.kubeconfig" \
   --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address="127.0.0.1:$health_port" \
-  --enable-fixtures >"$WORK_DIR/operator.log" 2>&1 &
+  --enable-fixtures --gang-rendezvous-host=127.0.0.1 >"$WORK_DIR/operator.log" 2>&1 &
 operator_pid=$!
 echo "operator: ${args[*]}"
+
+# expect_worker_results VALIDATION: one PerfResult per node (4), each written by its worker
+# (under the worker's Role and the admission policy), none by the operator on its behalf.
+expect_worker_results() {
+  local n by_operator
+  n="$(kubectl -n perfgate-system get perfresults -l "perfgate.io/validation=$1" -o name | wc -l)"
+  [ "$n" = 4 ] || fail "$1: want 4 PerfResults, got $n"
+  by_operator="$(kubectl -n perfgate-system get perfresults -l "perfgate.io/validation=$1" \
+    -o 'jsonpath={range .items[*]}{.spec.writtenBy}{"\n"}{end}' | grep -c operator || true)"
+  [ "$by_operator" = 0 ] || fail "$1: $by_operator results written by the operator: a worker could not write its own"
+}
 
 # synthetic_spec NAME BEHAVIOUR: tests/e2e's SyntheticSpec.
 synthetic_spec() {
@@ -73,13 +85,7 @@ if ! kubectl wait pval/smoke --for=condition=Complete --timeout=90s >/dev/null; 
 fi
 passed="$(kubectl get pval smoke -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
 [ "$passed" = True ] || { kubectl get pval smoke -o yaml >&2; fail "Passed=$passed, want True"; }
-kubectl -n perfgate-system get perfresults -l perfgate.io/validation=smoke -o json >"$WORK_DIR/results.json"
-n="$(kubectl -n perfgate-system get perfresults -l perfgate.io/validation=smoke -o name | wc -l)"
-[ "$n" = 4 ] || fail "want 4 PerfResults, got $n"
-# Each written by its worker (under the worker's Role), not by the operator on its behalf.
-by_operator="$(kubectl -n perfgate-system get perfresults -l perfgate.io/validation=smoke \
-  -o 'jsonpath={range .items[*]}{.spec.writtenBy}{"\n"}{end}' | grep -c operator || true)"
-[ "$by_operator" = 0 ] || fail "$by_operator results written by the operator: a worker could not write its own"
+expect_worker_results smoke
 for node in node-0 node-1 node-2 node-3; do
   label="$(kubectl get node "$node" -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')"
   [ "$label" = passed ] || fail "$node labelled '$label', want passed"
@@ -138,6 +144,27 @@ grep -q "denied request: a perfgate worker on node node-0 may not write the Perf
   <<<"$forged" || fail "a worker on node-0 was not refused node-1's result: $forged"
 kubectl -n perfgate-system get perfresult forged-node-1 >/dev/null 2>&1 && fail "forged-node-1 stored"
 kubectl -n perfgate-system delete perfresult forged-node-0 >/dev/null
+
+# An NCCL gang (the CPU stand-in) under the same roles and policy: each rank writes its own
+# node's result. kube-sim has no DNS, so the ranks meet on loopback (--gang-rendezvous-host).
+cat <<YAML | kubectl apply -f - >/dev/null || fail "apply the gang validation"
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata: {name: gang}
+spec:
+  nodeSelector: {nvidia.com/gpu.present: "true"}
+  gang: {shape: all}
+  sampling: {warmup: 1, minRepeats: 2, maxRepeats: 2}
+  policy: {nodeTimeoutSeconds: 60}
+  tests:
+    - type: nccl-cpu-loopback
+      parameters: {collective: all_reduce, maxBytes: 4096, initTimeoutSeconds: 30}
+YAML
+kubectl wait pval/gang --for=condition=Complete --timeout=90s >/dev/null \
+  || { tail -30 "$WORK_DIR/operator.log" >&2; fail "gang validation not complete in 90 s"; }
+passed="$(kubectl get pval gang -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+[ "$passed" = True ] || { kubectl get pval gang -o yaml >&2; fail "gang: Passed=$passed, want True"; }
+expect_worker_results gang
 
 if grep -Eq 'Forbidden|"code": ?403| 403' "$WORK_DIR/operator.log"; then
   grep -Em5 'Forbidden|403' "$WORK_DIR/operator.log" >&2
