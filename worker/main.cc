@@ -228,6 +228,12 @@ int Run(const std::vector<std::string>& args) {
                       ? ""
                       : ", profile " + plan->profile + " " + plan->profile_version)
               << ")\n";
+    // spec.gang is the operator's: a local run (no PERFGATE_GANG_SIZE) is one node.
+    if (!loaded->doc.spec().gang().shape().empty() &&
+        std::getenv("PERFGATE_GANG_SIZE") == nullptr) {
+      std::cerr << "perfgate-worker: spec.gang applies when the operator runs this spec across "
+                   "nodes; here the NCCL tests run over this machine's GPUs only\n";
+    }
   }
   perfgate::v1alpha1::Report report = perfgate::worker::RunPlan(*plan, run_options);
   std::cout << "\n" << perfgate::report::FormatTable(report);

@@ -66,6 +66,26 @@ spec:
           value: 0.1
 )";
 
+// A spec written for a gang runs locally as one node, and the worker says so rather than
+// letting a user think the cluster was measured.
+TEST_F(Cli, GangSpecRunsLocallyAsOneNodeAndSaysSo) {
+  const std::string spec = Write("gang.yaml",
+                                 "apiVersion: perfgate.io/v1alpha1\n"
+                                 "kind: PerfValidation\n"
+                                 "metadata: {name: gang}\n"
+                                 "spec:\n"
+                                 "  gang: {shape: all}\n"
+                                 "  sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3}\n"
+                                 "  tests:\n"
+                                 "    - type: nccl-cpu-loopback\n"
+                                 "      parameters: {maxBytes: 4096}\n");
+  Outcome o = Worker("run " + spec + " --enable-fixtures");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("spec.gang applies when the operator runs this spec across "
+                                  "nodes; here the NCCL tests run over this machine's GPUs only"));
+  EXPECT_THAT(o.output, HasSubstr("PASS"));
+}
+
 TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
   std::string json = (dir_ / "r.json").string();
   std::string junit = (dir_ / "r.xml").string();
