@@ -3,6 +3,7 @@
 //                     [--worker-image IMAGE] [--worker-service-account NAME]
 //                     [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
 //                     [--log-format json|text] [--workers N] [--enable-fixtures]
+//                     [--metrics-per-node]
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "operator/http_server.h"
 #include "operator/index.h"
 #include "operator/log.h"
+#include "operator/metrics.h"
 #include "operator/reconciler.h"
 
 namespace {
@@ -47,6 +49,7 @@ flags:
   --worker-service-account NAME     the worker pods' service account (perfgate-worker)
   --leader-elect                    hold a Lease before reconciling (for more than one replica)
   --metrics-bind-address ADDR       /metrics (default :8080; 0 disables)
+  --metrics-per-node                also one perfgate_node_verdict series per labelled node
   --health-probe-bind-address ADDR  /healthz and /readyz (default :8081; 0 disables)
   --log-format json|text            (text)
   --workers N                       concurrent reconciles (4)
@@ -76,6 +79,7 @@ struct Flags {
   int kubeApiBurst = 100;
   bool enableFixtures = false;
   std::string gangRendezvousHost;
+  bool metricsPerNode = false;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -99,6 +103,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->leaderElect = !has_value || value == "true";
     } else if (a == "--enable-fixtures") {
       f->enableFixtures = true;
+    } else if (a == "--metrics-per-node") {
+      f->metricsPerNode = !has_value || value == "true";
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       std::exit(0);
@@ -188,19 +194,6 @@ kube::Informer* MakeInformer(std::shared_ptr<kube::Client> client, kube::GroupVe
   o.resyncPeriod = std::chrono::seconds(300);
   keep->push_back(std::make_unique<kube::Informer>(std::move(client), o));
   return keep->back().get();
-}
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 
 }  // namespace
@@ -299,51 +292,17 @@ int main(int argc, char** argv) {
     }
     if (path != "/metrics") return {404, "text/plain", "not found\n"};
     auto& m = reconciler.metrics();
-    std::string out;
-    auto counter = [&](const std::string& name, const std::string& help, uint64_t v) {
-      out += "# HELP " + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
-             std::to_string(v) + "\n";
-    };
-    counter("perfgate_reconcile_total", "Reconciles run.", m.reconciles.load());
-    counter("perfgate_reconcile_errors_total", "Reconciles that returned an error.",
-            m.errors.load());
-    counter("perfgate_worker_pods_created_total", "Worker pods created.", m.podsCreated.load());
-    counter("perfgate_operator_results_total",
-            "PerfResults the operator wrote itself (ERROR nodes).",
-            m.resultsWrittenByOperator.load());
-    out +=
-        "# HELP perfgate_workqueue_depth Keys ready in the work queue.\n"
-        "# TYPE perfgate_workqueue_depth gauge\nperfgate_workqueue_depth " +
-        std::to_string(queue.Len()) + "\n";
-    std::map<std::string, int> by_verdict = {
-        {"Running", 0}, {"Passed", 0}, {"Failed", 0}, {"Suspended", 0}};
-    for (const auto& v : validations->List()) {
-      std::string verdict = v.value("status", Json::object()).value("verdict", "Running");
-      by_verdict[verdict]++;
-    }
-    out +=
-        "# HELP perfgate_validations Validations by verdict.\n"
-        "# TYPE perfgate_validations gauge\n";
-    for (const auto& [k, n] : by_verdict) {
-      out += "perfgate_validations{verdict=\"" + Escape(k) + "\"} " + std::to_string(n) + "\n";
-    }
-    std::map<std::string, int> nodes_by = {
-        {"passed", 0}, {"failed", 0}, {"inconclusive", 0}, {"error", 0}};
-    for (const auto& n : nodes->List()) {
-      auto labels = n["metadata"].value("labels", Json::object());
-      if (labels.contains(op::kVerdictLabel))
-        nodes_by[labels[op::kVerdictLabel].get<std::string>()]++;
-    }
-    out +=
-        "# HELP perfgate_nodes Nodes by their perfgate.io/verdict label.\n"
-        "# TYPE perfgate_nodes gauge\n";
-    for (const auto& [k, n] : nodes_by) {
-      out += "perfgate_nodes{verdict=\"" + Escape(k) + "\"} " + std::to_string(n) + "\n";
-    }
-    out +=
-        "# HELP perfgate_leader Whether this replica leads.\n# TYPE perfgate_leader gauge\n"
-        "perfgate_leader " +
-        std::string(leading ? "1" : "0") + "\n";
+    op::MetricsSnapshot snapshot;
+    snapshot.reconciles = m.reconciles.load();
+    snapshot.reconcileErrors = m.errors.load();
+    snapshot.podsCreated = m.podsCreated.load();
+    snapshot.resultsWrittenByOperator = m.resultsWrittenByOperator.load();
+    snapshot.queueDepth = queue.Len();
+    snapshot.leading = leading;
+    snapshot.validations = validations->List();
+    snapshot.nodes = nodes->List();
+    snapshot.perNode = flags.metricsPerNode;
+    const std::string out = op::RenderMetrics(snapshot);
     return {200, "text/plain; version=0.0.4; charset=utf-8", out};
   };
   std::vector<std::unique_ptr<op::HttpServer>> servers;

@@ -24,7 +24,8 @@ cleanup() {
 trap cleanup EXIT
 
 start_kube_sim "$WORK_DIR" --nodes 4 --gpus-per-node 8 --image-map "$image=$WORKER_BIN"
-install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" --set worker.image.tag=e2e
+install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" --set worker.image.tag=e2e \
+  --set metrics.perNode=true
 operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
 mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
   | drop_flags --metrics-bind-address --health-probe-bind-address)
@@ -104,6 +105,14 @@ grep -q 'perfgate.io/failed' <<<"$(kubectl get node node-2 -o 'jsonpath={.spec.t
   || fail "node-2 not tainted perfgate.io/failed"
 grep -q NodeNotPassed <<<"$(kubectl get events -n default -o 'jsonpath={.items[*].reason}')" \
   || fail "no NodeNotPassed event in default"
+# /metrics (served on the health port too), with the chart's metrics.perNode.
+metrics="$(curl -fsS "http://127.0.0.1:$health_port/metrics")" || fail "/metrics"
+for want in 'perfgate_validations{verdict="Passed"} 1' 'perfgate_validations{verdict="Failed"} 1' \
+    'perfgate_nodes{verdict="failed"} 1' 'perfgate_nodes{verdict="passed"} 3' \
+    'perfgate_node_verdict{node="node-2",verdict="failed",validation="slow"} 1' 'perfgate_leader 1'; do
+  grep -qF "$want" <<<"$metrics" || { echo "$metrics" >&2; fail "/metrics lacks: $want"; }
+done
+
 # The admission policy, enforced (kube-sim evaluates ValidatingAdmissionPolicies): the workers
 # above wrote their own nodes' results through it; a pod of the worker account on node-0 may
 # write node-0's result but not node-1's, whatever it claims.
