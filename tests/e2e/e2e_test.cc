@@ -694,6 +694,20 @@ TEST_F(E2E, GangAllFailureNarrowsByPairsToTheSlowNode) {
                 {"node-0", "FAIL"}, {"node-1", "PASS"}, {"node-2", "FAIL"}, {"node-3", "PASS"}}));
 }
 
+// 11b. narrow: none stops at the pairs: both nodes of the failing pair are named, and no
+// probe runs.
+TEST_F(E2E, GangPairsWithoutNarrowingNameTheFailingPair) {
+  Apply(SlowNodeGangSpec("nonarrow", "pairs, narrow: none"));
+  ASSERT_TRUE(WaitComplete("nonarrow", 90));
+  Json v = Validation("nonarrow");
+  EXPECT_EQ(v["status"].value("suspectNodes", Json::array()), Json::array({"node-2", "node-3"}))
+      << v.dump(2);
+  for (auto& r : Results("nonarrow")) {
+    EXPECT_EQ(r["metadata"]["labels"].value("perfgate.io/run", ""), v["status"].value("run", ""))
+        << "a narrowing round ran: " << r.dump(2);
+  }
+}
+
 // 12. spec.gang.network reaches the gang's pods: the RDMA resource is requested (so only nodes
 // that have it run the gang), the interface and HCA variables and extra NCCL/libfabric
 // variables are in every rank's environment and in its report, and host networking comes
