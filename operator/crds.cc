@@ -262,6 +262,7 @@ std::map<std::string, Json> GenerateCrdObjects() {
       {Column("Verdict", "string", ".status.verdict"),
        Column("Passed", "string", ".status.passedNodes"),
        Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
+       Column("Suspects", "string", ".status.suspectNodes", 1),
        Column("Age", "date", ".metadata.creationTimestamp")},
       true);
   Json rspec = {{"type", "object"},

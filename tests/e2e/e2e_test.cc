@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/kube-sim/kube_sim.h"
@@ -680,6 +681,9 @@ TEST_F(E2E, GangAllFailureNarrowsByPairsToTheSlowNode) {
   EXPECT_NE(v["status"].value("message", "").find("suspect nodes (narrowed down by pairs): node-2"),
             std::string::npos)
       << v["status"].value("message", "");
+  auto wide = Kubectl(*sim_, {"get", "pval", "narrow-all", "-o", "wide"});
+  EXPECT_THAT(wide.out, ::testing::ContainsRegex("SUSPECTS"));
+  EXPECT_THAT(wide.out, ::testing::HasSubstr("[\"node-2\"]")) << wide.out;
   // The rounds: two pairs, then one probe per node of the failing pair (node-2, node-3).
   std::map<std::string, std::map<std::string, std::string>> verdicts;  // run -> node -> verdict
   for (auto& r : Results("narrow-all")) {
