@@ -276,10 +276,13 @@ int FreeLoopbackPort() {
   return port;
 }
 
-// Whether the resolved plan (JSON) runs an NCCL test: only those need a gang.
+// Whether the resolved plan (JSON) runs an NCCL test across nodes: only those need a gang
+// (a test with acrossNodes: false, like the profiles' NVLink bound, stays on its node).
 bool PlanHasNccl(const Json& plan) {
   for (const auto& t : plan["spec"].value("tests", Json::array())) {
-    if (t.value("type", "").rfind("nccl-", 0) == 0) return true;
+    const Json params = t.value("parameters", Json::object());
+    const bool across = !params.contains("acrossNodes") || params["acrossNodes"] != false;
+    if (t.value("type", "").rfind("nccl-", 0) == 0 && across) return true;
   }
   return false;
 }

@@ -37,6 +37,10 @@ std::vector<ParamInfo> SweepParams() {
                 "broadcast; NCCL defines none for alltoall and sendrecv)"),
       BoolParam("verify", true,
                 "check every result against the predictable inputs; a wrong element fails"),
+      BoolParam("acrossNodes", true,
+                "in a gang, one communicator across the gang's nodes; false: this node's GPUs "
+                "only, even in a gang (a bound on NVLink, as the built-in profiles give, must "
+                "not be applied to the network between nodes)"),
       IntParam("initTimeoutSeconds", 600, "seconds",
                "watchdog deadline for the rendezvous and communicator init: pods of a gang may "
                "start minutes apart",
@@ -46,6 +50,13 @@ std::vector<ParamInfo> SweepParams() {
                "aborted",
                1, 86400),
   };
+}
+
+// The gang a request joins: the pod's (from the environment), or none for a test that stays
+// within its node.
+Result<GangConfig> GangOf(const CommunicatorRequest& request) {
+  if (request.within_node) return GangConfig{};
+  return GangFromEnv(ProcessEnv());
 }
 
 MetricInfo Metric(std::string name, std::string unit, bool higher_is_better,
@@ -297,6 +308,7 @@ class CollectiveTest final : public Test {
     request.target = target;
     request.init_timeout_seconds = static_cast<double>(params.Int("initTimeoutSeconds"));
     request.call_timeout_seconds = static_cast<double>(params.Int("timeoutSeconds"));
+    request.within_node = !params.Bool("acrossNodes");
     ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, factory_(request));
     if (!op_) {
       if (const double delay = PlantedDelaySeconds(params.StringList("behaviour")); delay > 0) {
@@ -331,8 +343,9 @@ class CollectiveTest final : public Test {
     }
     details["verification"] =
         config.verify ? "every result element, every size and mode" : "off (verify: false)";
-    auto gang = GangFromEnv(ProcessEnv());
+    auto gang = GangOf(request);
     const bool multi_node = gang.ok() && gang->multi_node();
+    if (request.within_node) details["scope"] = "this node's GPUs only (acrossNodes: false)";
     if (gang.ok() && multi_node) {
       details["gang"] = (gang->id.empty() ? std::string() : gang->id + ", ") + "pod rank " +
                         std::to_string(gang->rank) + " of " + std::to_string(gang->size);
@@ -366,7 +379,7 @@ CommunicatorFactory NcclFactory() {
     for (int d : request.target.devices.empty() ? std::vector<int>{0} : request.target.devices) {
       RETURN_IF_ERROR(cuda::RequireCudaDevice(d));
     }
-    ASSIGN_OR_RETURN(GangConfig gang, GangFromEnv(ProcessEnv()));
+    ASSIGN_OR_RETURN(GangConfig gang, GangOf(request));
     ASSIGN_OR_RETURN(RankLayout layout,
                      LayoutFor(gang, static_cast<int>(request.target.devices.size())));
     CommunicatorOptions options;
@@ -384,7 +397,7 @@ CommunicatorFactory NcclFactory() {
 
 CommunicatorFactory CpuLoopbackFactory() {
   return [](const CommunicatorRequest& request) -> Result<std::unique_ptr<Communicator>> {
-    ASSIGN_OR_RETURN(GangConfig gang, GangFromEnv(ProcessEnv()));
+    ASSIGN_OR_RETURN(GangConfig gang, GangOf(request));
     gang.gpus_per_node.reset();  // the stand-in is one rank per pod, whatever the GPUs
     ASSIGN_OR_RETURN(RankLayout layout, LayoutFor(gang, 1));
     CpuLoopbackOptions options;

@@ -17,6 +17,8 @@ struct CommunicatorRequest {
   Target target;
   double init_timeout_seconds = 600;
   double call_timeout_seconds = 300;
+  // This node's GPUs only, even in a gang (parameter acrossNodes: false).
+  bool within_node = false;
 };
 
 // Makes the communicator a run uses. Blocking (completes the rendezvous).

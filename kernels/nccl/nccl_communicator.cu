@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -70,6 +73,42 @@ AlltoAllFn FindAlltoAll() {
   return fn;
 }
 
+// NCCL reads NCCL_COMM_ID in ncclGetUniqueId and, for rank 0, in ncclCommInitRankConfig. A
+// gang pod carries the gang's address there, which is right for a communicator across the
+// gang and wrong for one over this node's GPUs only (acrossNodes: false): its rank 0 would try
+// to listen on another pod's address. So, from the unique id to the end of the init group, the
+// variable says what this communicator needs (the gang's address, or nothing), and is put back
+// afterwards. Tests run one at a time; the lock keeps two inits from interleaving.
+class ScopedCommIdEnv {
+ public:
+  explicit ScopedCommIdEnv(const std::string& rank0_address) : lock_(Mutex()) {
+    if (const char* old = std::getenv("NCCL_COMM_ID"))
+      saved_ = old;  // NOLINT(concurrency-mt-unsafe)
+    if (rank0_address.empty()) {
+      ::unsetenv("NCCL_COMM_ID");
+    } else if (!saved_) {  // a gang's own variable is kept exactly as the pod has it
+      ::setenv("NCCL_COMM_ID", rank0_address.c_str(), 1);
+    }
+  }
+  ~ScopedCommIdEnv() {
+    if (saved_) {
+      ::setenv("NCCL_COMM_ID", saved_->c_str(), 1);
+    } else {
+      ::unsetenv("NCCL_COMM_ID");
+    }
+  }
+  ScopedCommIdEnv(const ScopedCommIdEnv&) = delete;
+  ScopedCommIdEnv& operator=(const ScopedCommIdEnv&) = delete;
+
+ private:
+  static std::mutex& Mutex() {
+    static std::mutex mu;
+    return mu;
+  }
+  std::lock_guard<std::mutex> lock_;
+  std::optional<std::string> saved_;
+};
+
 int Blocks(std::int64_t count) {
   return static_cast<int>(std::clamp<std::int64_t>((count + 255) / 256, 1, 4096));
 }
@@ -120,25 +159,28 @@ class NcclCommunicator final : public Communicator {
       ASSIGN_OR_RETURN(locals_[i].stream, Stream::Create());
       ASSIGN_OR_RETURN(locals_[i].counter, DeviceBuffer::Allocate(sizeof(unsigned long long)));
     }
-    // With NCCL_COMM_ID set, every process gets the same id from rank 0's address, and rank 0's
-    // init starts the bootstrap root there; without it the id (and root) is made here.
-    ncclUniqueId id;
-    PG_NCCL(ncclGetUniqueId(&id));
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    PG_NCCL(ncclGroupStart());
-    for (auto& l : locals_) {
-      PG_CUDA(cudaSetDevice(l.device));
-      ncclResult_t r = ncclCommInitRankConfig(&l.comm, options_.world_size, id, l.rank, &config);
-      if (r != ncclSuccess && r != ncclInProgress) {
-        (void)ncclGroupEnd();
-        return NcclStatus(r, "ncclCommInitRankConfig");
+    {
+      // With NCCL_COMM_ID set, every process gets the same id from rank 0's address, and rank
+      // 0's init starts the bootstrap root there; without it the id (and root) is made here.
+      ScopedCommIdEnv comm_id(options_.rank0_address);
+      ncclUniqueId id;
+      PG_NCCL(ncclGetUniqueId(&id));
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0;
+      PG_NCCL(ncclGroupStart());
+      for (auto& l : locals_) {
+        PG_CUDA(cudaSetDevice(l.device));
+        ncclResult_t r = ncclCommInitRankConfig(&l.comm, options_.world_size, id, l.rank, &config);
+        if (r != ncclSuccess && r != ncclInProgress) {
+          (void)ncclGroupEnd();
+          return NcclStatus(r, "ncclCommInitRankConfig");
+        }
       }
-    }
-    const ncclResult_t end = ncclGroupEnd();
-    if (end != ncclSuccess && end != ncclInProgress) {
-      AbortAll();
-      return NcclStatus(end, "ncclGroupEnd (init)");
+      const ncclResult_t end = ncclGroupEnd();
+      if (end != ncclSuccess && end != ncclInProgress) {
+        AbortAll();
+        return NcclStatus(end, "ncclGroupEnd (init)");
+      }
     }
     std::string ranks;
     for (const auto& l : locals_) ranks += (ranks.empty() ? "" : ",") + std::to_string(l.rank);

@@ -208,13 +208,17 @@ CommunicatorFactory ThreadFactory(World& w, int rank, std::int64_t corrupt = 0) 
   };
 }
 
-Params SmallSweep(const kernels::Test& test, const std::string& collective) {
-  return testing::DefaultParams(test.Info(), {{"collective", collective},
-                                              {"minBytes", std::int64_t{8}},
-                                              {"maxBytes", std::int64_t{64 * 1024}},
-                                              {"stepFactor", std::int64_t{8}},
-                                              {"warmupIterations", std::int64_t{1}},
-                                              {"iterations", std::int64_t{2}}});
+// `extra` overrides or adds parameters.
+Params SmallSweep(const kernels::Test& test, const std::string& collective,
+                  const std::map<std::string, kernels::ParamValue>& extra = {}) {
+  std::map<std::string, kernels::ParamValue> values = {{"collective", collective},
+                                                       {"minBytes", std::int64_t{8}},
+                                                       {"maxBytes", std::int64_t{64 * 1024}},
+                                                       {"stepFactor", std::int64_t{8}},
+                                                       {"warmupIterations", std::int64_t{1}},
+                                                       {"iterations", std::int64_t{2}}};
+  for (const auto& [k, v] : extra) values[k] = v;
+  return testing::DefaultParams(test.Info(), values);
 }
 
 TEST(Harness, TwoRanksReportAlgbwAndBusbwPerSizeWithTheFormula) {
@@ -303,6 +307,33 @@ TEST(Harness, MultiNodeSocketFallbackIsAFailureWithTheReason) {
   auto s = (*run)->RunSample();
   EXPECT_EQ(s.status().code(), Code::kDataLoss);
   EXPECT_THAT(s.status().message(), HasSubstr("fell back to plain TCP sockets"));
+}
+
+// In a gang pod, a test with acrossNodes: false stays on this node: the real factory makes a
+// one-rank communicator at once instead of waiting for rank 0 (nobody listens at 127.0.0.1:9
+// here), and the report says so. With acrossNodes left at true it would meet the gang.
+TEST(Harness, AcrossNodesFalseStaysOnThisNodeInAGang) {
+  ::setenv("PERFGATE_GANG_SIZE", "3", 1);
+  ::setenv("PERFGATE_GANG_RANK", "1", 1);
+  ::setenv("NCCL_COMM_ID", "127.0.0.1:9", 1);
+  auto test = MakeCpuLoopbackTest();
+  auto run =
+      test->Prepare(SmallSweep(*test, "all_reduce",
+                               {{"acrossNodes", false}, {"initTimeoutSeconds", std::int64_t{1}}}),
+                    Target{});
+  auto gang_run = test->Prepare(
+      SmallSweep(*test, "all_reduce", {{"initTimeoutSeconds", std::int64_t{1}}}), Target{});
+  ::unsetenv("PERFGATE_GANG_SIZE");
+  ::unsetenv("PERFGATE_GANG_RANK");
+  ::unsetenv("NCCL_COMM_ID");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ((*run)->Details().at("worldSize"), "1");
+  EXPECT_THAT((*run)->Details().at("scope"), HasSubstr("this node's GPUs only"));
+  EXPECT_EQ((*run)->Details().count("gang"), 0U);
+  EXPECT_TRUE((*run)->RunSample().ok());
+  // The same test across the gang waits for rank 0 and is aborted by the watchdog.
+  ASSERT_FALSE(gang_run.ok());
+  EXPECT_EQ(gang_run.status().code(), Code::kDeadlineExceeded) << gang_run.status().ToString();
 }
 
 // ---- what the worker lists ----------------------------------------------------------------------
