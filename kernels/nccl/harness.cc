@@ -41,6 +41,10 @@ std::vector<ParamInfo> SweepParams() {
                 "in a gang, one communicator across the gang's nodes; false: this node's GPUs "
                 "only, even in a gang (a bound on NVLink, as the built-in profiles give, must "
                 "not be applied to the network between nodes)"),
+      IntParam("minRanks", 1, "",
+               "fewer ranks than this (one per GPU) and the test does not apply here (SKIPPED, "
+               "as p2p on one GPU): a busbw bound needs two",
+               1, 1 << 20),
       IntParam("initTimeoutSeconds", 600, "seconds",
                "watchdog deadline for the rendezvous and communicator init: pods of a gang may "
                "start minutes apart",
@@ -316,6 +320,10 @@ class CollectiveTest final : public Test {
       }
     }
     const int n = comm->world_size();
+    if (n < params.Int("minRanks")) {
+      return FailedPrecondition("needs " + std::to_string(params.Int("minRanks")) +
+                                " ranks or more (minRanks), this run has " + std::to_string(n));
+    }
     std::int64_t elements = 1;
     for (std::int64_t size : config.sizes) {
       const CallShape s = ShapeFor(op, size, n);

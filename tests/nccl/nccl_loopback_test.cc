@@ -277,6 +277,16 @@ TEST(Harness, WrongResultsFailWithDataLossNamingWhere) {
   EXPECT_THAT(statuses[1].message(), HasSubstr("reduce_scatter 8B out-of-place"));
 }
 
+TEST(Harness, FewerRanksThanMinRanksDoesNotApply) {
+  auto test = MakeCpuLoopbackTest();  // no gang here: one rank
+  auto run =
+      test->Prepare(SmallSweep(*test, "all_reduce", {{"minRanks", std::int64_t{2}}}), Target{});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(run.status().message(),
+              HasSubstr("needs 2 ranks or more (minRanks), this run has 1"));
+}
+
 // A communicator that works but reports NCCL's socket fallback between nodes.
 class SocketFallbackCommunicator final : public Communicator {
  public:
