@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <map>
 #include <thread>
@@ -316,17 +317,6 @@ std::string CommIdOf(const Json& pod) {
   return "";
 }
 
-// The run a label belongs to: narrowing rounds run as "<run>-pairs" and "<run>-probe".
-std::string BaseRun(const std::string& label) {
-  for (const std::string stage : {"-pairs", "-probe"}) {
-    if (label.size() > stage.size() &&
-        label.compare(label.size() - stage.size(), stage.size(), stage) == 0) {
-      return label.substr(0, label.size() - stage.size());
-    }
-  }
-  return label;
-}
-
 }  // namespace
 
 std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
@@ -337,6 +327,21 @@ std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& no
   for (size_t i = 0; i + 1 < nodes.size(); i += 2) gangs.push_back({nodes[i], nodes[i + 1]});
   if (nodes.size() % 2 == 1) gangs.back().push_back(nodes.back());
   return gangs;
+}
+
+// The run a label belongs to: narrowing rounds run as "<run>-pairs", "<run>-probe",
+// "<run>-probe2", ...
+std::string BaseRun(const std::string& label) {
+  size_t end = label.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(label[end - 1])) != 0) --end;
+  for (const std::string stage : {"-pairs", "-probe"}) {
+    const size_t digits = label.size() - end;
+    if (stage == "-pairs" && digits != 0) continue;
+    if (end > stage.size() && label.compare(end - stage.size(), stage.size(), stage) == 0) {
+      return label.substr(0, end - stage.size());
+    }
+  }
+  return label;
 }
 
 struct Reconciler::NodeOutcome {
@@ -753,24 +758,40 @@ Result<Reconciler::Narrowing> Reconciler::Narrow(
   }
   if (mode == "none" || suspects.empty() || good.empty()) return Narrowing{suspects, ""};
   // Each node of a failing pair runs again beside a node that passed: a suspect whose probe
-  // passes is cleared (its partner or their link was the problem). One probe per passing node,
-  // so that probes never share a node.
-  std::vector<std::vector<std::string>> probes;
-  for (size_t i = 0; i < suspects.size() && i < good.size(); ++i) {
-    probes.push_back({good[i], suspects[i]});
-  }
-  ASSIGN_OR_RETURN(auto probe_verdicts, RunNarrowingGangs(g, "probe", probes));
-  const auto running = std::count(probe_verdicts.begin(), probe_verdicts.end(), "");
-  if (running > 0) {
-    return Narrowing{suspects, "narrowing down: " + std::to_string(running) +
-                                   " suspect node(s) of failing pairs run again with a node that "
-                                   "passed"};
-  }
+  // passes is cleared (its partner or their link was the problem). One probe per passing node
+  // at a time, so that probes never share a node: with more suspects than passing nodes, the
+  // probes run in rounds ("<run>-probe", "<run>-probe2", ...), at most kMaxProbeRounds.
+  constexpr size_t kMaxProbeRounds = 8;
+  const size_t per_round = good.size();
+  const size_t rounds = std::min((suspects.size() + per_round - 1) / per_round, kMaxProbeRounds);
   std::vector<std::string> narrowed;
-  for (size_t i = 0; i < suspects.size(); ++i) {
-    // Unprobed (more suspects than passing nodes), failed or errored: still a suspect.
-    if (i >= probes.size() || probe_verdicts[i] != "PASS") narrowed.push_back(suspects[i]);
+  for (size_t k = 0; k < rounds; ++k) {
+    const size_t first = k * per_round;
+    const size_t last = std::min(suspects.size(), first + per_round);
+    std::vector<std::vector<std::string>> probes;
+    for (size_t i = first; i < last; ++i) probes.push_back({good[i - first], suspects[i]});
+    ASSIGN_OR_RETURN(
+        auto verdicts,
+        RunNarrowingGangs(g, k == 0 ? "probe" : "probe" + std::to_string(k + 1), probes));
+    const auto running = std::count(verdicts.begin(), verdicts.end(), "");
+    if (running > 0) {
+      // Still suspects: the ones no probe has cleared yet.
+      std::vector<std::string> candidates = narrowed;
+      candidates.insert(candidates.end(), suspects.begin() + static_cast<std::ptrdiff_t>(first),
+                        suspects.end());
+      return Narrowing{candidates,
+                       "narrowing down: " + std::to_string(running) +
+                           " suspect node(s) of failing pairs run again with a node that passed" +
+                           (rounds > 1 ? " (round " + std::to_string(k + 1) + " of " +
+                                             std::to_string(rounds) + ")"
+                                       : "")};
+    }
+    for (size_t i = first; i < last; ++i) {
+      if (verdicts[i - first] != "PASS") narrowed.push_back(suspects[i]);  // failed or errored
+    }
   }
+  // Past the last round: unprobed, still suspects.
+  for (size_t i = rounds * per_round; i < suspects.size(); ++i) narrowed.push_back(suspects[i]);
   return Narrowing{narrowed, ""};
 }
 

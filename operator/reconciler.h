@@ -175,6 +175,10 @@ class Reconciler {
 std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
                                               const std::string& shape);
 
+// The run a PerfResult or pod label belongs to: narrowing rounds run as "<run>-pairs",
+// "<run>-probe", "<run>-probe2", ... and count as part of <run>.
+std::string BaseRun(const std::string& label);
+
 // Helpers exposed for unit tests.
 // The run id of a generation and a rerun token: "g3" or "g3-1a2b3c4d".
 std::string RunId(int64_t generation, const std::string& rerun_token);

@@ -633,7 +633,8 @@ TEST_F(E2E, GangPairsFailOnlyTheirOwnPair) {
 
 // A gang over every GPU node whose node-2 is slow (the stand-in sleeps 200 ms per call), with
 // a time bound only a gang without node-2 meets.
-std::string SlowNodeGangSpec(const std::string& name, const std::string& shape) {
+std::string SlowNodeGangSpec(const std::string& name, const std::string& shape,
+                             const std::string& behaviour = "[\"node-2=slow:200\"]") {
   return GpuNodesSpec(name) + "  gang: {shape: " + shape +
          "}\n"
          "  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}\n"
@@ -642,7 +643,9 @@ std::string SlowNodeGangSpec(const std::string& name, const std::string& shape) 
          "    - type: nccl-cpu-loopback\n"
          "      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536,\n"
          "                   warmupIterations: 1, iterations: 3, inPlace: false,\n"
-         "                   initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}\n"
+         "                   initTimeoutSeconds: 30, behaviour: " +
+         behaviour +
+         "}\n"
          "      thresholds:\n"
          "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n";
 }
@@ -696,6 +699,32 @@ TEST_F(E2E, GangAllFailureNarrowsByPairsToTheSlowNode) {
   EXPECT_EQ(verdicts[run + "-probe"],
             (std::map<std::string, std::string>{
                 {"node-0", "FAIL"}, {"node-1", "PASS"}, {"node-2", "FAIL"}, {"node-3", "PASS"}}));
+}
+
+// 11a. More suspects than passing nodes: the probes run in rounds. Six nodes, node-2 and
+// node-4 slow: pairs (0,1) pass, (2,3) and (4,5) fail; round 1 probes node-2 and node-3
+// beside node-0 and node-1, round 2 node-4 and node-5; only the slow two stay suspects.
+TEST_F(E2E, GangProbesRunInRoundsWhenSuspectsOutnumberPassingNodes) {
+  for (const char* n : {"node-4", "node-5"}) {
+    kubesim::NodeSpec node;
+    node.name = n;
+    ASSERT_TRUE(sim_->AddNode(node).ok());
+  }
+  Apply(SlowNodeGangSpec("rounds", "pairs", "[\"node-2=slow:200\", \"node-4=slow:200\"]"));
+  ASSERT_TRUE(WaitComplete("rounds", 150));
+  Json v = Validation("rounds");
+  const std::string run = v["status"].value("run", "");
+  EXPECT_EQ(v["status"].value("suspectNodes", Json::array()), Json::array({"node-2", "node-4"}))
+      << v.dump(2);
+  std::map<std::string, std::set<std::string>> nodes_of;  // round -> nodes
+  for (auto& r : Results("rounds")) {
+    nodes_of[r["metadata"]["labels"].value("perfgate.io/run", "")].insert(
+        r["spec"].value("nodeName", ""));
+  }
+  EXPECT_EQ(nodes_of[run + "-probe"],
+            (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  EXPECT_EQ(nodes_of[run + "-probe2"],
+            (std::set<std::string>{"node-0", "node-1", "node-4", "node-5"}));
 }
 
 // 11b. narrow: none stops at the pairs: both nodes of the failing pair are named, and no

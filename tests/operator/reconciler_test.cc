@@ -46,5 +46,19 @@ TEST(GangsOf, AllIsOneGangPairsAreDisjoint) {
   EXPECT_TRUE(GangsOf({}, "all").empty());
 }
 
+// Narrowing rounds belong to their run (kept and cleaned with it); a run id that merely ends
+// in digits is not mistaken for a round.
+TEST(BaseRun, NarrowingRoundsBelongToTheirRun) {
+  EXPECT_EQ(BaseRun("g3"), "g3");
+  EXPECT_EQ(BaseRun("g12"), "g12");
+  EXPECT_EQ(BaseRun("g3-pairs"), "g3");
+  EXPECT_EQ(BaseRun("g3-probe"), "g3");
+  EXPECT_EQ(BaseRun("g3-probe2"), "g3");
+  EXPECT_EQ(BaseRun("g3-1a2b3c44-probe7"), "g3-1a2b3c44");
+  EXPECT_EQ(BaseRun("g3-1a2b3c44"), "g3-1a2b3c44");
+  EXPECT_EQ(BaseRun("g3-pairs2"), "g3-pairs2");  // pairs run once
+  EXPECT_EQ(BaseRun(RunId(3, "tok") + "-probe"), RunId(3, "tok"));
+}
+
 }  // namespace
 }  // namespace perfgate::op
