@@ -596,6 +596,17 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
   return Status::Ok();
 }
 
+std::string Reconciler::BusyWith(const std::string& validation, const std::string& node) const {
+  for (const auto& p : caches_.podsOn(node)) {
+    std::string v = Label(p, "perfgate.io/validation");
+    if (v != validation && !Terminal(p) &&
+        Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+      return v;
+    }
+  }
+  return "";
+}
+
 Status Reconciler::CreatePods(const std::vector<Json>& pods) {
   // Concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000 round trips.
   return ForEachConcurrently(pods.size(), [&](size_t i) -> Status {
@@ -700,6 +711,10 @@ Result<std::vector<std::string>> Reconciler::RunNarrowingGangs(
       continue;
     }
     if (g.suspended || missing.empty()) continue;
+    // A round starts whole, on nodes no other validation is using (as the main run does).
+    const bool busy = std::any_of(group.begin(), group.end(),
+                                  [&](const std::string& n) { return !BusyWith(name, n).empty(); });
+    if (busy && missing.size() == group.size()) continue;
     // Every member at once (a create that failed last time is made now, at the same address).
     if (comm.empty()) comm = NewCommId(id, g.port);
     for (size_t r = 0; r < group.size(); ++r) {
@@ -1224,15 +1239,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     if (Label(p, "perfgate.io/run") == run) pods[Label(p, "perfgate.io/node")] = p;
   }
   // Another validation's live worker on `node`, or "".
-  auto busy_with = [&](const std::string& node) -> std::string {
-    for (const auto& p : caches_.podsOn(node)) {
-      std::string v = Label(p, "perfgate.io/validation");
-      if (v != name && !Terminal(p) && Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
-        return v;
-      }
-    }
-    return "";
-  };
+  auto busy_with = [&](const std::string& node) { return BusyWith(name, node); };
 
   const int spec_gpus = static_cast<int>(spec.value("gpusPerNode", 0));
   int timeout = static_cast<int>(policy.value("nodeTimeoutSeconds", 0));

@@ -141,6 +141,8 @@ class Reconciler {
     std::vector<std::string> suspects;
     std::string running;  // non-empty while a round runs: what it is doing
   };
+  // Another validation whose live worker runs on `node`, or "". Non-blocking (caches).
+  std::string BusyWith(const std::string& validation, const std::string& node) const;
   // Creates the pods (one that exists already is fine). Blocking.
   Status CreatePods(const std::vector<Json>& pods);
   // NCCL_COMM_ID for a new gang: rank 0 behind the gang's headless Service, or (kube-sim)
