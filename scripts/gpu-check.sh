@@ -169,6 +169,26 @@ else
   echo "watchdog check: FAIL (no watchdog abort in the log; exit $WD_RC)"
 fi
 grep -E "ERROR|aborted" "$RESULTS/nccl-watchdog.log" | head -3
+
+say "NCCL: acrossNodes: false inside a gang pod's environment (NCCL_COMM_ID scoped per init)"
+cat >"$RESULTS/nccl-local.yaml" <<'EOF2'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-nccl-local
+spec:
+  sampling: {warmup: 0, minRepeats: 2, maxRepeats: 2, method: fixed, maxSeconds: 60}
+  tests:
+    - type: nccl-all-reduce
+      parameters: {minBytes: 1048576, maxBytes: 1048576, acrossNodes: false, initTimeoutSeconds: 20}
+EOF2
+# The gang's rank 0 is "elsewhere" (nobody listens there): a node-local communicator must not
+# use that address, so this ends PASS at once, with worldSize 1, instead of a watchdog abort.
+PERFGATE_GANG_SIZE=2 PERFGATE_GANG_RANK=1 NCCL_COMM_ID=127.0.0.1:29556 timeout 60 "$WORKER" run \
+  "$RESULTS/nccl-local.yaml" --report-json "$RESULTS/nccl-local.json" >"$RESULTS/nccl-local.log" 2>&1
+echo "perfgate-worker (acrossNodes: false, in a gang env) exit $?" | tee -a "$RESULTS/nccl-local.log"
+grep -E "verdict|PASS|ERROR" "$RESULTS/nccl-local.log" | tail -3
+
 # The gtest cases of the same two checks, when the bundle carries them.
 if [ -x "$BUNDLE/bin/nccl_gpu_test" ]; then
   timeout 90 "$BUNDLE/bin/nccl_gpu_test" >"$RESULTS/nccl_gpu_test.log" 2>&1
