@@ -537,8 +537,11 @@ Json Reconciler::BuildGangPod(const Json& obj, const std::string& run, const std
     container["env"].push_back(value_env("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(gpus)));
   }
   // NCCL's SHM transport and proxy buffers live in /dev/shm; the runtime's 64 MiB is too small.
+  const Json gang = obj["spec"].value("gang", Json::object());
+  const std::string shm = gang.value("shmSize", "");
   pod["spec"]["volumes"].push_back(
-      {{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "8Gi"}}}});
+      {{"name", "dshm"},
+       {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", shm.empty() ? "8Gi" : shm}}}});
   container["volumeMounts"].push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
   // RDMA registration pins memory; without IPC_LOCK NCCL drops the IB/RoCE/EFA transport.
   container["securityContext"]["capabilities"]["add"] = {"IPC_LOCK"};
@@ -548,7 +551,7 @@ Json Reconciler::BuildGangPod(const Json& obj, const std::string& run, const std
   }
   // spec.gang.network (docs/nccl.md, "Pod spec for NCCL"): how this cloud's fast network
   // reaches the pod. BuildPlan has checked the names.
-  const Json network = obj["spec"].value("gang", Json::object()).value("network", Json::object());
+  const Json network = gang.value("network", Json::object());
   if (const std::string ifname = network.value("socketIfname", ""); !ifname.empty()) {
     container["env"].push_back(value_env("NCCL_SOCKET_IFNAME", ifname));
   }
@@ -558,6 +561,10 @@ Json Reconciler::BuildGangPod(const Json& obj, const std::string& run, const std
   // Named, not temporaries: items() only refers to the object it iterates.
   const Json extra_env = network.value("env", Json::object());
   const Json extra_resources = network.value("resources", Json::object());
+  const Json annotations = network.value("podAnnotations", Json::object());
+  for (const auto& [k, v] : annotations.items()) {
+    if (v.is_string()) pod["metadata"]["annotations"][k] = v;
+  }
   for (const auto& [k, v] : extra_env.items()) {
     if (v.is_string()) container["env"].push_back(value_env(k, v.get<std::string>()));
   }

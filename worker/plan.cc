@@ -149,6 +149,11 @@ Status CheckGang(const v1alpha1::Gang& g, const Context& ctx) {
   if (g.port() < 0 || g.port() > 65535) {
     return ctx.where.Error("spec.gang.port", "must be 0 (29500) or a TCP port up to 65535");
   }
+  static const std::regex kQuantity(R"(^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$)");
+  if (!g.shmsize().empty() && !std::regex_match(g.shmsize(), kQuantity)) {
+    return ctx.where.Error("spec.gang.shmSize",
+                           "\"" + g.shmsize() + "\" is not a quantity such as 16Gi or 8589934592");
+  }
   const auto& net = g.network();
   for (const auto& [field, value] :
        {std::pair<std::string, std::string>{"socketIfname", net.socketifname()},
@@ -173,6 +178,15 @@ Status CheckGang(const v1alpha1::Gang& g, const Context& ctx) {
       return ctx.where.Error(path, "GPUs are set by spec.gpusPerNode, not here");
     }
     if (count < 1) return ctx.where.Error(path, "must be 1 or more");
+  }
+  // A qualified name, as Kubernetes checks annotation keys: [prefix/]name.
+  static const std::regex kAnnotation(
+      R"(^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$)");
+  for (const auto& [key, value] : net.podannotations()) {
+    if (!std::regex_match(key, kAnnotation) || key.size() > 316) {
+      return ctx.where.Error("spec.gang.network.podAnnotations." + key,
+                             "not an annotation key ([prefix/]name)");
+    }
   }
   static const std::regex kEnv(R"(^(NCCL|FI|UCX)_[A-Z0-9_]+$)");
   for (const auto& [name, value] : net.env()) {

@@ -759,7 +759,9 @@ TEST_F(E2E, GangNetworkOptionsReachThePods) {
            "\n"
            "  gang:\n"
            "    shape: all\n"
+           "    shmSize: 16Gi\n"
            "    network:\n"
+           "      podAnnotations: {k8s.v1.cni.cncf.io/networks: rdma-net}\n"
            "      socketIfname: lo\n"
            "      ibHca: =mlx5_0:1\n"
            "      hostNetwork: true\n"
@@ -784,6 +786,12 @@ TEST_F(E2E, GangNetworkOptionsReachThePods) {
     EXPECT_EQ(EnvOf(p, "FI_PROVIDER"), "efa");
     EXPECT_TRUE(p["spec"].value("hostNetwork", false));
     EXPECT_EQ(p["spec"].value("dnsPolicy", ""), "ClusterFirstWithHostNet");
+    EXPECT_EQ(p["metadata"]["annotations"].value("k8s.v1.cni.cncf.io/networks", ""), "rdma-net");
+    std::string shm;
+    for (const auto& vol : p["spec"]["volumes"]) {
+      if (vol.value("name", "") == "dshm") shm = vol["emptyDir"].value("sizeLimit", "");
+    }
+    EXPECT_EQ(shm, "16Gi");
     EXPECT_EQ(
         p["spec"]["containers"][0]["resources"]["limits"].value("rdma/rdma_shared_device_a", ""),
         "1");

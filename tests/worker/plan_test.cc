@@ -130,8 +130,15 @@ TEST(Plan, GangOptionsAreChecked) {
       "      env: {NCCL_IB_HCA: mlx5_1}\n" +
           tests,
       "spec.gang.network.env.NCCL_IB_HCA: also set by spec.gang.network.ibHca");
+  ExpectError("  gang: {shape: all, shmSize: lots}\n" + tests,
+              "spec.gang.shmSize: \"lots\" is not a quantity such as 16Gi");
+  ExpectError("  gang:\n    shape: all\n    network:\n      podAnnotations: {\"a b\": x}\n" + tests,
+              "spec.gang.network.podAnnotations.a b: not an annotation key");
   auto plan = PlanOf(
-      "  gang:\n    shape: pairs\n    narrow: none\n    network:\n      socketIfname: ^lo,docker\n"
+      "  gang:\n    shape: pairs\n    narrow: none\n    shmSize: 16Gi\n    network:\n"
+      "      socketIfname: ^lo,docker\n"
+      "      podAnnotations: {networking.gke.io/interfaces: \"[]\", k8s.v1.cni.cncf.io/networks: "
+      "ib}\n"
       "      ibHca: =mlx5_0:1\n      hostNetwork: true\n"
       "      resources: {rdma/rdma_shared_device_a: 1, vpc.amazonaws.com/efa: 32}\n"
       "      env: {NCCL_IB_GID_INDEX: \"3\", FI_PROVIDER: efa}\n" +
