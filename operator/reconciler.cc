@@ -1053,6 +1053,11 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
       if (o.verdict != "PASS")
         Event(obj, "Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason);
     }
+    if (const Json suspects = status.value("suspectNodes", Json::array()); !suspects.empty()) {
+      std::string names;
+      for (const auto& n : suspects) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+      Event(obj, "Warning", "SuspectNodes", "narrowed down by pairs: " + names);
+    }
     Event(obj, failed + errors + inconclusive == 0 ? "Normal" : "Warning", "Completed",
           status.value("message", ""));
     Logger()->info("{}: run {} complete: {}", name, status.value("run", ""),

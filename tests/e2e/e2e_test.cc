@@ -684,6 +684,9 @@ TEST_F(E2E, GangAllFailureNarrowsByPairsToTheSlowNode) {
   EXPECT_NE(v["status"].value("message", "").find("suspect nodes (narrowed down by pairs): node-2"),
             std::string::npos)
       << v["status"].value("message", "");
+  auto events = Kubectl(*sim_, {"get", "events", "-n", "default", "--field-selector",
+                                "reason=SuspectNodes", "-o", "jsonpath={.items[*].message}"});
+  EXPECT_EQ(events.out, "narrowed down by pairs: node-2") << events.err;
   auto wide = Kubectl(*sim_, {"get", "pval", "narrow-all", "-o", "wide"});
   EXPECT_THAT(wide.out, ::testing::ContainsRegex("SUSPECTS"));
   EXPECT_THAT(wide.out, ::testing::HasSubstr("[\"node-2\"]")) << wide.out;
