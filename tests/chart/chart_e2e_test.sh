@@ -48,37 +48,7 @@ expect_worker_results() {
   [ "$by_operator" = 0 ] || fail "$1: $by_operator results written by the operator: a worker could not write its own"
 }
 
-# synthetic_spec NAME BEHAVIOUR: tests/e2e's SyntheticSpec.
-synthetic_spec() {
-  cat <<YAML
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: $1
-spec:
-  nodeSelector:
-    nvidia.com/gpu.present: "true"
-  sampling:
-    warmup: 1
-    minRepeats: 5
-    maxRepeats: 10
-  policy:
-    onFailure: taint
-  tests:
-    - type: synthetic
-      parameters:
-        mean: 100
-        cv: 0.01
-        sampleSeconds: 0
-        behaviour: [$2]
-      thresholds:
-        - metric: bandwidthGBps
-          statistic: median
-          op: ">="
-          value: 90
-YAML
-}
-synthetic_spec smoke "" | kubectl apply -f - >/dev/null || fail "apply the validation"
+synthetic_spec smoke synthetic "" 100 0.01 0 | kubectl apply -f - >/dev/null || fail "apply the validation"
 if ! kubectl wait pval/smoke --for=condition=Complete --timeout=90s >/dev/null; then
   tail -30 "$WORK_DIR/operator.log" >&2
   kubectl get pval smoke -o yaml >&2 || true
@@ -94,7 +64,7 @@ done
 
 # Scenario 2 of tests/e2e: one slow node. Exercises the node update (verdict label, taint) and
 # the event in "default" under the chart's roles.
-synthetic_spec slow "node-2=50" | kubectl apply -f - >/dev/null || fail "apply the slow validation"
+synthetic_spec slow synthetic "node-2=50" 100 0.01 0 | kubectl apply -f - >/dev/null || fail "apply the slow validation"
 kubectl wait pval/slow --for=condition=Complete --timeout=90s >/dev/null \
   || { tail -30 "$WORK_DIR/operator.log" >&2; fail "slow validation not complete in 90 s"; }
 passed="$(kubectl get pval slow -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"

@@ -30,6 +30,48 @@ stop_kube_sim() {
   fi
 }
 
+# pval_head NAME: the start of a PerfValidation NAME that selects every simulated GPU node; the
+# rest of its spec follows, indented two spaces (tests/e2e's GpuNodesSpec).
+pval_head() {
+  cat <<YAML
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: $1
+spec:
+  nodeSelector:
+    nvidia.com/gpu.present: "true"
+YAML
+}
+
+# synthetic_spec NAME TYPE BEHAVIOUR MEAN CV SAMPLE_SECONDS [EXTRA_SPEC_LINE]: a validation of
+# the synthetic fixture (TYPE: synthetic, or anything else for an invalid spec) on every GPU
+# node, tainting failed nodes; tests/e2e's SyntheticSpec.
+synthetic_spec() {
+  pval_head "$1"
+  cat <<YAML
+${7:-}
+  sampling:
+    warmup: 1
+    minRepeats: 5
+    maxRepeats: 10
+  policy:
+    onFailure: taint
+  tests:
+    - type: $2
+      parameters:
+        mean: $4
+        cv: $5
+        sampleSeconds: $6
+        behaviour: [$3]
+      thresholds:
+        - metric: bandwidthGBps
+          statistic: median
+          op: ">="
+          value: 90
+YAML
+}
+
 # wait_for CMD...: retries a command for up to 10 s (CRDs become Established asynchronously).
 wait_for() {
   local i

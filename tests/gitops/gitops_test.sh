@@ -45,17 +45,8 @@ ci-gate)
       >/dev/null || fail "status patch $1 <- $2"
   }
   new_pval() {
-    kubectl apply -f - >/dev/null <<YAML || fail "create $1"
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: $1
-spec:
-  nodeSelector:
-    nvidia.com/gpu.present: "true"
-  profile: h200-sxm-141gb
-  level: quick
-YAML
+    { pval_head "$1"; printf '  profile: h200-sxm-141gb\n  level: quick\n'; } \
+      | kubectl apply -f - >/dev/null || fail "create $1"
   }
   # gate NAME WANT_EXIT [TIMEOUT]
   gate() {

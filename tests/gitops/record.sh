@@ -32,41 +32,10 @@ mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
   --enable-fixtures >"$WORK_DIR/operator.log" 2>&1 &
 operator_pid=$!
 
-# spec NAME TYPE BEHAVIOUR MEAN CV SAMPLE_SECONDS [EXTRA_SPEC_LINE]
-spec() {
-  cat <<YAML
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: $1
-spec:
-  nodeSelector:
-    nvidia.com/gpu.present: "true"
-${7:-}
-  sampling:
-    warmup: 1
-    minRepeats: 5
-    maxRepeats: 10
-  policy:
-    onFailure: taint
-  tests:
-    - type: $2
-      parameters:
-        mean: $4
-        cv: $5
-        sampleSeconds: $6
-        behaviour: [$3]
-      thresholds:
-        - metric: bandwidthGBps
-          statistic: median
-          op: ">="
-          value: 90
-YAML
-}
 # One state at a time: the operator runs one validation per node at a time.
 record_complete() {  # NAME SPEC...
   local name="$1"; shift
-  spec "$name" "$@" | kubectl apply -f - >/dev/null
+  synthetic_spec "$name" "$@" | kubectl apply -f - >/dev/null
   kubectl wait "pval/$name" --for=condition=Complete --timeout=90s >/dev/null
   kubectl get pval "$name" -o json >"$here/testdata/$name.json"
   kubectl delete pval "$name" --wait=true >/dev/null
@@ -76,11 +45,11 @@ record_complete failed synthetic "node-2=50" 100 0.01 0
 record_complete node-error synthetic "node-3=error" 100 0.01 0
 record_complete inconclusive synthetic "" 90 0.3 0
 record_complete invalid-spec no-such-test "" 100 0.01 0
-spec suspended synthetic "" 100 0.01 0 "  suspend: true" | kubectl apply -f - >/dev/null
+synthetic_spec suspended synthetic "" 100 0.01 0 "  suspend: true" | kubectl apply -f - >/dev/null
 wait_for kubectl wait pval/suspended --for=jsonpath='{.status.observedGeneration}'=1 --timeout=5s
 kubectl get pval suspended -o json >"$here/testdata/suspended.json"
 kubectl delete pval suspended --wait=true >/dev/null
-spec running synthetic "" 100 0.01 2 | kubectl apply -f - >/dev/null
+synthetic_spec running synthetic "" 100 0.01 2 | kubectl apply -f - >/dev/null
 wait_for kubectl wait pval/running --for=jsonpath='{.status.observedGeneration}'=1 --timeout=5s
 kubectl get pval running -o json >"$here/testdata/running.json"
 # Derived: a spec change the operator has not seen (generation 2, status of generation 1),
