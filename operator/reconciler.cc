@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <ctime>
 #include <map>
 #include <thread>
 
 #include "common/spec.h"
+#include "common/time.h"
 #include "operator/log.h"
 #include "worker/plan.h"
 
@@ -65,14 +65,6 @@ int64_t Int(const Json& j, const Json::json_pointer& p, int64_t def = 0) {
   if (v.is_number()) return static_cast<int64_t>(v.get<double>());
   if (v.is_string()) return std::strtoll(v.get<std::string>().c_str(), nullptr, 10);
   return def;
-}
-
-std::optional<Clock::time_point> ParseTime(const std::string& text) {
-  std::tm tm{};
-  if (text.size() < 19 || strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) {
-    return std::nullopt;
-  }
-  return Clock::from_time_t(timegm(&tm));
 }
 
 std::string Label(const Json& obj, const std::string& key) {
@@ -396,15 +388,6 @@ bool NodeSelected(const Json& spec, const Json& node) {
   return true;
 }
 
-std::string FormatTime(Clock::time_point t) {
-  std::time_t tt = Clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 Reconciler::Reconciler(std::shared_ptr<kube::Client> client, Caches caches, ReconcilerConfig config,
                        std::function<Clock::time_point()> now)
     : client_(std::move(client)),
@@ -415,7 +398,7 @@ Reconciler::Reconciler(std::shared_ptr<kube::Client> client, Caches caches, Reco
 void Reconciler::Event(const Json& obj, const std::string& type, const std::string& reason,
                        const std::string& message) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
-  const std::string now = FormatTime(now_());
+  const std::string now = FormatRfc3339(now_());
   Json ev = {{"apiVersion", "v1"},
              {"kind", "Event"},
              {"metadata",
@@ -684,7 +667,7 @@ Result<std::vector<std::string>> Reconciler::RunNarrowingGangs(
                   ") without a result";
         }
       } else if (Str(pod->second, "/spec/nodeName"_json_pointer).empty()) {
-        auto created = ParseTime(Str(pod->second, "/metadata/creationTimestamp"_json_pointer));
+        auto created = ParseRfc3339(Str(pod->second, "/metadata/creationTimestamp"_json_pointer));
         if (created && now_() - *created >= config_.schedulingTimeout) {
           std::string why;
           for (const auto& c :
@@ -840,7 +823,7 @@ Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
          {{"validation", name},
           {"verdict", "ERROR"},
           {"reason", Cut(reason, 2048)},
-          {"completionTime", FormatTime(now_())}}}}}};
+          {"completionTime", FormatRfc3339(now_())}}}}}};
   auto created = client_->Create(ResultsResource(), config_.nameSpace, result);
   if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
   metrics_.resultsWrittenByOperator++;
@@ -1011,7 +994,7 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
   int failed = status.value("failed", 0), errors = status.value("errors", 0),
       inconclusive = status.value("inconclusive", 0);
   const int64_t gen = Int(obj, "/metadata/generation"_json_pointer, 1);
-  const std::string now = FormatTime(now_());
+  const std::string now = FormatRfc3339(now_());
   const Json old = obj.value("status", Json::object());
   Json conds = Json::array();
   if (failed + errors + inconclusive == 0) {
@@ -1095,7 +1078,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   const std::string rerun =
       obj["metadata"].value("annotations", Json::object()).value(kRerunAnnotation, "");
   const std::string run = RunId(gen, rerun);
-  const std::string now = FormatTime(now_());
+  const std::string now = FormatRfc3339(now_());
   const Json old_status = obj.value("status", Json::object());
   Json status = old_status;
   if (status.value("run", "") != run) {
@@ -1353,7 +1336,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     }
     // Not finished: never scheduled for too long is an ERROR (a scheduling problem, not a bad GPU).
     if (Str(pod, "/spec/nodeName"_json_pointer).empty()) {
-      auto created = ParseTime(Str(pod, "/metadata/creationTimestamp"_json_pointer));
+      auto created = ParseRfc3339(Str(pod, "/metadata/creationTimestamp"_json_pointer));
       Clock::duration age = created ? now_() - *created : Clock::duration(0);
       std::string why;
       for (const auto& c : pod.value("status", Json::object()).value("conditions", Json::array())) {

@@ -189,7 +189,5 @@ std::string ObjectName(const std::vector<std::string>& parts);
 // Whether `node` is selected by `spec`: nodeSelector labels all match, or it is named in
 // spec.nodes; neither given selects every node.
 bool NodeSelected(const Json& spec, const Json& node);
-// RFC 3339, seconds.
-std::string FormatTime(std::chrono::system_clock::time_point t);
 
 }  // namespace perfgate::op

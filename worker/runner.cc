@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -14,6 +13,7 @@
 
 #include "common/report.h"
 #include "common/stats.h"
+#include "common/time.h"
 #include "kernels/nvml/identity.h"
 
 namespace perfgate::worker {
@@ -65,15 +65,6 @@ void ToProto(const stats::Summary& s, v1alpha1::Summary* out) {
   ToProto(s.mean_ci, out->mutable_meanci());
   ToProto(s.median_ci, out->mutable_medianci());
   out->set_outliers(s.outliers);
-}
-
-std::string Rfc3339Now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 class Progress {
@@ -325,7 +316,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
   report.set_validation(plan.validation);
   report.set_profile(plan.profile);
   report.set_profileversion(plan.profile_version);
-  report.set_starttime(Rfc3339Now());
+  report.set_starttime(NowRfc3339());
   report.set_samplecap(options.sample_cap);
   if (options.identity) {
     options.identity(report.mutable_identity());
@@ -432,7 +423,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
   } else {
     report.set_verdict(v1alpha1::PASS);
   }
-  report.set_completiontime(Rfc3339Now());
+  report.set_completiontime(NowRfc3339());
   return report;
 }
 

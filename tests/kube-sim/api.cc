@@ -155,8 +155,9 @@ Json ObjectMetaOnly(const Json& obj) {
 std::string Age(const Json& obj) {
   std::string ts = obj["metadata"].value("creationTimestamp", "");
   if (ts.empty()) return "<unknown>";
-  auto age = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() -
-                                                              ParseRfc3339(ts));
+  auto age = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now() -
+      ParseRfc3339(ts).value_or(std::chrono::system_clock::time_point{}));
   return HumanDuration(age);
 }
 
@@ -193,7 +194,9 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
         if (got.empty() || got[0].is_null()) return nullptr;
         if (type == "date" && got[0].is_string()) {
           auto a = std::chrono::duration_cast<std::chrono::seconds>(
-              std::chrono::system_clock::now() - ParseRfc3339(got[0].get<std::string>()));
+              std::chrono::system_clock::now() -
+              ParseRfc3339(got[0].get<std::string>())
+                  .value_or(std::chrono::system_clock::time_point{}));
           return HumanDuration(a);
         }
         if (type == "string" && !got[0].is_string()) return got[0].dump();
@@ -281,7 +284,8 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
     cells.push_back([](const Json& o) {
       std::string ts = o.value("lastTimestamp", o["metadata"].value("creationTimestamp", ""));
       return Json(HumanDuration(std::chrono::duration_cast<std::chrono::seconds>(
-          std::chrono::system_clock::now() - ParseRfc3339(ts))));
+          std::chrono::system_clock::now() -
+          ParseRfc3339(ts).value_or(std::chrono::system_clock::time_point{}))));
     });
     cols.push_back(Column("Type", "string"));
     cells.push_back([](const Json& o) { return Json(o.value("type", "")); });

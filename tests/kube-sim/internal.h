@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/time.h"
 #include "tests/kube-sim/https_server.h"
 #include "tests/kube-sim/kube_sim.h"
 #include "tests/kube-sim/pki.h"
@@ -117,7 +118,6 @@ std::string HumanDuration(std::chrono::seconds age);
 // The Kubernetes protobuf envelope ("k8s\0" + runtime.Unknown) for the kinds kubectl's typed
 // commands send; *ok is false for anything else.
 Json DecodeKubeProtobuf(const std::string& body, bool* ok);
-std::string NowRfc3339();
 // Whether a list of an RBAC rule or an admission rule (verbs, apiGroups, operations, ...)
 // names `value` or "*".
 bool ListMatches(const Json& list, const std::string& value);
@@ -144,6 +144,5 @@ std::optional<Outcome> EvaluateAdmissionPolicies(const std::map<std::string, Jso
 // "spec.validations[0].expression: CEL: ..." for each expression of a policy that does not
 // compile (the API server refuses such a policy).
 std::vector<std::string> CheckPolicyExpressions(const Json& policy);
-std::chrono::system_clock::time_point ParseRfc3339(const std::string& text);
 
 }  // namespace perfgate::kubesim

@@ -1,7 +1,6 @@
 // Structural-schema validation, JSONPath, strategic merge, selectors and time formatting for
 // kube-sim. Error wording follows kube-apiserver (see docs/kube-sim.md for the sources).
 #include <cmath>
-#include <ctime>
 #include <regex>
 #include <sstream>
 
@@ -588,21 +587,6 @@ std::string HumanDuration(std::chrono::seconds age) {
     std::snprintf(buf, sizeof buf, "%ldd", d);
   }
   return buf;
-}
-
-std::string NowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::chrono::system_clock::time_point ParseRfc3339(const std::string& text) {
-  std::tm tm{};
-  if (strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return {};
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 }  // namespace perfgate::kubesim
