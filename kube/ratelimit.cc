@@ -12,14 +12,18 @@ TokenBucket::TokenBucket(double qps, int burst, std::shared_ptr<Clock> clock)
       tokens_(burst_),
       last_(clock_->Now()) {}
 
-std::chrono::nanoseconds TokenBucket::Reserve() {
-  std::lock_guard lock(mu_);
+void TokenBucket::RefillLocked() {
   auto now = clock_->Now();
   if (now > last_) {
     double elapsed_s = std::chrono::duration<double>(now - last_).count();
     tokens_ = std::min(burst_, tokens_ + elapsed_s * qps_);
     last_ = now;
   }
+}
+
+std::chrono::nanoseconds TokenBucket::Reserve() {
+  std::lock_guard lock(mu_);
+  RefillLocked();
   // Tokens may go negative: each waiter reserves its own future token, so
   // concurrent callers queue up behind each other instead of all waking for the
   // same one.
@@ -44,12 +48,7 @@ bool TokenBucket::Acquire(const Cancellation* cancel) {
 bool TokenBucket::TryAcquire() {
   if (qps_ <= 0) return true;
   std::lock_guard lock(mu_);
-  auto now = clock_->Now();
-  if (now > last_) {
-    double elapsed_s = std::chrono::duration<double>(now - last_).count();
-    tokens_ = std::min(burst_, tokens_ + elapsed_s * qps_);
-    last_ = now;
-  }
+  RefillLocked();
   if (tokens_ < 1.0) return false;
   tokens_ -= 1.0;
   return true;

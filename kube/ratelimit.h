@@ -23,6 +23,8 @@ class TokenBucket {
   bool TryAcquire();
 
  private:
+  // Adds the tokens earned since the last refill, up to the burst. Call with mu_ held.
+  void RefillLocked();
   // Reserves a token and returns how long the caller must wait for it.
   std::chrono::nanoseconds Reserve();
 
