@@ -73,23 +73,7 @@ bool Tolerates(const Json& tolerations, const Json& taint) {
 bool MatchNodeSelectorTerm(const Json& term, const Json& node) {
   const Json labels = node["metadata"].value("labels", Json::object());
   for (const auto& e : term.value("matchExpressions", Json::array())) {
-    std::string key = e.value("key", "");
-    std::string op = e.value("operator", "");
-    bool present = labels.contains(key);
-    std::string v = present ? labels[key].get<std::string>() : "";
-    bool in = false;
-    for (const auto& x : e.value("values", Json::array())) in = in || x == v;
-    if (op == "In" && !(present && in)) return false;
-    if (op == "NotIn" && present && in) return false;
-    if (op == "Exists" && !present) return false;
-    if (op == "DoesNotExist" && present) return false;
-    if ((op == "Gt" || op == "Lt") && present) {
-      long have = std::atol(v.c_str());
-      long want = std::atol(e["values"][0].get<std::string>().c_str());
-      if (op == "Gt" ? have <= want : have >= want) return false;
-    } else if (op == "Gt" || op == "Lt") {
-      return false;
-    }
+    if (!MatchLabelExpression(e, labels)) return false;
   }
   for (const auto& e : term.value("matchFields", Json::array())) {
     if (e.value("key", "") != "metadata.name") return false;

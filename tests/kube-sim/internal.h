@@ -114,6 +114,9 @@ Json StrategicMerge(const Json& original, const Json& patch, const std::string& 
 bool MatchLabelSelector(const std::string& selector, const Json& labels, std::string* error);
 bool MatchFieldSelector(const std::string& selector, const Json& object, std::string* error);
 bool MatchLabelSelectorObject(const Json& selector, const Json& labels);  // metav1.LabelSelector
+// One requirement of a label selector or node selector term: In, NotIn, Exists, DoesNotExist,
+// and (node selectors) Gt, Lt; an unknown operator matches.
+bool MatchLabelExpression(const Json& expression, const Json& labels);
 std::string HumanDuration(std::chrono::seconds age);
 // The Kubernetes protobuf envelope ("k8s\0" + runtime.Unknown) for the kinds kubectl's typed
 // commands send; *ok is false for anything else.

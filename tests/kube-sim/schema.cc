@@ -534,17 +534,29 @@ bool MatchLabelSelectorObject(const Json& selector, const Json& labels) {
   }
   if (selector.contains("matchExpressions")) {
     for (const auto& e : selector["matchExpressions"]) {
-      std::string key = e.value("key", "");
-      std::string op = e.value("operator", "");
-      bool present = labels.is_object() && labels.contains(key);
-      std::string v = present && labels[key].is_string() ? labels[key].get<std::string>() : "";
-      bool in = false;
-      for (const auto& x : e.value("values", Json::array())) in = in || x == v;
-      if (op == "In" && !(present && in)) return false;
-      if (op == "NotIn" && present && in) return false;
-      if (op == "Exists" && !present) return false;
-      if (op == "DoesNotExist" && present) return false;
+      if (!MatchLabelExpression(e, labels)) return false;
     }
+  }
+  return true;
+}
+
+bool MatchLabelExpression(const Json& e, const Json& labels) {
+  const std::string key = e.value("key", "");
+  const std::string op = e.value("operator", "");
+  const bool present = labels.is_object() && labels.contains(key);
+  const std::string v = present && labels[key].is_string() ? labels[key].get<std::string>() : "";
+  bool in = false;
+  for (const auto& x : e.value("values", Json::array())) in = in || x == v;
+  if (op == "In") return present && in;
+  if (op == "NotIn") return !(present && in);
+  if (op == "Exists") return present;
+  if (op == "DoesNotExist") return !present;
+  if (op == "Gt" || op == "Lt") {  // node selectors only: the label as an integer
+    const Json values = e.value("values", Json::array());
+    if (!present || values.empty() || !values[0].is_string()) return false;
+    const long have = std::atol(v.c_str());
+    const long want = std::atol(values[0].get<std::string>().c_str());
+    return op == "Gt" ? have > want : have < want;
   }
   return true;
 }
