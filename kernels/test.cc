@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 namespace perfgate::kernels {
 namespace {
@@ -91,5 +92,15 @@ std::string Target::Name() const {
 }
 
 std::vector<MetricInfo> Test::Metrics(const Params& /*params*/) const { return Info().metrics; }
+
+std::string BinarySize(std::int64_t bytes, const std::string& separator) {
+  constexpr std::int64_t kKiB = 1024;
+  constexpr std::int64_t kMiB = kKiB * 1024;
+  constexpr std::int64_t kGiB = kMiB * 1024;
+  for (const auto& [unit, name] : {std::pair{kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}}) {
+    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + separator + name;
+  }
+  return std::to_string(bytes) + separator + "B";
+}
 
 }  // namespace perfgate::kernels

@@ -172,4 +172,8 @@ class Test {
                                                    const Target& target) const = 0;
 };
 
+// A byte count in the largest binary unit that divides it, else bytes, with `separator` between
+// number and unit: "8 GiB" and "1536 KiB" for people, "8GiB" and "1000B" in metric names.
+std::string BinarySize(std::int64_t bytes, const std::string& separator);
+
 }  // namespace perfgate::kernels

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "kernels/cuda/device.h"
+#include "kernels/test.h"
 
 namespace perfgate::kernels::gpu {
 
@@ -177,15 +178,7 @@ int CopyIterations(std::int64_t bytes, std::int64_t target_bytes, int min_iterat
   return static_cast<int>(std::clamp<std::int64_t>(wanted, min_iterations, max_iterations));
 }
 
-std::string FormatBytes(std::int64_t bytes) {
-  constexpr std::int64_t kKiB = 1024;
-  constexpr std::int64_t kMiB = kKiB * 1024;
-  constexpr std::int64_t kGiB = kMiB * 1024;
-  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + " GiB";
-  if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
-  if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + " KiB";
-  return std::to_string(bytes) + " B";
-}
+std::string FormatBytes(std::int64_t bytes) { return BinarySize(bytes, " "); }
 
 }  // namespace perfgate::kernels::gpu
 

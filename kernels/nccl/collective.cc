@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/test.h"
+
 namespace perfgate::kernels::nccl {
 
 const CollectiveInfo& Info(Collective op) {
@@ -93,15 +95,7 @@ Result<std::vector<std::int64_t>> SweepSizes(std::int64_t min_bytes, std::int64_
   return sizes;
 }
 
-std::string SizeLabel(std::int64_t bytes) {
-  constexpr std::int64_t kKiB = 1024;
-  constexpr std::int64_t kMiB = kKiB * 1024;
-  constexpr std::int64_t kGiB = kMiB * 1024;
-  if (bytes >= kGiB && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "GiB";
-  if (bytes >= kMiB && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
-  if (bytes >= kKiB && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "KiB";
-  return std::to_string(bytes) + "B";
-}
+std::string SizeLabel(std::int64_t bytes) { return BinarySize(bytes, ""); }
 
 std::string AlgBandwidthMetric(std::int64_t bytes, bool in_place) {
   return std::string(in_place ? "inPlaceAlgBandwidthGBps@" : "algBandwidthGBps@") +
