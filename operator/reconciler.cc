@@ -624,12 +624,12 @@ Result<std::vector<std::string>> Reconciler::RunNarrowingGangs(
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   const std::string stage_run = g.run + "-" + stage;
   std::map<std::string, Json> results;  // by object name
-  for (auto& r : caches_.resultsOf(name)) {
+  for (const auto& r : g.results) {
     if (Label(r, "perfgate.io/run") == stage_run)
       results[Str(r, "/metadata/name"_json_pointer)] = r;
   }
   std::map<std::string, Json> pods;
-  for (auto& p : caches_.podsOf(name)) {
+  for (const auto& p : g.pods) {
     if (Label(p, "perfgate.io/run") == stage_run) pods[Str(p, "/metadata/name"_json_pointer)] = p;
   }
   std::vector<std::string> verdicts(groups.size());
@@ -1468,7 +1468,16 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (gang && all_decided) {
     std::map<std::string, std::string> verdict_of;
     for (const auto& o : outcomes) verdict_of[o.node] = o.verdict;
-    const GangRun g{&obj, run, config_map, spec_gpus, &nodes, timeout, gang_port, suspended};
+    const GangRun g{&obj,
+                    run,
+                    config_map,
+                    spec_gpus,
+                    &nodes,
+                    timeout,
+                    gang_port,
+                    suspended,
+                    caches_.resultsOf(name),
+                    caches_.podsOf(name)};
     ASSIGN_OR_RETURN(Narrowing narrowing,
                      Narrow(g, gangs, verdict_of, gang_shape, gang_spec.value("narrow", "pairs")));
     Json suspects = Json::array();

@@ -136,6 +136,9 @@ class Reconciler {
     int timeout;
     int port;
     bool suspended;
+    // The validation's cached PerfResults and pods, read once for all narrowing rounds.
+    std::vector<Json> results;
+    std::vector<Json> pods;
   };
   struct Narrowing {
     std::vector<std::string> suspects;
