@@ -5,6 +5,7 @@
 // expressions run on kube-sim's CEL subset (cel.h). Not modelled: paramKind/paramRef, the
 // Warn and Audit actions, auditAnnotations, DELETE and CONNECT, type checking at creation.
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -98,9 +99,22 @@ Json RequestJson(const AdmissionRequest& r) {
           {"dryRun", r.dryRun}};
 }
 
+// Policies are evaluated on every matching write: each expression is parsed once (a policy
+// that does not parse was refused when it was stored).
 Result<Json> Run(const std::string& expression, const cel::Program::Env& env) {
-  ASSIGN_OR_RETURN(auto program, cel::Program::Compile(expression));
-  return program.Evaluate(env);
+  static std::mutex mu;
+  static std::map<std::string, cel::Program> compiled;
+  std::optional<cel::Program> program;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = compiled.find(expression); it != compiled.end()) program = it->second;
+  }
+  if (!program) {
+    ASSIGN_OR_RETURN(auto fresh, cel::Program::Compile(expression));
+    std::lock_guard<std::mutex> lock(mu);
+    program = compiled.emplace(expression, std::move(fresh)).first->second;
+  }
+  return program->Evaluate(env);
 }
 
 }  // namespace
