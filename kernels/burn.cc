@@ -186,6 +186,10 @@ class BurnTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    return params.Double("windowSeconds");
+  }
+
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& target) const override {
     ASSIGN_OR_RETURN(const int ordinal, gpu::SingleGpu(target));

@@ -90,6 +90,17 @@ class GemmTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    const double flops = 2.0 * static_cast<double>(params.Int("m")) *
+                         static_cast<double>(params.Int("n")) *
+                         static_cast<double>(params.Int("k"));
+    double seconds = 0;
+    for (const auto& dtype : params.StringList("dtypes")) {
+      seconds += flops / nominal::MatmulFlopsPerSecond(dtype);
+    }
+    return seconds * static_cast<double>(params.Int("iterationsPerSample"));
+  }
+
   std::vector<MetricInfo> Metrics(const Params& params) const override {
     std::vector<MetricInfo> metrics;
     for (const std::string& name : params.StringList("dtypes")) {

@@ -180,6 +180,12 @@ class H2dD2hTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  // Each size moves bytesPerBatch host to device, device to host, and both ways at once.
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    return static_cast<double>(params.IntList("sizes").size()) * 3 *
+           static_cast<double>(params.Int("bytesPerBatch")) / nominal::kPcieBytesPerSecond;
+  }
+
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& target) const override {
     ASSIGN_OR_RETURN(const int ordinal, gpu::SingleGpu(target));

@@ -105,6 +105,12 @@ class HbmStreamTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  // Each round runs the five kernels, which move twelve array lengths (the bytes table above).
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    return static_cast<double>(params.Int("roundsPerSample")) * 12 *
+           static_cast<double>(params.Int("arrayBytes")) / nominal::kHbmBytesPerSecond;
+  }
+
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& target) const override {
     ASSIGN_OR_RETURN(const int ordinal, gpu::SingleGpu(target));

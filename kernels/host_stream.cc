@@ -199,6 +199,13 @@ class HostStreamTest final : public Test {
   }
   const TestInfo& Info() const override { return info_; }
 
+  // Four STREAM kernels move ten array lengths; arrayBytes 0 means about 256 MiB on a server.
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    const double bytes =
+        params.Int("arrayBytes") > 0 ? params.Int("arrayBytes") : 256.0 * (1 << 20);
+    return 10 * bytes / nominal::kHostBytesPerSecond;
+  }
+
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& /*target*/) const override {
     std::int64_t bytes = params.Int("arrayBytes");

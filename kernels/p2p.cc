@@ -119,6 +119,13 @@ class P2pTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  // Every ordered pair, one way and both ways, copiesPerPair copies of `bytes` each.
+  double SampleSeconds(const Params& params, int gpus) const override {
+    const double pairs = static_cast<double>(gpus) * (gpus - 1);
+    return pairs * 2 * static_cast<double>(params.Int("copiesPerPair")) *
+           static_cast<double>(params.Int("bytes")) / nominal::kNvlinkBytesPerSecond;
+  }
+
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& target) const override {
     // CUDA first: without a driver the answer is "no CUDA device", not "one GPU".

@@ -71,6 +71,10 @@ class SyntheticTest final : public Test {
   }
   const TestInfo& Info() const override { return info_; }
 
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    return params.Double("sampleSeconds");
+  }
+
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& /*target*/) const override {
     double mean = params.Double("mean");

@@ -103,4 +103,12 @@ std::string BinarySize(std::int64_t bytes, const std::string& separator) {
   return std::to_string(bytes) + separator + "B";
 }
 
+double nominal::MatmulFlopsPerSecond(const std::string& dtype) {
+  if (dtype == "fp8") return 1400e12;
+  if (dtype == "bf16" || dtype == "fp16") return 700e12;
+  if (dtype == "tf32") return 350e12;
+  if (dtype == "fp64") return 47e12;
+  return 30e12;  // fp32 without tensor cores, and anything else
+}
+
 }  // namespace perfgate::kernels

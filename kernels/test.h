@@ -170,7 +170,23 @@ class Test {
   //   anything else: ERROR.
   virtual Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                                    const Target& target) const = 0;
+  // Expected seconds one measured sample takes with these parameters on a node of the
+  // nominal speeds below, `gpus` GPUs taking part (for a kAllGpus test): what
+  // `perfgate-worker plan` prices a run with, never used to decide anything. Pure.
+  virtual double SampleSeconds(const Params& params, int gpus) const = 0;
 };
+
+// The speeds per-sample costs assume: an H100/H200-class GPU in an HGX node. A plan's times
+// are estimates for such a node; a slower node takes proportionally longer.
+namespace nominal {
+inline constexpr double kHbmBytesPerSecond = 3.5e12;    // sustained HBM3/HBM3e stream
+inline constexpr double kPcieBytesPerSecond = 50e9;     // PCIe Gen5 x16, one direction
+inline constexpr double kNvlinkBytesPerSecond = 350e9;  // NVLink 4, one direction
+inline constexpr double kHostBytesPerSecond = 100e9;    // two-socket DDR5 STREAM
+inline constexpr double kCollectiveLatencySeconds = 30e-6;
+// Dense matmul throughput by input type (FLOP/s), about 70% of an H100 SXM's datasheet peak.
+double MatmulFlopsPerSecond(const std::string& dtype);
+}  // namespace nominal
 
 // A byte count in the largest binary unit that divides it, else bytes, with `separator` between
 // number and unit: "8 GiB" and "1536 KiB" for people, "8GiB" and "1000B" in metric names.

@@ -281,6 +281,20 @@ class CollectiveTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  // Every size of the sweep, warm-up and timed calls, out of place and (where NCCL has it) in
+  // place; a call costs its latency plus twice its size over one NVLink direction.
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    auto config = ReadSweep(params);
+    if (!config.ok()) return 0;
+    const int modes = config->in_place && nccl::Info(OpOf(params)).in_place_supported ? 2 : 1;
+    double seconds = 0;
+    for (std::int64_t size : config->sizes) {
+      seconds += nominal::kCollectiveLatencySeconds +
+                 2 * static_cast<double>(size) / nominal::kNvlinkBytesPerSecond;
+    }
+    return seconds * modes * (config->warmup + config->iterations);
+  }
+
   std::vector<MetricInfo> Metrics(const Params& params) const override {
     auto config = ReadSweep(params);
     if (!config.ok()) return info_.metrics;

@@ -26,6 +26,9 @@ class FakeTest : public kernels::Test {
     info_.metrics = {{"bandwidthGBps", "GB/s", true, ""}};
   }
   const kernels::TestInfo& Info() const override { return info_; }
+  double SampleSeconds(const kernels::Params& /*params*/, int /*gpus*/) const override {
+    return 0.001;
+  }
   Result<std::unique_ptr<kernels::TestRun>> Prepare(const kernels::Params&,
                                                     const kernels::Target& target) const override {
     if (!prepare_error_.ok()) return prepare_error_;
