@@ -78,9 +78,10 @@ double QuantileOf(Statistic s) {
   }
 }
 
-// CS: a confidence sequence (valid at every n); CI: a fixed-n interval.
+// Every interval shown is anytime-valid except a fixed plan's one look: CS (a confidence
+// sequence, valid at every n) for the sign rule, CI for the t rule at one of its looks.
 const char* IntervalKind(const stats::Interval& iv) {
-  return iv.method == "confidence-sequence" ? "CS" : "CI";
+  return iv.method.rfind(kRuleSign, 0) == 0 ? "CS" : "CI";
 }
 
 std::string IntervalText(const stats::Interval& iv) {
@@ -88,56 +89,155 @@ std::string IntervalText(const stats::Interval& iv) {
          Num(iv.high) + "]";
 }
 
-// The sequential quantile verdict on the samples, as the counts rule states it. An op of
-// <= / < is the mirror image: negate the samples and the bound, take the 1 - q quantile.
-Verdict SequentialQuantile(std::span<const double> samples, double q, Op op, double bound,
-                           double side_alpha) {
+// "the >= side is low": for a bound the figure must stay above, a PASS is read from the low end
+// of the interval and a FAIL from the high end; for <= / < the other way round.
+struct EndAlphas {
+  double low = 0;
+  double high = 0;
+};
+EndAlphas EndsFor(Op op, double pass_alpha, double fail_alpha) {
+  return LowerIsRequired(op) ? EndAlphas{pass_alpha, fail_alpha}
+                             : EndAlphas{fail_alpha, pass_alpha};
+}
+
+// A median threshold's errors are shared by its two rules: most to the t rule, which decides
+// clean figures in few samples, the rest to the sign rule, which needs no assumption on their
+// shape and takes over when far outliers make the t rule's reading untrustworthy.
+constexpr double kTShare = 0.8;
+ErrorBudget Share(const ErrorBudget& b, double share) {
+  return {b.pass_alpha * share, b.fail_alpha * share};
+}
+
+// --- The sign rule ----------------------------------------------------------------------
+
+// The samples against the requirement (below a >= bound; for a strict op a tie too) and the
+// rest, which are evidence for it.
+int CountAgainst(std::span<const double> sorted, Op op, double bound) {
   const bool lower_required = LowerIsRequired(op);
   const bool strict = op == Op::kGt || op == Op::kLt;
-  const double qq = lower_required ? q : 1 - q;
-  // Against the requirement: below the bound, and for a strict op a tie too. Everything
-  // else is evidence for it.
-  int below = 0;
-  for (double x0 : samples) {
-    const double x = lower_required ? x0 : -x0;
-    const double b = lower_required ? bound : -bound;
-    if (x < b || (strict && x == b)) ++below;
+  int against = 0;
+  for (double x : sorted) {
+    if (lower_required ? (x < bound || (strict && x == bound))
+                       : (x > bound || (strict && x == bound))) {
+      ++against;
+    }
   }
-  const int n = static_cast<int>(samples.size());
-  return SequentialQuantileVerdict(below, n - below,
-                                   stats::BernoulliMixtureCriticalCount(n, qq, side_alpha),
-                                   stats::BernoulliMixtureCriticalCount(n, 1 - qq, side_alpha));
+  return against;
+}
+
+// The probability of a sample against the requirement when the q-quantile sits exactly at the
+// bound: q for a lower bound, 1 - q for an upper bound (the mirror image).
+double NullAgainst(double q, Op op) { return LowerIsRequired(op) ? q : 1 - q; }
+
+Verdict SignVerdict(std::span<const double> sorted, double q, Op op, double bound,
+                    const ErrorBudget& budget) {
+  const int n = static_cast<int>(sorted.size());
+  const int against = CountAgainst(sorted, op, bound);
+  const double p_against = NullAgainst(q, op);
+  return SequentialQuantileVerdict(
+      against, n - against, stats::BernoulliMixtureCriticalCount(n, p_against, budget.fail_alpha),
+      stats::BernoulliMixtureCriticalCount(n, 1 - p_against, budget.pass_alpha));
+}
+
+// The sign rule's confidence sequence for the q-quantile, each end at its own error: the
+// upper end is the s*-th smallest sample (s* the critical count of samples below it), the
+// lower end mirrors it; an end the samples cannot bound yet is -inf / +inf.
+stats::Interval SignInterval(std::span<const double> sorted, double q, const EndAlphas& alphas) {
+  stats::Interval iv;
+  iv.method = kRuleSign;
+  iv.confidence = 1 - alphas.low - alphas.high;
+  const int n = static_cast<int>(sorted.size());
+  const int s_star = stats::BernoulliMixtureCriticalCount(n, q, alphas.high);
+  iv.high = s_star <= n ? sorted[s_star - 1] : kInf;
+  const int t_star = stats::BernoulliMixtureCriticalCount(n, 1 - q, alphas.low);
+  iv.low = t_star <= n ? sorted[n - t_star] : -kInf;
+  return iv;
+}
+
+// The fewest samples, all on one side, with which the sign rule rejects "a sample is on
+// that side with probability at most p0" at `alpha`; INT_MAX when more than `cap`.
+int SignFewest(double p0, double alpha, int cap) {
+  for (int n = 1; n <= cap; ++n) {
+    if (stats::BernoulliMixtureCriticalCount(n, p0, alpha) <= n) return n;
+  }
+  return std::numeric_limits<int>::max();
+}
+
+// --- The t rule ---------------------------------------------------------------------------
+
+struct Moments {
+  int n = 0;
+  double mean = 0;
+  double sd = 0;
+};
+
+// Mean and sample deviation of the values, on the log scale when `log` (every value and the
+// bound positive).
+Moments MomentsOf(std::span<const double> values, bool log) {
+  Moments m;
+  m.n = static_cast<int>(values.size());
+  if (m.n == 0) return m;
+  double sum = 0;
+  for (double x : values) sum += log ? std::log(x) : x;
+  m.mean = sum / m.n;
+  double ss = 0;
+  for (double x : values) {
+    const double d = (log ? std::log(x) : x) - m.mean;
+    ss += d * d;
+  }
+  m.sd = m.n > 1 ? std::sqrt(ss / (m.n - 1)) : 0;
+  return m;
+}
+
+// The t rule applies on the log scale when ratios are what matter: positive figures and a
+// positive bound (bandwidths, throughputs, latencies); otherwise on the figures themselves.
+bool UseLog(std::span<const double> sorted, double bound) {
+  return bound > 0 && !sorted.empty() && sorted.front() > 0;
+}
+
+bool IsLook(int n, const std::vector<int>& looks) {
+  return std::binary_search(looks.begin(), looks.end(), n);
+}
+
+// The t rule on `sorted` for `op`/`bound`, with its interval mapped back to the figures' scale.
+Verdict TRule(std::span<const double> sorted, Op op, double bound, bool log,
+              const ErrorBudget& budget, int looks, stats::Interval* iv) {
+  const Moments m = MomentsOf(sorted, log);
+  const double b = log ? std::log(bound) : bound;
+  // Orient to "location >= bound": an upper bound is a lower bound on the negated values.
+  const bool lower = LowerIsRequired(op);
+  stats::Interval oriented;
+  const Verdict v =
+      TVerdict(m.n, lower ? m.mean : -m.mean, m.sd, lower ? b : -b, budget, looks, &oriented);
+  double lo = lower ? oriented.low : -oriented.high;
+  double hi = lower ? oriented.high : -oriented.low;
+  if (log) {
+    lo = std::exp(lo);
+    hi = std::exp(hi);
+  }
+  *iv = stats::Interval{lo, hi, oriented.confidence,
+                        std::string(log ? kRuleT : kRuleTRaw) + ", " + std::to_string(looks) +
+                            (looks == 1 ? " look" : " looks")};
+  return v;
 }
 
 struct Plan {
   bool may_decide = false;  // enough samples for this mode, or final
   bool final = false;
-  bool one_look = false;  // fixed mode at its one planned look: fixed-n intervals
 };
 
-// The Student-t interval a mean threshold is read from: one look in a fixed plan, else the
-// threshold's budget split over every look the sequential plan could stop at.
-stats::Interval MeanThresholdInterval(std::span<const double> sorted, const Plan& plan,
-                                      const Sampling& sampling, double confidence) {
-  const int looks = plan.one_look ? 1 : MeanLooks(sampling);
-  stats::Interval iv = stats::MeanInterval(sorted, stats::MeanLookConfidence(confidence, looks));
-  if (sorted.size() < 2) {
-    iv.low = -kInf;
-    iv.high = kInf;
-  }
-  iv.confidence = confidence;
-  if (looks > 1) iv.method = "student-t, Bonferroni over " + std::to_string(looks) + " looks";
-  return iv;
-}
-
-// Whether n is one of the looks the mean's Bonferroni split covers. A time budget that stops
-// sampling before minRepeats is outside it, so the mean cannot be decided then.
-bool MeanLookCovered(int n, const Plan& plan, const Sampling& sampling) {
-  return plan.one_look || n >= std::max(2, sampling.min_repeats);
+Verdict Combine(Verdict t, Verdict sign) {
+  const bool pass = t == Verdict::kPass || sign == Verdict::kPass;
+  const bool fail = t == Verdict::kFail || sign == Verdict::kFail;
+  if (pass && fail) return Verdict::kInconclusive;  // the rules disagree: take more samples
+  if (pass) return Verdict::kPass;
+  if (fail) return Verdict::kFail;
+  return Verdict::kInconclusive;
 }
 
 Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Plan& plan,
-                  const Sampling& sampling, double confidence, const std::string& unit) {
+                  const Sampling& sampling, const ErrorBudget& budget,
+                  const std::vector<int>& looks, const std::string& unit) {
   Outcome out;
   out.samples = static_cast<int>(samples.size());
   const std::string stat_name = StatisticName(th.statistic);
@@ -161,48 +261,84 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
                    (out.outliers == 1 ? "" : "s") + " beyond 3 IQR, kept";
   }
 
-  const double side_alpha = SideAlpha(confidence);
+  const int k = static_cast<int>(looks.size());
+  const bool at_look = IsLook(n, looks);
   bool point_check = false;
   switch (th.statistic) {
-    case Statistic::kMedian:
+    case Statistic::kMedian: {
+      // Two rules, each with half of each error: the t rule on log figures (few samples when
+      // the margin is wide) and the sign rule (no assumption on the distribution's shape).
+      out.observed = stats::Quantile(sorted, 0.5);
+      const ErrorBudget t_part = Share(budget, kTShare);
+      const ErrorBudget sign_part = Share(budget, 1 - kTShare);
+      const bool log = UseLog(sorted, th.bound);
+      stats::Interval t_iv;
+      Verdict t = TRule(sorted, th.op, th.bound, log, t_part, k, &t_iv);
+      // The t rule reads the mean of the (log) figures. It stands in for the median only
+      // where the two agree: no far outliers, and the sample median on the same side.
+      const bool median_side_met = Holds(out.observed, th.op, th.bound);
+      if (!at_look || out.outliers > 0 || (t == Verdict::kPass && !median_side_met) ||
+          (t == Verdict::kFail && median_side_met)) {
+        t = Verdict::kInconclusive;
+      }
+      const Verdict sign = SignVerdict(sorted, 0.5, th.op, th.bound, sign_part);
+      const bool t_read =
+          at_look && n >= 3 && out.outliers == 0 && !(t_iv.low >= th.bound && !median_side_met);
+      out.verdict = Combine(t, sign);
+      const stats::Interval sign_iv =
+          SignInterval(sorted, 0.5, EndsFor(th.op, sign_part.pass_alpha, sign_part.fail_alpha));
+      if (t != Verdict::kInconclusive && sign != Verdict::kInconclusive && t != sign) {
+        // The rules disagree: show the hull of both intervals, which straddles the bound.
+        out.interval =
+            stats::Interval{std::min(t_iv.low, sign_iv.low), std::max(t_iv.high, sign_iv.high),
+                            std::min(t_iv.confidence, sign_iv.confidence),
+                            std::string(kRuleSign) + " and " + t_iv.method};
+        out.rule = kRuleSign;
+      } else if (t != Verdict::kInconclusive || (sign == Verdict::kInconclusive && t_read)) {
+        out.interval = t_iv;
+        out.rule = log ? kRuleT : kRuleTRaw;
+      } else {
+        out.interval = sign_iv;
+        out.rule = kRuleSign;
+      }
+      break;
+    }
     case Statistic::kP05:
     case Statistic::kP95: {
       const double q = QuantileOf(th.statistic);
       out.observed = stats::Quantile(sorted, q);
-      if (plan.one_look) {
-        out.interval = stats::QuantileInterval(sorted, q, confidence);
-        out.verdict = FromInterval(out.interval, th.op, th.bound);
-        // Too few samples for the level: [min, max] has less coverage than asked.
-        if (out.interval.confidence < confidence) out.verdict = Verdict::kInconclusive;
-      } else {
-        out.interval = stats::QuantileConfidenceSequence(sorted, q, confidence);
-        out.verdict = SequentialQuantile(sorted, q, th.op, th.bound, side_alpha);
-      }
+      out.verdict = SignVerdict(sorted, q, th.op, th.bound, budget);
+      out.interval = SignInterval(sorted, q, EndsFor(th.op, budget.pass_alpha, budget.fail_alpha));
+      out.rule = kRuleSign;
       break;
     }
     case Statistic::kMean: {
       double sum = 0;
       for (double x : sorted) sum += x;
       out.observed = sum / n;
-      out.interval = MeanThresholdInterval(sorted, plan, sampling, confidence);
-      out.verdict = FromInterval(out.interval, th.op, th.bound);
-      if (!MeanLookCovered(n, plan, sampling)) out.verdict = Verdict::kInconclusive;
+      out.verdict = TRule(sorted, th.op, th.bound, false, budget, k, &out.interval);
+      if (!at_look) out.verdict = Verdict::kInconclusive;
+      out.rule = kRuleTRaw;
       break;
     }
     case Statistic::kMin:
     case Statistic::kMax: {
       point_check = true;
       out.observed = th.statistic == Statistic::kMin ? sorted.front() : sorted.back();
-      out.interval = stats::Interval{out.observed, out.observed, 0, "point"};
+      out.interval = stats::Interval{out.observed, out.observed, 0, kRulePoint};
       out.verdict = Holds(out.observed, th.op, th.bound) ? Verdict::kPass : Verdict::kFail;
+      out.rule = kRulePoint;
       break;
     }
     case Statistic::kCiLow:
     case Statistic::kCiHigh: {
+      // A point check of one end of the mean's interval, built as the mean rule builds it.
       point_check = true;
-      out.interval = MeanThresholdInterval(sorted, plan, sampling, confidence);
-      out.observed = th.statistic == Statistic::kCiLow ? out.interval.low : out.interval.high;
-      if (!MeanLookCovered(n, plan, sampling)) {
+      const bool low_end = th.statistic == Statistic::kCiLow;
+      TRule(sorted, low_end ? Op::kGe : Op::kLe, th.bound, false, budget, k, &out.interval);
+      out.observed = low_end ? out.interval.low : out.interval.high;
+      out.rule = kRuleTRaw;
+      if (n < 3 || (!at_look && !plan.final)) {
         out.verdict = Verdict::kInconclusive;
       } else if (Holds(out.observed, th.op, th.bound)) {
         out.verdict = Verdict::kPass;
@@ -228,32 +364,34 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
   }
   out.decided = out.verdict == Verdict::kPass || out.verdict == Verdict::kFail;
   const std::string figure = what + " " + Num(out.observed) + unit_text;
-  const std::string interval_text =
-      point_check && th.statistic != Statistic::kCiLow && th.statistic != Statistic::kCiHigh
-          ? ""
-          : ", " + IntervalText(out.interval);
+  const bool shows_interval =
+      !point_check || th.statistic == Statistic::kCiLow || th.statistic == Statistic::kCiHigh;
+  const std::string interval_text = shows_interval ? ", " + IntervalText(out.interval) : "";
+  const std::string rule_text =
+      out.decided && shows_interval ? " (" + out.interval.method + ")" : "";
   switch (out.verdict) {
     case Verdict::kPass:
-      out.reason =
-          figure + " " + bound_text + ": met" + interval_text + ", " + n_text + outlier_text;
+      out.reason = figure + " " + bound_text + ": met" + interval_text + rule_text + ", " + n_text +
+                   outlier_text;
       break;
     case Verdict::kFail:
       out.reason = figure + " " + NegatedOpName(th.op) + " bound " + Num(th.bound) + " (" +
-                   OpName(th.op) + " required)" + interval_text + ", " + n_text + outlier_text;
+                   OpName(th.op) + " required)" + interval_text + rule_text + ", " + n_text +
+                   outlier_text;
       break;
     default:
       if (FromInterval(out.interval, th.op, th.bound) != Verdict::kInconclusive) {
-        // The interval is on one side, but too few samples for the level asked.
-        out.reason = figure + " " + bound_text + ": " + n_text + " cannot decide it at " +
-                     Percent(confidence) + " confidence ([" + Num(out.interval.low) + ", " +
-                     Num(out.interval.high) + "] covers " + Percent(out.interval.confidence) +
+        // The interval is on one side, but not at a look of the rule that drew it, or the
+        // rules disagree: more samples decide it.
+        out.reason = figure + " " + bound_text + ": " + n_text + " do not decide it yet (" +
+                     IntervalText(out.interval) + ", " + out.interval.method +
                      "); take more samples" + outlier_text;
         break;
       }
       out.reason = figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) +
                    "] (" + Percent(out.interval.confidence) + " " + IntervalKind(out.interval) +
-                   ") straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +
-                   " required) after " + n_text + outlier_text;
+                   ", " + out.interval.method + ") straddles the bound " + Num(th.bound) + " (" +
+                   OpName(th.op) + " required) after " + n_text + outlier_text;
       break;
   }
   return out;
@@ -343,20 +481,45 @@ const char* OpName(Op op) {
   return "?";
 }
 
-double SplitConfidence(double node_confidence, int checks) {
-  // Bonferroni over directional errors: a threshold's truth lies on one side of its bound,
-  // so it can be wrong in one direction only, with probability at most (1 - c) / 2 for a
-  // two-sided level c. k thresholds at c = 1 - 2 (1 - node) / k keep the chance of any
-  // wrong verdict on the node at most 1 - node (the union bound needs no independence).
-  const int k = std::max(1, checks);
-  return std::clamp(1 - 2 * (1 - node_confidence) / k, 0.0, 1.0);
+bool IsStatistical(Statistic s) { return s != Statistic::kMin && s != Statistic::kMax; }
+
+ErrorBudget SplitBudget(double node_confidence, int checks) {
+  const double alpha = std::clamp(1 - node_confidence, 0.0, 1.0);
+  return {alpha, alpha / std::max(1, checks)};
 }
 
-double SideAlpha(double threshold_confidence) { return (1 - threshold_confidence) / 2; }
+std::vector<int> TLooks(const Sampling& sampling) {
+  if (sampling.fixed) return {std::max(1, sampling.max_repeats)};
+  const int first = std::max(3, sampling.min_repeats);
+  std::vector<int> looks;
+  if (first > sampling.max_repeats) return {std::max(1, sampling.max_repeats)};
+  looks.push_back(first);
+  for (long long n = 4; n < sampling.max_repeats; n = n < 8 ? n + 1 : (n * 5 + 3) / 4) {
+    if (n > first) looks.push_back(static_cast<int>(n));
+  }
+  if (looks.back() != sampling.max_repeats) looks.push_back(sampling.max_repeats);
+  return looks;
+}
 
-int MeanLooks(const Sampling& sampling) {
-  const int first = std::max(2, sampling.min_repeats);
-  return std::max(1, sampling.max_repeats - first + 1);
+Verdict TVerdict(int n, double mean, double sd, double bound, const ErrorBudget& budget, int looks,
+                 stats::Interval* interval) {
+  const double pass_alpha = budget.pass_alpha / std::max(1, looks);
+  const double fail_alpha = budget.fail_alpha / std::max(1, looks);
+  stats::Interval iv{-kInf, kInf, 1 - pass_alpha - fail_alpha, ""};
+  Verdict v = Verdict::kInconclusive;
+  if (n >= 3) {
+    const double dof = n - 1;
+    const double se = sd / std::sqrt(static_cast<double>(n));
+    iv.low = mean - stats::StudentTQuantile(1 - pass_alpha, dof) * se;
+    iv.high = mean + stats::StudentTQuantile(1 - fail_alpha, dof) * se;
+    if (iv.low >= bound) {
+      v = Verdict::kPass;
+    } else if (iv.high < bound) {
+      v = Verdict::kFail;
+    }
+  }
+  if (interval != nullptr) *interval = iv;
+  return v;
 }
 
 Verdict SequentialQuantileVerdict(int count_below, int count_at_or_above, int fail_count,
@@ -366,8 +529,86 @@ Verdict SequentialQuantileVerdict(int count_below, int count_at_or_above, int fa
   return Verdict::kInconclusive;
 }
 
+Reach FewestSamples(const Threshold& th, const Sampling& sampling, const ErrorBudget& budget) {
+  constexpr int kNever = std::numeric_limits<int>::max();
+  const int cap = sampling.max_repeats;
+  if (!IsStatistical(th.statistic)) {
+    const int at = std::max(1, sampling.fixed ? cap : 1);  // a fixed plan decides at its cap
+    return {at, at};
+  }
+  const std::vector<int> looks = TLooks(sampling);
+  // The t rule decides at its first look (needing 3 values) given data clear enough.
+  const int t_first = looks.front() >= 3 ? looks.front() : kNever;
+  const double q = QuantileOf(th.statistic);
+  const double p_against = NullAgainst(q, th.op);
+  auto sign = [&](const ErrorBudget& b) {
+    return Reach{SignFewest(1 - p_against, b.pass_alpha, cap),
+                 SignFewest(p_against, b.fail_alpha, cap)};
+  };
+  Reach r{kNever, kNever};
+  switch (th.statistic) {
+    case Statistic::kMedian: {
+      const Reach s = sign(Share(budget, 1 - kTShare));
+      r = {std::min(t_first, s.pass_samples), std::min(t_first, s.fail_samples)};
+      break;
+    }
+    case Statistic::kP05:
+    case Statistic::kP95:
+      r = sign(budget);
+      break;
+    default:  // mean, ciLow, ciHigh: the t rule alone
+      r = {t_first, t_first};
+      break;
+  }
+  const int floor = sampling.fixed ? cap : std::max(1, sampling.min_repeats);
+  auto settle = [&](int x) { return x > cap ? kNever : std::max(x, floor); };
+  return {settle(r.pass_samples), settle(r.fail_samples)};
+}
+
+int TypicalPassSamples(const Threshold& th, const Sampling& sampling, const ErrorBudget& budget,
+                       double margin, double cv) {
+  constexpr int kNever = std::numeric_limits<int>::max();
+  if (!IsStatistical(th.statistic)) return std::max(1, sampling.fixed ? sampling.max_repeats : 1);
+  const std::vector<int> looks = TLooks(sampling);
+  const int k = static_cast<int>(looks.size());
+  const bool median = th.statistic == Statistic::kMedian;
+  const bool t_applies = median || th.statistic == Statistic::kMean ||
+                         th.statistic == Statistic::kCiLow || th.statistic == Statistic::kCiHigh;
+  // Distance to the bound in the rule's scale, and the deviation, as the expectations of a
+  // figure `margin` clear of its bound with coefficient of variation `cv`.
+  const double shift = median ? std::log1p(margin) : margin / (1 + margin);
+  const ErrorBudget t_budget = median ? Share(budget, kTShare) : budget;
+  int best = kNever;
+  if (t_applies) {
+    for (int n : looks) {
+      if (n < sampling.min_repeats || n < 3) continue;
+      if (TVerdict(n, shift, cv, 0, t_budget, k) == Verdict::kPass) {
+        best = n;
+        break;
+      }
+    }
+  }
+  if (!t_applies || median) {
+    // The sign rule with the expected share of samples on the wrong side (normal figures).
+    const double q = QuantileOf(th.statistic);
+    const ErrorBudget b = median ? Share(budget, 1 - kTShare) : budget;
+    const double p_wrong = 0.5 * std::erfc(std::log1p(margin) / cv / std::sqrt(2.0));
+    const double p0 = 1 - NullAgainst(q, th.op);
+    const int first = sampling.fixed ? sampling.max_repeats : std::max(1, sampling.min_repeats);
+    for (int n = first; n <= sampling.max_repeats && n < best; ++n) {
+      const int clear = static_cast<int>(std::floor(n * (1 - p_wrong)));
+      if (clear >= stats::BernoulliMixtureCriticalCount(n, p0, b.pass_alpha)) {
+        best = n;
+        break;
+      }
+    }
+  }
+  if (best != kNever && sampling.fixed) best = sampling.max_repeats;
+  return best;
+}
+
 Assessment Assess(const std::vector<Threshold>& thresholds, const MetricSamples& samples,
-                  const Sampling& sampling, double threshold_confidence,
+                  const Sampling& sampling, const ErrorBudget& budget,
                   const std::map<std::string, std::string>& units, bool final) {
   Assessment a;
   int n = std::numeric_limits<int>::max();
@@ -385,10 +626,10 @@ Assessment Assess(const std::vector<Threshold>& thresholds, const MetricSamples&
   const bool at_cap = n >= sampling.max_repeats;
   Plan plan;
   plan.final = final || at_cap;
-  plan.one_look = sampling.fixed && at_cap;
   plan.may_decide = plan.final || (!sampling.fixed && n >= sampling.min_repeats);
-  // A fixed plan that ran out of time before its one look decides with the sequential
-  // intervals, which stay valid at whatever n the clock stopped it.
+  // A fixed plan that ran out of time before its one look decides with the sign rule, which
+  // stays valid at whatever n the clock stopped it.
+  const std::vector<int> looks = TLooks(sampling);
 
   static const std::string kNoUnit;
   bool all_decided = true;
@@ -397,7 +638,7 @@ Assessment Assess(const std::vector<Threshold>& thresholds, const MetricSamples&
     std::span<const double> values;
     if (it != samples.end()) values = it->second;
     auto u = units.find(th.metric);
-    Outcome out = AssessOne(th, values, plan, sampling, threshold_confidence,
+    Outcome out = AssessOne(th, values, plan, sampling, budget, looks,
                             u == units.end() ? kNoUnit : u->second);
     all_decided = all_decided && out.decided;
     a.outcomes.push_back(std::move(out));

@@ -33,6 +33,7 @@ const char* kUsage = R"(perfgate-worker: GPU node acceptance tests, locally or i
 
 usage:
   perfgate-worker run SPEC [options]   run a PerfValidation spec (YAML or JSON) here
+  perfgate-worker plan SPEC [options]  what SPEC would run and cost; measures nothing
   perfgate-worker list [--json]        tests, their parameters and metrics
   perfgate-worker --version
 
@@ -45,6 +46,10 @@ run options:
   --enable-fixtures    allow test-only fixture tests (synthetic samples); never in production
   --result NAME        cluster mode (in a perfgate pod): write this node's PerfResult NAME
                        (also env PERFGATE_RESULT_NAME) and exit 0 once it is written
+
+plan options: --profiles DIR, --enable-fixtures as for run, and
+  --gpus N             price a node of N GPUs (default: spec.gpusPerNode, else the GPUs
+                       here, else 8)
 
 exit codes: 0 passed, 1 a threshold failed, 2 invalid input, 3 inconclusive or error
 )";
@@ -150,6 +155,70 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
+// The spec at `spec_path` planned as a run here would plan it: profiles from `profile_dirs`
+// (default: built-in), `profile: auto` picked by this machine's GPUs.
+perfgate::Result<perfgate::worker::Plan> PlanSpec(
+    const perfgate::Result<perfgate::spec::Loaded<perfgate::v1alpha1::PerfValidation>>& loaded,
+    const std::string& spec_path, const std::vector<std::string>& profile_dirs, bool fixtures) {
+  if (!loaded.ok()) return loaded.status();
+  perfgate::worker::PlanOptions plan_options;
+  plan_options.profile_dirs = profile_dirs.empty() ? DefaultProfileDirs() : profile_dirs;
+  plan_options.enable_fixtures = fixtures;
+  plan_options.gpu_names = []() -> perfgate::Result<std::vector<std::string>> {
+    ASSIGN_OR_RETURN(auto gpus, perfgate::kernels::ListCudaDevices());
+    std::vector<std::string> names;
+    for (const auto& g : gpus) names.push_back(g.name);
+    return names;
+  };
+  ASSIGN_OR_RETURN(auto plan, perfgate::worker::BuildPlan(*loaded, plan_options));
+  if (plan.validation.empty()) plan.validation = fs::path(spec_path).stem().string();
+  return plan;
+}
+
+int PlanCommand(const std::vector<std::string>& args) {
+  std::string spec_path;
+  std::vector<std::string> profile_dirs;
+  bool fixtures = false;
+  int gpus = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--profiles" || a == "--gpus") {
+      if (i + 1 >= args.size()) return Fail(kExitInvalid, a + " needs a value");
+      const std::string& v = args[++i];
+      if (a == "--profiles") {
+        profile_dirs.push_back(v);
+      } else {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (end == v.c_str() || *end != '\0' || n < 1 || n > 1024) {
+          return Fail(kExitInvalid, "--gpus: expected a count from 1 to 1024, got \"" + v + "\"");
+        }
+        gpus = static_cast<int>(n);
+      }
+    } else if (a == "--enable-fixtures") {
+      fixtures = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return Fail(kExitInvalid, "plan: unknown option " + a + "\n\n" + kUsage);
+    } else if (spec_path.empty()) {
+      spec_path = a;
+    } else {
+      return Fail(kExitInvalid, "one spec at a time (got " + spec_path + " and " + a + ")");
+    }
+  }
+  if (spec_path.empty()) return Fail(kExitInvalid, std::string("plan needs a SPEC\n\n") + kUsage);
+  auto plan =
+      PlanSpec(perfgate::spec::LoadValidation(spec_path), spec_path, profile_dirs, fixtures);
+  if (!plan.ok()) return Fail(kExitInvalid, plan.status().message());
+  if (gpus == 0) gpus = plan->gpus_per_node;
+  if (gpus == 0) {
+    auto here = perfgate::kernels::ListCudaDevices();
+    gpus = here.ok() && !here->empty() ? static_cast<int>(here->size())
+                                       : perfgate::worker::kAssumedGpus;
+  }
+  std::cout << perfgate::worker::FormatPlanPrice(*plan, perfgate::worker::PricePlan(*plan, gpus));
+  return 0;
+}
+
 int Run(const std::vector<std::string>& args) {
   std::string spec_path, report_json, junit, result_name;
   std::vector<std::string> only, profile_dirs;
@@ -196,19 +265,8 @@ int Run(const std::vector<std::string>& args) {
   if (in_cluster) spec_path = perfgate::worker::PodPath(spec_path);
 
   auto loaded = perfgate::spec::LoadValidation(spec_path);
-  if (!loaded.ok()) return fail(kExitInvalid, loaded.status().message());
-  perfgate::worker::PlanOptions plan_options;
-  plan_options.profile_dirs = profile_dirs.empty() ? DefaultProfileDirs() : profile_dirs;
-  plan_options.enable_fixtures = fixtures;
-  plan_options.gpu_names = []() -> perfgate::Result<std::vector<std::string>> {
-    ASSIGN_OR_RETURN(auto gpus, perfgate::kernels::ListCudaDevices());
-    std::vector<std::string> names;
-    for (const auto& g : gpus) names.push_back(g.name);
-    return names;
-  };
-  auto plan = perfgate::worker::BuildPlan(*loaded, plan_options);
+  auto plan = PlanSpec(loaded, spec_path, profile_dirs, fixtures);
   if (!plan.ok()) return fail(kExitInvalid, plan.status().message());
-  if (plan->validation.empty()) plan->validation = fs::path(spec_path).stem().string();
   if (!only.empty()) {
     std::set<std::string> wanted(only.begin(), only.end());
     std::vector<perfgate::worker::PlannedTest> kept;
@@ -284,5 +342,6 @@ int main(int argc, char** argv) {
     return List(as_json, fixtures);
   }
   if (cmd == "run") return Run(args);
+  if (cmd == "plan") return PlanCommand(args);
   return Fail(kExitInvalid, "unknown command \"" + cmd + "\"\n\n" + kUsage);
 }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -345,6 +347,65 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
   return out;
 }
 
+// A bound or a figure for messages: at most six significant digits, never 300.
+std::string FormatNumber(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", x);
+  return buf;
+}
+
+std::string SamplesText(int n) {
+  return n == std::numeric_limits<int>::max() ? "more than the cap" : std::to_string(n);
+}
+
+// How far the feasibility message looks for the samples a threshold would need.
+constexpr int kMostSamplesPlanned = 100000;
+
+// The GPUs the error budget is planned for: the spec's gpusPerNode, else the GPUs here, else
+// an HGX node's eight.
+int PlanningGpus(const Plan& plan, const PlanOptions& options) {
+  if (plan.gpus_per_node > 0) return plan.gpus_per_node;
+  if (options.gpu_names) {
+    auto names = options.gpu_names();
+    if (names.ok() && !names->empty()) return static_cast<int>(names->size());
+  }
+  return kAssumedGpus;
+}
+
+// Every statistical threshold must be decidable both ways within its test's maxRepeats: one
+// that can never PASS makes every node fail closed, one that can never FAIL is no gate.
+Status CheckFeasible(const Plan& plan, int gpus,
+                     const std::vector<std::pair<const spec::SourceMap*, std::string>>& at) {
+  const int checks = NodeChecks(plan, gpus);
+  for (std::size_t i = 0; i < plan.tests.size(); ++i) {
+    const PlannedTest& t = plan.tests[i];
+    const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, checks);
+    for (std::size_t j = 0; j < t.thresholds.size(); ++j) {
+      const verdict::Threshold& th = t.thresholds[j];
+      const verdict::Reach r = verdict::FewestSamples(th, t.sampling, budget);
+      if (r.pass_samples <= t.sampling.max_repeats && r.fail_samples <= t.sampling.max_repeats) {
+        continue;
+      }
+      const bool pass_side = r.pass_samples > t.sampling.max_repeats;
+      // The samples it would need with no cap.
+      verdict::Sampling uncapped = t.sampling;
+      uncapped.max_repeats = kMostSamplesPlanned;
+      const verdict::Reach need = verdict::FewestSamples(th, uncapped, budget);
+      const std::string what = std::string(verdict::StatisticName(th.statistic)) + " " + th.metric +
+                               " " + verdict::OpName(th.op) + " " + FormatNumber(th.bound);
+      return at[i].first->Error(
+          at[i].second + ".thresholds[" + std::to_string(j) + "]",
+          "test " + t.name + ": threshold " + what + " can never " + (pass_side ? "PASS" : "FAIL") +
+              " within maxRepeats " + std::to_string(t.sampling.max_repeats) + " at confidence " +
+              FormatNumber(t.sampling.confidence) + " over the node's " + std::to_string(checks) +
+              " statistical checks (" + std::to_string(gpus) + " GPUs): it needs at least " +
+              SamplesText(pass_side ? need.pass_samples : need.fail_samples) +
+              " samples; raise maxRepeats or lower the confidence");
+    }
+  }
+  return Status::Ok();
+}
+
 fs::path ProfilePath(const std::vector<std::string>& dirs, const std::string& name) {
   for (const auto& d : dirs) {
     fs::path p = fs::path(d) / (name + ".yaml");
@@ -512,6 +573,8 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   RETURN_IF_ERROR(MergeSampling(s.sampling(), "spec.sampling", ctx, &sampling));
 
   std::set<std::string> names;
+  // Where each planned test was written, for the feasibility check's messages.
+  std::vector<std::pair<const spec::SourceMap*, std::string>> written_at;
   for (int i = 0; i < s.tests_size(); ++i) {
     const std::string path = "spec.tests[" + std::to_string(i) + "]";
     ASSIGN_OR_RETURN(PlannedTest t, PlanTest(s.tests(i), path, sampling, ctx));
@@ -520,6 +583,7 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                                  "\" (give each test of the same type a name)");
     }
     plan.tests.push_back(std::move(t));
+    written_at.emplace_back(&loaded.where, path);
   }
   // The profile's tests, except those an inline test of the same name overrides; errors
   // point into the profile file.
@@ -529,6 +593,7 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
     ASSIGN_OR_RETURN(PlannedTest t, PlanTest(profile_level.tests(i), path, sampling, pctx));
     if (!names.insert(t.name).second) continue;
     plan.tests.push_back(std::move(t));
+    written_at.emplace_back(&profile_doc.where, path);
   }
   // A plan the operator resolved names its profile in annotations (the tests are inline).
   const auto& ann = doc.metadata().annotations();
@@ -541,7 +606,127 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   if (plan.tests.empty()) {
     return ctx.where.Error("spec.tests", "the spec has no tests (give tests or a profile)");
   }
+  RETURN_IF_ERROR(CheckFeasible(plan, PlanningGpus(plan, options), written_at));
   return plan;
+}
+
+int StatisticalThresholds(const PlannedTest& test) {
+  int n = 0;
+  for (const auto& th : test.thresholds) n += verdict::IsStatistical(th.statistic) ? 1 : 0;
+  return n;
+}
+
+int NodeChecks(const Plan& plan, int gpus) {
+  int checks = 0;
+  for (const PlannedTest& t : plan.tests) {
+    const bool per_gpu = t.test->Info().scope == kernels::Scope::kGpu;
+    checks += StatisticalThresholds(t) * (per_gpu ? gpus : 1);
+  }
+  return checks;
+}
+
+PlanPrice PricePlan(const Plan& plan, int gpus) {
+  PlanPrice price;
+  price.gpus = gpus;
+  price.checks = NodeChecks(plan, gpus);
+  for (const PlannedTest& t : plan.tests) {
+    TestPrice tp;
+    tp.name = t.name;
+    tp.sampling = t.sampling;
+    const auto scope = t.test->Info().scope;
+    tp.targets = scope == kernels::Scope::kHost  ? "host"
+                 : scope == kernels::Scope::kGpu ? std::to_string(gpus) + " GPUs at once"
+                                                 : "all " + std::to_string(gpus) + " GPUs";
+    tp.sample_seconds = t.test->SampleSeconds(t.params, gpus);
+    const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, price.checks);
+    const int floor = t.sampling.fixed ? t.sampling.max_repeats : t.sampling.min_repeats;
+    tp.typical_samples = floor;
+    for (std::size_t i = 0; i < t.thresholds.size(); ++i) {
+      const verdict::Threshold& th = t.thresholds[i];
+      ThresholdPrice p;
+      p.text = std::string(verdict::StatisticName(th.statistic)) + " " + th.metric + " " +
+               verdict::OpName(th.op) + " " + FormatNumber(th.bound);
+      p.statistical = verdict::IsStatistical(th.statistic);
+      p.reach = verdict::FewestSamples(th, t.sampling, budget);
+      p.typical_samples =
+          verdict::TypicalPassSamples(th, t.sampling, budget, kHealthyMargin, kHealthyCv);
+      tp.typical_samples = std::max(tp.typical_samples, p.typical_samples);
+      tp.thresholds.push_back(std::move(p));
+    }
+    tp.typical_samples = std::min(tp.typical_samples, t.sampling.max_repeats);
+    const double warm = t.sampling.warmup * tp.sample_seconds;
+    auto within = [&](int n) {
+      // Sampling stops at maxSeconds, after at least one sample.
+      return warm +
+             std::max(tp.sample_seconds, std::min(n * tp.sample_seconds, t.sampling.max_seconds));
+    };
+    tp.typical_seconds = within(tp.typical_samples);
+    tp.worst_seconds = within(t.sampling.max_repeats);
+    price.typical_seconds += tp.typical_seconds;
+    price.worst_seconds += tp.worst_seconds;
+    price.tests.push_back(std::move(tp));
+  }
+  return price;
+}
+
+std::string FormatPlanPrice(const Plan& plan, const PlanPrice& price) {
+  auto seconds = [](double x) {
+    char buf[32];
+    if (x < 60) {
+      std::snprintf(buf, sizeof(buf), "%.1f s", x);
+    } else {
+      std::snprintf(buf, sizeof(buf), "%.0f min %02.0f s", std::floor(x / 60), std::fmod(x, 60));
+    }
+    return std::string(buf);
+  };
+  auto count = [](int n) {
+    return n == std::numeric_limits<int>::max() ? std::string("never") : std::to_string(n);
+  };
+  std::string out;
+  out += "plan: " + (plan.validation.empty() ? std::string("(unnamed)") : plan.validation);
+  if (!plan.profile.empty()) {
+    out += ", profile " + plan.profile +
+           (plan.profile_version.empty() ? "" : " version " + plan.profile_version);
+  }
+  out += ", a node of " + std::to_string(price.gpus) + " GPUs with " +
+         std::to_string(price.checks) + " statistical checks\n";
+  out +=
+      "samples each threshold needs at best (any margin) to PASS / to FAIL, and typically to "
+      "PASS with figures " +
+      FormatNumber(kHealthyMargin * 100) + "% clear at CV " + FormatNumber(kHealthyCv * 100) +
+      "%\n\n";
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-18s %-16s %-52s %6s %6s %8s %4s %9s\n", "TEST", "ON",
+                "THRESHOLD", "PASS", "FAIL", "TYPICAL", "CAP", "PER-SAMPLE");
+  out += line;
+  for (const TestPrice& t : price.tests) {
+    bool first = true;
+    for (const ThresholdPrice& p : t.thresholds) {
+      std::snprintf(line, sizeof(line), "%-18s %-16s %-52s %6s %6s %8s %4d %9s\n",
+                    first ? t.name.c_str() : "", first ? t.targets.c_str() : "", p.text.c_str(),
+                    count(p.reach.pass_samples).c_str(), count(p.reach.fail_samples).c_str(),
+                    p.statistical ? count(p.typical_samples).c_str() : "-", t.sampling.max_repeats,
+                    first ? seconds(t.sample_seconds).c_str() : "");
+      out += line;
+      first = false;
+    }
+    if (first) {
+      std::snprintf(line, sizeof(line), "%-18s %-16s %-52s %6s %6s %8s %4d %9s\n", t.name.c_str(),
+                    t.targets.c_str(), "(no thresholds)", "-", "-", "-", t.sampling.max_repeats,
+                    seconds(t.sample_seconds).c_str());
+      out += line;
+    }
+  }
+  out += "\nwall time per node (tests in turn, warm-up included, each within its maxSeconds):\n";
+  for (const TestPrice& t : price.tests) {
+    std::snprintf(line, sizeof(line), "  %-18s typical %3d samples %12s   worst %3d samples %12s\n",
+                  t.name.c_str(), t.typical_samples, seconds(t.typical_seconds).c_str(),
+                  t.sampling.max_repeats, seconds(t.worst_seconds).c_str());
+    out += line;
+  }
+  out += "  node: typical " + seconds(price.typical_seconds) + ", worst case " +
+         seconds(price.worst_seconds) + "\n";
+  return out;
 }
 
 }  // namespace perfgate::worker

@@ -57,8 +57,55 @@ struct PlanOptions {
   std::function<Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>>()> profile_list;
 };
 
+// Builds the plan and checks that every statistical threshold can be decided within its
+// test's maxRepeats at the node's error budget (a node of gpusPerNode GPUs, of the GPUs
+// here when that is 0, else of kAssumedGpus): a threshold that cannot is invalid input
+// naming the test, the threshold and the samples it needs.
 Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                        const PlanOptions& options);
+
+// The GPUs a node is assumed to have when neither the spec nor the machine says: an HGX node.
+inline constexpr int kAssumedGpus = 8;
+
+// Thresholds of a test decided under an error budget (not min/max point checks).
+int StatisticalThresholds(const PlannedTest& test);
+// The node's statistical checks (the error budget's divisor) when per-GPU tests run on
+// `gpus` GPUs.
+int NodeChecks(const Plan& plan, int gpus);
+
+// The price of a plan before anything runs: per test, how soon each threshold can be decided
+// at best (PASS and FAIL), how many samples a healthy node typically takes (figures
+// kHealthyMargin clear of their bounds at kHealthyCv), and the node's wall time from each
+// test's declared per-sample cost (tests run one after another; a per-GPU test runs on all
+// GPUs at once).
+inline constexpr double kHealthyMargin = 0.10;
+inline constexpr double kHealthyCv = 0.03;
+struct ThresholdPrice {
+  std::string text;  // "median triadBandwidthGBps >= 3840"
+  bool statistical = false;
+  verdict::Reach reach;
+  int typical_samples = 0;  // INT_MAX: not within the cap
+};
+struct TestPrice {
+  std::string name;
+  std::string targets;  // "8 GPUs at once", "host", "all 8 GPUs"
+  verdict::Sampling sampling;
+  double sample_seconds = 0;
+  int typical_samples = 0;     // the most any threshold typically needs, at least minRepeats
+  double typical_seconds = 0;  // warm-up plus typical samples, within maxSeconds
+  double worst_seconds = 0;    // warm-up plus maxRepeats, within maxSeconds
+  std::vector<ThresholdPrice> thresholds;
+};
+struct PlanPrice {
+  int gpus = 0;
+  int checks = 0;
+  std::vector<TestPrice> tests;
+  double typical_seconds = 0;
+  double worst_seconds = 0;
+};
+PlanPrice PricePlan(const Plan& plan, int gpus);
+// The price as a table for people.
+std::string FormatPlanPrice(const Plan& plan, const PlanPrice& price);
 
 // Converts a user-written parameter value (JSON from the spec's Struct) to the declared type;
 // error text is the problem without the location.

@@ -91,7 +91,7 @@ std::string Figure(double v) {
 struct TargetContext {
   const PlannedTest* test;
   kernels::Target target;
-  double threshold_confidence;
+  verdict::ErrorBudget budget;
   const RunOptions* options;
   Progress* progress;
 };
@@ -169,35 +169,14 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
       line += ": " + shown + " " + Figure(s->at(shown)) + " " + units[shown];
     ctx.progress->Line(line);
 
-    const bool at_cap = n >= sampling.max_repeats;
     const bool out_of_time = now() - sampling_start >= sampling.max_seconds;
-    if (sampling.fixed) {
-      if (!at_cap) continue;
-      stop = "fixed";
-      break;
+    if (!sampling.fixed) {
+      assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.budget, units, false);
     }
-    assessment =
-        verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units, false);
-    // A threshold decided FAIL fails the test whatever the others say: stop there.
-    const bool failed = std::any_of(assessment.outcomes.begin(), assessment.outcomes.end(),
-                                    [](const verdict::Outcome& o) {
-                                      return o.decided && o.verdict == verdict::Verdict::kFail;
-                                    });
-    if (assessment.stop) {
-      stop = assessment.stop_reason;
-    } else if (failed && n >= sampling.min_repeats) {
-      stop = "decided";
-    } else if (at_cap) {
-      stop = "maxRepeats";
-    } else if (out_of_time) {
-      stop = "maxSeconds";
-    } else {
-      continue;
-    }
-    break;
+    stop = StopReason(sampling, n, out_of_time, &assessment);
+    if (!stop.empty()) break;
   }
-  assessment =
-      verdict::Assess(t.thresholds, samples, sampling, ctx.threshold_confidence, units, true);
+  assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.budget, units, true);
   r.set_samples(n);
   r.set_stopreason(stop);
 
@@ -303,6 +282,21 @@ void FillIdentity(v1alpha1::Identity* id) {
   }
 }
 
+std::string StopReason(const verdict::Sampling& sampling, int n, bool out_of_time,
+                       const verdict::Assessment* assessment) {
+  const bool at_cap = n >= sampling.max_repeats;
+  if (sampling.fixed) return at_cap ? "fixed" : "";
+  if (assessment->stop) return assessment->stop_reason;
+  // A threshold decided FAIL fails the test whatever the others say: stop there.
+  const bool failed = std::any_of(
+      assessment->outcomes.begin(), assessment->outcomes.end(),
+      [](const verdict::Outcome& o) { return o.decided && o.verdict == verdict::Verdict::kFail; });
+  if (failed && n >= sampling.min_repeats) return "decided";
+  if (at_cap) return "maxRepeats";
+  if (out_of_time) return "maxSeconds";
+  return "";
+}
+
 v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
   RunOptions options = in_options;
   if (!options.now_seconds) {
@@ -338,7 +332,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
                   std::to_string(gpus->size());
   }
 
-  // Targets per test, and the node's number of threshold checks for the error budget.
+  // Targets per test, and the node's number of statistical checks for the error budget.
   std::vector<std::vector<kernels::Target>> targets(plan.tests.size());
   int checks = 0;
   for (std::size_t i = 0; i < plan.tests.size(); ++i) {
@@ -354,7 +348,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
         targets[i].push_back({scope, all});
       }
     }
-    checks += static_cast<int>(plan.tests[i].thresholds.size() * targets[i].size());
+    checks += StatisticalThresholds(plan.tests[i]) * static_cast<int>(targets[i].size());
   }
 
   for (std::size_t i = 0; i < plan.tests.size(); ++i) {
@@ -375,11 +369,11 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
       progress.Line(t.name + " [gpu]: " + report::VerdictName(r->verdict()) + ": " + r->reason());
       continue;
     }
-    const double conf = verdict::SplitConfidence(t.sampling.confidence, std::max(checks, 1));
+    const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, checks);
     std::vector<v1alpha1::TestResult> results(targets[i].size());
     std::vector<std::thread> threads;
     for (std::size_t k = 0; k < targets[i].size(); ++k) {
-      TargetContext ctx{&t, targets[i][k], conf, &options, &progress};
+      TargetContext ctx{&t, targets[i][k], budget, &options, &progress};
       if (targets[i].size() == 1) {
         results[k] = RunOnTarget(ctx);
       } else {
