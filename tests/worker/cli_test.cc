@@ -210,6 +210,17 @@ TEST_F(Cli, MeaninglessBoundsExitTwoNamingFileLineAndField) {
   }
 }
 
+// A bound of 1e300 fails and says so in a figure a person reads, not in 300 digits.
+TEST_F(Cli, HugeBoundsPrintReadably) {
+  std::string text = kQuickHost;
+  text.replace(text.find("value: 0.1"), 10, "value: 1e300");
+  const std::string json = (dir_ / "r.json").string();
+  Outcome o = Worker("run " + Write("h.yaml", text) + " --quiet --report-json " + json);
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("1e+300"));
+  EXPECT_EQ(o.output.find("0000000000"), std::string::npos) << o.output;
+}
+
 TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   Outcome o = Worker("list");
   EXPECT_EQ(o.exit_code, 0);
