@@ -1064,7 +1064,9 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
     status["verdict"] = "Passed";
     status["message"] = msg;
   } else {
+    // The worst node verdict decides, in the words of docs/operator.md's verdict table.
     std::string reason = failed > 0 ? "TestsFailed" : errors > 0 ? "NodeErrors" : "Inconclusive";
+    const std::string verdict = failed > 0 ? "Failed" : errors > 0 ? "Error" : "Inconclusive";
     std::string msg = std::to_string(failed + errors + inconclusive) + " of " +
                       std::to_string(outcomes.size()) + " nodes did not pass";
     for (const auto& o : outcomes) {
@@ -1084,7 +1086,7 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
     conds = SetCondition(old, conds, "Stalled", "True", reason, msg, gen, now);
     conds = SetCondition(old, conds, "Complete", "True", reason, msg, gen, now);
     conds = SetCondition(old, conds, "Passed", "False", reason, msg, gen, now);
-    status["verdict"] = "Failed";
+    status["verdict"] = verdict;
     status["message"] = Cut(msg, 2000);
   }
   status["conditions"] = conds;
@@ -1226,7 +1228,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       conds = SetCondition(old_status, conds, t, s, "InvalidSpec", msg, gen, now);
     }
     status["conditions"] = conds;
-    status["verdict"] = "Failed";
+    status["verdict"] = "InvalidSpec";
     status["message"] = Cut(msg, 2000);
     status["completionTime"] = now;
     RETURN_IF_ERROR(WriteStatus(obj, status));
@@ -1260,7 +1262,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       conds = SetCondition(old_status, conds, t, s, "NoNodesSelected", msg, gen, now);
     }
     status["conditions"] = conds;
-    status["verdict"] = "Failed";
+    status["verdict"] = "Error";  // nothing could be measured
     status["message"] = msg;
     status["nodes"] = 0;
     status["passedNodes"] = "0/0";

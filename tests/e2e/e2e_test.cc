@@ -241,6 +241,7 @@ TEST_F(E2E, OneSlowNodeFailsAndOnlyItIsTainted) {
   EXPECT_EQ(Condition(v, "Stalled").value("status", ""), "True");
   EXPECT_EQ(Condition(v, "Ready").value("status", ""), "False");
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "TestsFailed");
+  EXPECT_EQ(v["status"].value("verdict", ""), "Failed");
   const std::string msg = Condition(v, "Passed").value("message", "");
   EXPECT_NE(msg.find("node-2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("synthetic"), std::string::npos) << msg;
@@ -302,6 +303,8 @@ TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
   EXPECT_EQ(Condition(v, "Complete").value("status", ""), "True");
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "NodeErrors");
+  // No node failed a test: the validation says ERROR, not FAIL.
+  EXPECT_EQ(v["status"].value("verdict", ""), "Error");
   std::map<std::string, Json> by_node;
   for (auto& r : Results("broken")) by_node[r["spec"].value("nodeName", "")] = r;
   ASSERT_EQ(by_node.size(), 6u);
@@ -344,6 +347,7 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
   EXPECT_EQ(Condition(v, "Stalled").value("reason", ""), "InvalidSpec");
+  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
   EXPECT_NE(Condition(v, "Ready").value("message", "").find("spec.tests[0].type"),
             std::string::npos)
       << Condition(v, "Ready").dump();
