@@ -505,6 +505,24 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
       << Condition(m, "Ready").dump();
 }
 
+// A bound that cannot bind (>= 0 on a bandwidth passes whatever is measured) is InvalidSpec in a
+// cluster too, with the field named, before any node is tested or labelled.
+TEST_F(E2E, BoundThatCannotBindIsInvalidSpec) {
+  std::string spec = SyntheticSpec("nobound", "");
+  spec.replace(spec.find("value: 90"), 9, "value: 0");
+  Apply(spec);
+  ASSERT_TRUE(WaitComplete("nobound", 30));
+  Json v = Validation("nobound");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
+  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
+  const std::string msg = Condition(v, "Ready").value("message", "");
+  EXPECT_NE(msg.find("spec.tests[0].thresholds[0].value: a \">=\" bound of 0 on bandwidthGBps"),
+            std::string::npos)
+      << msg;
+  EXPECT_TRUE(Pods("nobound").empty());
+  EXPECT_EQ(VerdictLabel(Node("node-0")), "");
+}
+
 // gpusPerNode that no selected node has is the spec's mistake: InvalidSpec naming the nodes
 // and what they have, no worker pod, no node labelled.
 TEST_F(E2E, ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes) {
