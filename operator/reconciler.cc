@@ -153,8 +153,6 @@ void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
   if (to->method().empty()) to->set_method(from.method());
 }
 
-// Validates the spec exactly as the worker will (BuildPlan) and inlines the profile.
-// kInvalidArgument (and kNotFound for a missing profile) mean an invalid spec.
 // A profile named in the spec certifies only nodes of its GPU models (the node's
 // nvidia.com/gpu.product label; unlabelled nodes cannot be checked). kInvalidArgument naming
 // each node of another model and both models.
@@ -204,6 +202,9 @@ Status CheckGpusPerNodeFits(int gpus_per_node, const std::vector<std::string>& s
                          have);
 }
 
+// Validates the spec exactly as the worker will (BuildPlan), checks a named profile against
+// each selected node's GPU model, and inlines the profile. kInvalidArgument (and kNotFound for a
+// missing profile) mean an invalid spec.
 Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fixtures,
                                  const std::set<std::string>& gpu_products,
                                  const std::vector<std::string>& unlabelled,
