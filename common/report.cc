@@ -14,13 +14,7 @@
 namespace perfgate::report {
 namespace {
 
-std::string Fixed(double v) {
-  if (std::isnan(v)) return "-";
-  std::ostringstream os;
-  double a = std::fabs(v);
-  os << std::fixed << std::setprecision(a >= 100 ? 1 : a >= 1 ? 2 : 4) << v;
-  return os.str();
-}
+std::string Fixed(double v) { return FormatFigure(v); }
 
 std::string XmlEscape(const std::string& s) {
   std::string out;
@@ -69,6 +63,18 @@ std::string PadRight(const std::string& s, std::size_t w) {
 }
 
 }  // namespace
+
+std::string FormatFigure(double v) {
+  if (std::isnan(v)) return "-";
+  std::ostringstream os;
+  const double a = std::fabs(v);
+  if (std::isinf(v) || a >= 1e6 || (a > 0 && a < 1e-4)) {
+    os << std::setprecision(4) << v;
+  } else {
+    os << std::fixed << std::setprecision(a >= 100 ? 1 : a >= 1 ? 2 : 4) << v;
+  }
+  return os.str();
+}
 
 std::string VerdictName(v1alpha1::Verdict v) {
   if (v == v1alpha1::VERDICT_UNSPECIFIED) return "UNSPECIFIED";

@@ -11,6 +11,10 @@ namespace perfgate::report {
 // "PASS", "FAIL", ... ("UNSPECIFIED" for 0).
 std::string VerdictName(v1alpha1::Verdict v);
 
+// A measured figure or bound as people read it: "2403.5", "11.71", "0.0042"; past a million or
+// below 0.0001 in four significant digits ("1e+300", not 300 digits); "-" when not a number.
+std::string FormatFigure(double v);
+
 // The table `perfgate-worker run` ends with: test, device, metric, statistic, value, bound,
 // verdict; then one line per non-passing test with its reason; then the overall verdict.
 std::string FormatTable(const v1alpha1::Report& report);

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -55,6 +56,20 @@ std::string Describe(const YAML::Node& node) {
   return "?";
 }
 
+// Infinity, NaN, or a figure past double's range (1e400): no bound, count or parameter means
+// anything with it, and JSON (hence the API server and the report) cannot even carry it.
+std::string NotFinite(const std::string& scalar) {
+  return "expected a finite number, got " + scalar;
+}
+
+// A YAML float scalar (ClassifyPlainScalar's kInt or kFloat) as a double. strtod reads "1e400"
+// as infinity but YAML's ".inf" and ".nan" as 0, so those are caught by their spelling.
+bool FiniteNumber(const std::string& scalar, double* out) {
+  if (scalar.find_first_of("nN") != std::string::npos) return false;  // .inf, .nan
+  *out = std::strtod(scalar.c_str(), nullptr);
+  return std::isfinite(*out);
+}
+
 // Untyped conversion (google.protobuf.Struct fields: test parameters).
 Result<json> ToJson(const YAML::Node& node, const std::string& path, SourceMap* where) {
   where->Record(path, LineOf(node));
@@ -72,8 +87,11 @@ Result<json> ToJson(const YAML::Node& node, const std::string& path, SourceMap* 
           return json(s[0] == 't' || s[0] == 'T');
         case ScalarKind::kInt:
           return json(std::strtoll(s.c_str(), nullptr, 10));
-        case ScalarKind::kFloat:
-          return json(std::strtod(s.c_str(), nullptr));
+        case ScalarKind::kFloat: {
+          double v = 0;
+          if (!FiniteNumber(s, &v)) return where->Error(path, NotFinite(s));
+          return json(v);
+        }
         case ScalarKind::kString:
           return json(s);
       }
@@ -139,11 +157,14 @@ Result<json> ScalarToJson(const YAML::Node& node, const pb::FieldDescriptor* fie
       return json(v);
     }
     case pb::FieldDescriptor::CPPTYPE_DOUBLE:
-    case pb::FieldDescriptor::CPPTYPE_FLOAT:
+    case pb::FieldDescriptor::CPPTYPE_FLOAT: {
       if (kind != ScalarKind::kInt && kind != ScalarKind::kFloat) {
         return where.Error(path, "expected a number, got " + Describe(node));
       }
-      return json(std::strtod(s.c_str(), nullptr));
+      double v = 0;
+      if (!FiniteNumber(s, &v)) return where.Error(path, NotFinite(s));
+      return json(v);
+    }
     default:
       return where.Error(path, std::string("unsupported field type ") + field->type_name());
   }

@@ -37,8 +37,9 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
   header("perfgate_workqueue_depth", "gauge", "Keys ready in the work queue.");
   out += "perfgate_workqueue_depth " + std::to_string(s.queueDepth) + "\n";
 
-  std::map<std::string, int> by_verdict = {
-      {"Running", 0}, {"Passed", 0}, {"Failed", 0}, {"Suspended", 0}};
+  std::map<std::string, int> by_verdict = {{"Running", 0},  {"Passed", 0},       {"Failed", 0},
+                                           {"Error", 0},    {"Inconclusive", 0}, {"InvalidSpec", 0},
+                                           {"Suspended", 0}};
   for (const auto& v : s.validations) {
     by_verdict[v.value("status", nlohmann::json::object()).value("verdict", "Running")]++;
   }

@@ -12,6 +12,7 @@
 
 #include "common/spec.h"
 #include "common/time.h"
+#include "kernels/cuda/profile_select.h"
 #include "operator/log.h"
 #include "worker/plan.h"
 
@@ -152,11 +153,62 @@ void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
   if (to->method().empty()) to->set_method(from.method());
 }
 
-// Validates the spec exactly as the worker will (BuildPlan) and inlines the profile.
-// kInvalidArgument (and kNotFound for a missing profile) mean an invalid spec.
+// A profile named in the spec certifies only nodes of its GPU models (the node's
+// nvidia.com/gpu.product label; unlabelled nodes cannot be checked). kInvalidArgument naming
+// each node of another model and both models.
+Status CheckNamedProfileFitsNodes(const std::string& profile,
+                                  const spec::Loaded<v1alpha1::PerfProfile>& doc,
+                                  const std::map<std::string, std::string>& node_products) {
+  const auto& models = doc.doc.spec().gpumodels();
+  if (models.empty()) return Status::Ok();
+  const kernels::ProfileCandidate candidate{profile, {models.begin(), models.end()}};
+  std::string misfits;
+  int count = 0;
+  for (const auto& [node, product] : node_products) {
+    if (product.empty() || kernels::ProfileMatchesGpu(product, candidate)) continue;
+    if (++count <= 10) misfits += (misfits.empty() ? "" : ", ") + node + " (" + product + ")";
+  }
+  if (count == 0) return Status::Ok();
+  if (count > 10) misfits += " and " + std::to_string(count - 10) + " more";
+  std::string wanted;
+  for (const auto& m : models) wanted += (wanted.empty() ? "" : ", ") + m;
+  return InvalidArgument("spec.profile: profile \"" + profile + "\" is for GPU models " + wanted +
+                         ", and " + std::to_string(count) + " selected node" +
+                         (count == 1 ? " has" : "s have") + " another model (" + kGpuProductLabel +
+                         "): " + misfits +
+                         "; select nodes of the profile's model, or name their profile");
+}
+
+// spec.gpusPerNode that no selected node has: every node would be an ERROR for the same reason,
+// which is the spec's, not theirs. Named nodes that do not exist are left to their own ERROR.
+Status CheckGpusPerNodeFits(int gpus_per_node, const std::vector<std::string>& selected,
+                            const std::map<std::string, Json>& nodes) {
+  if (gpus_per_node <= 0) return Status::Ok();
+  std::string have;
+  int existing = 0;
+  for (const auto& n : selected) {
+    auto it = nodes.find(n);
+    if (it == nodes.end()) continue;
+    existing++;
+    const int gpus = NodeGpus(it->second);
+    if (gpus >= gpus_per_node) return Status::Ok();
+    if (existing <= 10) have += (have.empty() ? "" : ", ") + n + " has " + std::to_string(gpus);
+  }
+  if (existing == 0) return Status::Ok();
+  if (existing > 10) have += " and " + std::to_string(existing - 10) + " more";
+  return InvalidArgument("spec.gpusPerNode: " + std::to_string(gpus_per_node) +
+                         " GPUs per node, and no selected node has that many allocatable "
+                         "nvidia.com/gpu: " +
+                         have);
+}
+
+// Validates the spec exactly as the worker will (BuildPlan), checks a named profile against
+// each selected node's GPU model, and inlines the profile. kInvalidArgument (and kNotFound for a
+// missing profile) mean an invalid spec.
 Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fixtures,
                                  const std::set<std::string>& gpu_products,
-                                 const std::vector<std::string>& unlabelled) {
+                                 const std::vector<std::string>& unlabelled,
+                                 const std::map<std::string, std::string>& node_products) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
               {"kind", "PerfValidation"},
@@ -175,7 +227,11 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
   // `profile: auto` (or neither a profile nor tests): the GPU model is the selected nodes'
   // nvidia.com/gpu.product label (GPU Feature Discovery), and the candidates are the cluster's
   // PerfProfiles. One validation certifies one model: mixed models are refused, by name.
+  const std::string named = obj.value("spec", Json::object()).value("profile", "");
+  const bool profile_named = !named.empty() && named != "auto";
   options.gpu_names = [&]() -> Result<std::vector<std::string>> {
+    // A named profile is checked below, node by node, so the message can name them.
+    if (profile_named) return Status(Code::kUnavailable, "checked per node");
     if (!unlabelled.empty()) {
       return InvalidArgument("node " + unlabelled.front() + " has no " + kGpuProductLabel +
                              " label (set by GPU Feature Discovery / the GPU Operator)");
@@ -201,6 +257,10 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
     return out;
   };
   ASSIGN_OR_RETURN(worker::Plan plan, worker::BuildPlan(loaded, options));
+  if (profile_named && profiles.count(plan.profile) != 0) {
+    RETURN_IF_ERROR(
+        CheckNamedProfileFitsNodes(plan.profile, profiles[plan.profile], node_products));
+  }
 
   v1alpha1::PerfValidation resolved = loaded.doc;
   auto* spec = resolved.mutable_spec();
@@ -1005,7 +1065,9 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
     status["verdict"] = "Passed";
     status["message"] = msg;
   } else {
+    // The worst node verdict decides, in the words of docs/operator.md's verdict table.
     std::string reason = failed > 0 ? "TestsFailed" : errors > 0 ? "NodeErrors" : "Inconclusive";
+    const std::string verdict = failed > 0 ? "Failed" : errors > 0 ? "Error" : "Inconclusive";
     std::string msg = std::to_string(failed + errors + inconclusive) + " of " +
                       std::to_string(outcomes.size()) + " nodes did not pass";
     for (const auto& o : outcomes) {
@@ -1025,7 +1087,7 @@ Status Reconciler::Complete(const Json& obj, Json status, const std::vector<Node
     conds = SetCondition(old, conds, "Stalled", "True", reason, msg, gen, now);
     conds = SetCondition(old, conds, "Complete", "True", reason, msg, gen, now);
     conds = SetCondition(old, conds, "Passed", "False", reason, msg, gen, now);
-    status["verdict"] = "Failed";
+    status["verdict"] = verdict;
     status["message"] = Cut(msg, 2000);
   }
   status["conditions"] = conds;
@@ -1134,10 +1196,12 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   // What `profile: auto` picks by: the selected nodes' GPU models.
   std::set<std::string> gpu_products;
   std::vector<std::string> unlabelled;
+  std::map<std::string, std::string> node_products;
   for (const auto& n : selected) {
     auto it = nodes.find(n);
     if (it == nodes.end()) continue;  // named but missing: that node's ERROR, later
     const std::string product = Label(it->second, kGpuProductLabel);
+    node_products[n] = product;
     if (product.empty()) {
       unlabelled.push_back(n);
     } else {
@@ -1146,7 +1210,13 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
 
   // The plan: validated exactly as the worker will read it.
-  auto plan = ResolvePlan(*client_, obj, config_.enableFixtures, gpu_products, unlabelled);
+  auto plan =
+      ResolvePlan(*client_, obj, config_.enableFixtures, gpu_products, unlabelled, node_products);
+  if (plan.ok()) {
+    Status fits =
+        CheckGpusPerNodeFits(static_cast<int>(spec.value("gpusPerNode", 0)), selected, nodes);
+    if (!fits.ok()) plan = fits;
+  }
   if (!plan.ok()) {
     if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {
       metrics_.errors++;
@@ -1159,7 +1229,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       conds = SetCondition(old_status, conds, t, s, "InvalidSpec", msg, gen, now);
     }
     status["conditions"] = conds;
-    status["verdict"] = "Failed";
+    status["verdict"] = "InvalidSpec";
     status["message"] = Cut(msg, 2000);
     status["completionTime"] = now;
     RETURN_IF_ERROR(WriteStatus(obj, status));
@@ -1193,7 +1263,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
       conds = SetCondition(old_status, conds, t, s, "NoNodesSelected", msg, gen, now);
     }
     status["conditions"] = conds;
-    status["verdict"] = "Failed";
+    status["verdict"] = "Error";  // nothing could be measured
     status["message"] = msg;
     status["nodes"] = 0;
     status["passedNodes"] = "0/0";

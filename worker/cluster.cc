@@ -21,13 +21,6 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
-std::string Figure(double v) {
-  std::ostringstream os;
-  double a = std::fabs(v);
-  os << std::fixed << std::setprecision(a >= 100 ? 1 : a >= 1 ? 2 : 4) << v;
-  return os.str();
-}
-
 }  // namespace
 
 void ClusterTargetFromEnv(ClusterTarget* target) {
@@ -94,7 +87,8 @@ std::string WorstFigure(const v1alpha1::Report& report) {
       worst->threshold().statistic().empty() ? "median" : worst->threshold().statistic();
   std::string op = worst->threshold().op().empty() ? ">=" : worst->threshold().op();
   return worst_test->name() + " " + worst->threshold().metric() + " " + stat + " " +
-         Figure(worst->observed()) + " (" + op + " " + Figure(worst->bound()) + ")";
+         report::FormatFigure(worst->observed()) + " (" + op + " " +
+         report::FormatFigure(worst->bound()) + ")";
 }
 
 Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::Report& report) {

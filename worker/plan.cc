@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/profile_select.h"
 #include "kernels/registry.h"
+#include "worker/plan_checks.h"
 
 namespace perfgate::worker {
 namespace {
@@ -344,6 +345,7 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
     out.threshold_specs.push_back(written);
     out.thresholds.push_back(resolved);
   }
+  RETURN_IF_ERROR(CheckThresholdsBind(t, out.metrics, path, ctx.where));
   return out;
 }
 
@@ -569,6 +571,12 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
         MergeSampling(profile_level.sampling(), "spec." + level + ".sampling", pctx, &sampling));
     plan.profile = profile_doc.doc.metadata().name();
     plan.profile_version = ps.version();
+    // A profile named by hand must be for the GPUs it certifies (no GPU here: nothing to check).
+    if (plan.profile_note.empty() && options.gpu_names) {
+      if (auto gpus = options.gpu_names(); gpus.ok()) {
+        RETURN_IF_ERROR(CheckProfileFitsGpus(profile_doc.doc, *gpus, ctx.where));
+      }
+    }
   }
   RETURN_IF_ERROR(MergeSampling(s.sampling(), "spec.sampling", ctx, &sampling));
 

@@ -6,39 +6,79 @@
 namespace perfgate::kernels {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+// Lower-case words; ' ', '-' and '_' separate them (GFD writes the CUDA name's spaces as '-').
+std::vector<std::string> Words(std::string_view s) {
+  std::vector<std::string> out;
+  std::string word;
+  for (char c : s) {
+    if (c == ' ' || c == '-' || c == '_' || c == '\t') {
+      if (!word.empty()) out.push_back(std::move(word));
+      word.clear();
+    } else {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  if (!word.empty()) out.push_back(std::move(word));
   return out;
 }
 
-// Length of the longest matching positive pattern; 0 when none matches or an exclusion does.
-std::size_t MatchLength(const std::string& device, const ProfileCandidate& profile) {
+bool Contains(const std::vector<std::string>& haystack, const std::vector<std::string>& needle) {
+  if (needle.empty() || needle.size() > haystack.size()) return false;
+  return std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end()) !=
+         haystack.end();
+}
+
+bool IsMig(const std::vector<std::string>& words) {
+  return std::find(words.begin(), words.end(), "mig") != words.end();
+}
+
+// Length of the longest matching positive entry; 0 when none matches or an exclusion does.
+std::size_t MatchLength(const std::vector<std::string>& device, const ProfileCandidate& profile) {
   std::size_t best = 0;
   for (const std::string& pattern : profile.gpu_models) {
     if (pattern.empty()) continue;
     if (pattern[0] == '!') {
-      const std::string excluded = Lower(std::string_view(pattern).substr(1));
-      if (!excluded.empty() && device.find(excluded) != std::string::npos) return 0;
+      if (Contains(device, Words(std::string_view(pattern).substr(1)))) return 0;
       continue;
     }
-    const std::string wanted = Lower(pattern);
-    if (device.find(wanted) != std::string::npos) best = std::max(best, wanted.size());
+    const std::vector<std::string> wanted = Words(pattern);
+    // A MIG slice has a fraction of the GPU's bandwidth and SMs: whole-GPU bounds do not apply.
+    if (IsMig(device) && !IsMig(wanted)) continue;
+    if (!Contains(device, wanted)) continue;
+    std::size_t length = 0;
+    for (const auto& w : wanted) length += w.size() + 1;
+    best = std::max(best, length);
   }
   return best;
 }
 
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
 }  // namespace
+
+bool ProfileMatchesGpu(std::string_view gpu_name, const ProfileCandidate& profile) {
+  return MatchLength(Words(gpu_name), profile) > 0;
+}
+
+std::string DescribeProfiles(const std::vector<ProfileCandidate>& profiles) {
+  std::string out;
+  for (const ProfileCandidate& p : profiles) {
+    out += (out.empty() ? "" : ", ") + p.name;
+    if (!p.gpu_models.empty()) out += " (" + Join(p.gpu_models) + ")";
+  }
+  return out.empty() ? "none" : out;
+}
 
 Result<std::string> SelectProfileName(std::string_view gpu_name,
                                       const std::vector<ProfileCandidate>& profiles) {
-  const std::string device = Lower(gpu_name);
+  const std::vector<std::string> device = Words(gpu_name);
   std::size_t best = 0;
   std::vector<std::string> winners;
-  std::string known;
   for (const ProfileCandidate& p : profiles) {
-    known += (known.empty() ? "" : ", ") + p.name;
     const std::size_t length = MatchLength(device, p);
     if (length == 0) continue;
     if (length > best) {
@@ -49,15 +89,16 @@ Result<std::string> SelectProfileName(std::string_view gpu_name,
     }
   }
   if (winners.empty()) {
-    return NotFound("no built-in profile matches GPU \"" + std::string(gpu_name) +
-                    "\" (profiles: " + (known.empty() ? "none" : known) +
+    const std::string why = IsMig(device)
+                                ? " is a MIG instance, and no profile is for MIG instances"
+                                : " is not a model of any profile";
+    return NotFound("GPU \"" + std::string(gpu_name) + "\"" + why +
+                    " (profiles: " + DescribeProfiles(profiles) +
                     "); name one with spec.profile or give tests with thresholds");
   }
   if (winners.size() > 1) {
-    std::string names;
-    for (const std::string& w : winners) names += (names.empty() ? "" : ", ") + w;
     return InvalidArgument("GPU \"" + std::string(gpu_name) +
-                           "\" matches several profiles equally well (" + names +
+                           "\" matches several profiles equally well (" + Join(winners) +
                            "); name one with spec.profile");
   }
   return winners.front();

@@ -242,6 +242,7 @@ TEST_F(E2E, OneSlowNodeFailsAndOnlyItIsTainted) {
   EXPECT_EQ(Condition(v, "Stalled").value("status", ""), "True");
   EXPECT_EQ(Condition(v, "Ready").value("status", ""), "False");
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "TestsFailed");
+  EXPECT_EQ(v["status"].value("verdict", ""), "Failed");
   const std::string msg = Condition(v, "Passed").value("message", "");
   EXPECT_NE(msg.find("node-2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("synthetic"), std::string::npos) << msg;
@@ -307,6 +308,8 @@ TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
   EXPECT_EQ(Condition(v, "Complete").value("status", ""), "True");
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "NodeErrors");
+  // No node failed a test: the validation says ERROR, not FAIL.
+  EXPECT_EQ(v["status"].value("verdict", ""), "Error");
   std::map<std::string, Json> by_node;
   for (auto& r : Results("broken")) by_node[r["spec"].value("nodeName", "")] = r;
   ASSERT_EQ(by_node.size(), 6u);
@@ -349,6 +352,7 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
   EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
   EXPECT_EQ(Condition(v, "Stalled").value("reason", ""), "InvalidSpec");
+  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
   EXPECT_NE(Condition(v, "Ready").value("message", "").find("spec.tests[0].type"),
             std::string::npos)
       << Condition(v, "Ready").dump();
@@ -504,6 +508,115 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
                       "spec.nodeSelector nvidia.com/gpu.product"),
             std::string::npos)
       << Condition(m, "Ready").dump();
+}
+
+// A bound that cannot bind (>= 0 on a bandwidth passes whatever is measured) is InvalidSpec in a
+// cluster too, with the field named, before any node is tested or labelled.
+TEST_F(E2E, BoundThatCannotBindIsInvalidSpec) {
+  std::string spec = SyntheticSpec("nobound", "");
+  spec.replace(spec.find("value: 90"), 9, "value: 0");
+  Apply(spec);
+  ASSERT_TRUE(WaitComplete("nobound", 30));
+  Json v = Validation("nobound");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
+  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
+  const std::string msg = Condition(v, "Ready").value("message", "");
+  EXPECT_NE(msg.find("spec.tests[0].thresholds[0].value: a \">=\" bound of 0 on bandwidthGBps"),
+            std::string::npos)
+      << msg;
+  EXPECT_TRUE(Pods("nobound").empty());
+  EXPECT_EQ(VerdictLabel(Node("node-0")), "");
+}
+
+// gpusPerNode that no selected node has is the spec's mistake: InvalidSpec naming the nodes
+// and what they have, no worker pod, no node labelled.
+TEST_F(E2E, ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes) {
+  Apply(SyntheticSpec("toomany", "", "    onFailure: taint\n", "  gpusPerNode: 16\n"));
+  ASSERT_TRUE(WaitComplete("toomany", 30));
+  Json v = Validation("toomany");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
+  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
+  const std::string msg = Condition(v, "Ready").value("message", "");
+  EXPECT_NE(msg.find("spec.gpusPerNode: 16 GPUs per node, and no selected node has that many"),
+            std::string::npos)
+      << msg;
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
+    EXPECT_NE(msg.find(std::string(n) + " has 8"), std::string::npos) << msg;
+    EXPECT_EQ(VerdictLabel(Node(n)), "") << n;
+  }
+  EXPECT_TRUE(Pods("toomany").empty());
+  EXPECT_TRUE(Results("toomany").empty());
+}
+
+// A profile named for another GPU model than the selected nodes' is InvalidSpec naming the
+// nodes and both models: its bounds would pass or fail them for the wrong reasons.
+TEST_F(E2E, NamedProfileOfAnotherModelIsInvalidSpecNamingNodesAndModels) {
+  Apply(
+      "apiVersion: perfgate.io/v1alpha1\n"
+      "kind: PerfProfile\n"
+      "metadata:\n"
+      "  name: h100-sim\n"
+      "spec:\n"
+      "  version: \"1\"\n"
+      "  gpuModels: [\"H100 80GB HBM3\"]\n"
+      "  quick:\n"
+      "    tests:\n"
+      "      - type: synthetic\n"
+      "        thresholds: [{metric: bandwidthGBps, value: 90}]\n");
+  // The simulated nodes are labelled NVIDIA-H200.
+  Apply(GpuNodesSpec("wrongmodel") + "  profile: h100-sim\n  policy:\n    onFailure: taint\n");
+  ASSERT_TRUE(WaitComplete("wrongmodel", 30));
+  Json v = Validation("wrongmodel");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
+  const std::string msg = Condition(v, "Ready").value("message", "");
+  EXPECT_NE(msg.find("profile \"h100-sim\" is for GPU models H100 80GB HBM3"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("node-0 (NVIDIA-H200)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("node-3 (NVIDIA-H200)"), std::string::npos) << msg;
+  EXPECT_TRUE(Pods("wrongmodel").empty());
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
+    EXPECT_EQ(VerdictLabel(Node(n)), "") << n;
+    EXPECT_FALSE(HasPerfgateTaint(Node(n))) << n;
+  }
+}
+
+// `profile: auto` reads GPU Feature Discovery's labels with the shipped profiles' gpuModels:
+// an H100 SXM node gets the H100 profile, and a GH200 node is refused, never given the H200 one.
+TEST_F(E2E, AutoPicksShippedProfilesFromGfdLabels) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  kubesim::NodeSpec h100;
+  h100.name = "node-h100";
+  h100.gpuProduct = "NVIDIA-H100-80GB-HBM3";
+  ASSERT_TRUE(sim_->AddNode(h100).ok());
+  kubesim::NodeSpec gh200;
+  gh200.name = "node-gh200";
+  gh200.gpuProduct = "NVIDIA-GH200-480GB";
+  ASSERT_TRUE(sim_->AddNode(gh200).ok());
+
+  Apply(SpecHead("autoh100") +
+        "  profile: auto\n  nodeSelector:\n    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n");
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto v = sim_->Get("perfgate.io", "perfvalidations", "", "autoh100");
+        return v.ok() && v->value("status", Json::object()).value("profile", "") == "h100-sxm-80gb";
+      },
+      30))
+      << Validation("autoh100").dump(2);
+
+  Apply(SpecHead("autogh200") +
+        "  profile: auto\n  nodeSelector:\n    nvidia.com/gpu.product: NVIDIA-GH200-480GB\n");
+  ASSERT_TRUE(WaitComplete("autogh200", 30));
+  Json v = Validation("autogh200");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
+  EXPECT_EQ(v["status"].value("profile", ""), "");
+  const std::string msg = Condition(v, "Ready").value("message", "");
+  EXPECT_NE(msg.find("GPU \"NVIDIA-GH200-480GB\" is not a model of any profile"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("h200-sxm-141gb (H200, !NVL)"), std::string::npos) << msg;
+  EXPECT_TRUE(Pods("autogh200").empty());
 }
 
 // A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the

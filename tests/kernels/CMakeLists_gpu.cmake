@@ -6,7 +6,8 @@ perfgate_test(gpu_formulas_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_formulas_t
 perfgate_test(gpu_nvml_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_nvml_test.cc
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_profile_select_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_profile_select_test.cc
-              LIBS perfgate_kernels LABELS unit)
+              LIBS perfgate_kernels perfgate_common LABELS unit)
+target_compile_definitions(gpu_profile_select_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 perfgate_test(gpu_prepare_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_prepare_test.cc
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_device_test.cc

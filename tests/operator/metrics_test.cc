@@ -29,6 +29,7 @@ MetricsSnapshot Fleet() {
   s.leading = true;
   s.validations = {{{"status", {{"verdict", "Passed"}}}},
                    {{"status", {{"verdict", "Failed"}}}},
+                   {{"status", {{"verdict", "InvalidSpec"}}}},
                    {{"metadata", {{"name", "new"}}}}};  // no status yet: Running
   s.nodes = {NodeWithVerdict("node-0", "passed", "smoke"),
              NodeWithVerdict("node-1", "failed", "slow"),
@@ -47,6 +48,10 @@ TEST(Metrics, CountersAndGaugesByVerdict) {
   EXPECT_THAT(text, HasSubstr("perfgate_validations{verdict=\"Failed\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_validations{verdict=\"Running\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_validations{verdict=\"Suspended\"} 0\n"));
+  // Each way of not passing is its own series, so an ERROR is not counted as a FAIL.
+  EXPECT_THAT(text, HasSubstr("perfgate_validations{verdict=\"InvalidSpec\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_validations{verdict=\"Error\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_validations{verdict=\"Inconclusive\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_nodes{verdict=\"passed\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_nodes{verdict=\"failed\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_nodes{verdict=\"error\"} 0\n"));

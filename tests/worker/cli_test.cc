@@ -185,6 +185,42 @@ TEST_F(Cli, BadSpecsExitTwoNamingFileLineAndField) {
   EXPECT_THAT(o.output, HasSubstr("/nonexistent.yaml: cannot read"));
 }
 
+// Numbers that are no numbers, and bounds that cannot bind, are invalid input (exit 2) named
+// by file, line and field, not a run that passes or fails for nothing.
+TEST_F(Cli, MeaninglessBoundsExitTwoNamingFileLineAndField) {
+  const std::string head =
+      "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: b}\nspec:\n"
+      "  tests:\n    - type: host-stream\n      thresholds:\n"
+      "        - metric: triadBandwidthGBps\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"          value: .inf\n",
+       ":9: spec.tests[0].thresholds[0].value: expected a finite number, got .inf"},
+      {"          value: .nan\n", ":9: spec.tests[0].thresholds[0].value: expected a finite"},
+      {"          value: 0\n",
+       ":9: spec.tests[0].thresholds[0].value: a \">=\" bound of 0 on triadBandwidthGBps"},
+      {"          reference: 200\n          fraction: 1.5\n",
+       ":10: spec.tests[0].thresholds[0].fraction: fraction 1.5 asks for more than the reference"},
+  };
+  int i = 0;
+  for (const auto& [bound, expected] : cases) {
+    std::string path = Write("m" + std::to_string(i++) + ".yaml", head + bound);
+    Outcome o = Worker("run " + path + " --quiet");
+    EXPECT_EQ(o.exit_code, 2) << bound << o.output;
+    EXPECT_THAT(o.output, HasSubstr(path + expected)) << o.output;
+  }
+}
+
+// A bound of 1e300 fails and says so in a figure a person reads, not in 300 digits.
+TEST_F(Cli, HugeBoundsPrintReadably) {
+  std::string text = kQuickHost;
+  text.replace(text.find("value: 0.1"), 10, "value: 1e300");
+  const std::string json = (dir_ / "r.json").string();
+  Outcome o = Worker("run " + Write("h.yaml", text) + " --quiet --report-json " + json);
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("1e+300"));
+  EXPECT_EQ(o.output.find("0000000000"), std::string::npos) << o.output;
+}
+
 TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   Outcome o = Worker("list");
   EXPECT_EQ(o.exit_code, 0);
