@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 
+#include "common/report.h"
 #include "kernels/cuda/profile_select.h"
 #include "kernels/registry.h"
 #include "worker/plan_checks.h"
@@ -349,10 +350,10 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
   return out;
 }
 
-// A bound or a figure for messages: at most six significant digits, never 300.
+// A confidence or a percentage for messages: "0.95", "10".
 std::string FormatNumber(double x) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", x);
+  std::snprintf(buf, sizeof(buf), "%g", x);
   return buf;
 }
 
@@ -394,7 +395,7 @@ Status CheckFeasible(const Plan& plan, int gpus,
       uncapped.max_repeats = kMostSamplesPlanned;
       const verdict::Reach need = verdict::FewestSamples(th, uncapped, budget);
       const std::string what = std::string(verdict::StatisticName(th.statistic)) + " " + th.metric +
-                               " " + verdict::OpName(th.op) + " " + FormatNumber(th.bound);
+                               " " + verdict::OpName(th.op) + " " + report::FormatFigure(th.bound);
       return at[i].first->Error(
           at[i].second + ".thresholds[" + std::to_string(j) + "]",
           "test " + t.name + ": threshold " + what + " can never " + (pass_side ? "PASS" : "FAIL") +
@@ -653,7 +654,7 @@ PlanPrice PricePlan(const Plan& plan, int gpus) {
       const verdict::Threshold& th = t.thresholds[i];
       ThresholdPrice p;
       p.text = std::string(verdict::StatisticName(th.statistic)) + " " + th.metric + " " +
-               verdict::OpName(th.op) + " " + FormatNumber(th.bound);
+               verdict::OpName(th.op) + " " + report::FormatFigure(th.bound);
       p.statistical = verdict::IsStatistical(th.statistic);
       p.reach = verdict::FewestSamples(th, t.sampling, budget);
       p.typical_samples =
