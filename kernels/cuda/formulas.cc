@@ -59,6 +59,15 @@ Status MismatchStatus(const Mismatch& mismatch, std::string_view what) {
                   std::to_string(mismatch.checked) + " values wrong; first: " + mismatch.first);
 }
 
+StreamGrid StreamGridFor(int sm_count, int resident_per_sm, int requested_per_sm) {
+  StreamGrid g;
+  const int fit = std::max(1, resident_per_sm);
+  g.per_sm = requested_per_sm > 0 ? std::min(requested_per_sm, fit) : fit;
+  g.capped = requested_per_sm > fit;
+  g.blocks = std::max(1, sm_count) * g.per_sm;
+  return g;
+}
+
 std::vector<std::int64_t> SampleIndices(std::int64_t elements, int count) {
   std::vector<std::int64_t> out;
   if (elements <= 0 || count <= 0) return out;

@@ -57,6 +57,18 @@ struct StreamExpected {
 };
 StreamExpected ExpectStreamValues(int rounds, std::int64_t elements);
 
+// A grid-stride launch sized to one wave: every block resident at once. The blocks of one
+// kernel that fit on an SM (`resident_per_sm`) come from the compiled kernel's registers and
+// shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor), not from threads per SM: a
+// grid larger than sms * resident runs a second, partial wave that idles most SMs.
+struct StreamGrid {
+  int blocks = 0;       // sm_count * per_sm
+  int per_sm = 0;       // blocks per SM in the launch
+  bool capped = false;  // `requested_per_sm` asked for more than fit; `per_sm` is what fits
+};
+// `requested_per_sm` <= 0: as many as fit. At least one block per SM either way.
+StreamGrid StreamGridFor(int sm_count, int resident_per_sm, int requested_per_sm);
+
 // ---- verification ---------------------------------------------------------------------------
 struct Mismatch {
   std::int64_t checked = 0;

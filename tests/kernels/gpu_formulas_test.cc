@@ -90,6 +90,27 @@ TEST(CheckAllNear, NanAndInfAreAlwaysWrong) {
   EXPECT_EQ(CheckAllNear(values, {0, 1}, 1.0, 1e300, "a").wrong, 2);
 }
 
+// H200: 132 SMs; at 1024 threads and 36-40 registers/thread one block fits per SM (a 2048-thread
+// SM has 64 K registers), so the grid is 132 blocks, not the 264 that threads per SM suggest.
+TEST(StreamGrid, OneWaveFromWhatFitsNotFromThreadsPerSm) {
+  const StreamGrid g = StreamGridFor(132, 1, 0);
+  EXPECT_EQ(g.blocks, 132);
+  EXPECT_EQ(g.per_sm, 1);
+  EXPECT_FALSE(g.capped);
+  // 256 threads at 40 registers: 65536 / (256 * 40) = 6 blocks fit, not 2048 / 256 = 8.
+  EXPECT_EQ(StreamGridFor(132, 6, 0).blocks, 792);
+}
+
+TEST(StreamGrid, ARequestAboveWhatFitsIsCappedToOneWave) {
+  const StreamGrid over = StreamGridFor(132, 1, 2);
+  EXPECT_EQ(over.blocks, 132);
+  EXPECT_TRUE(over.capped);
+  const StreamGrid under = StreamGridFor(132, 6, 2);
+  EXPECT_EQ(under.blocks, 264);
+  EXPECT_FALSE(under.capped);
+  EXPECT_EQ(StreamGridFor(132, 0, 0).blocks, 132);  // never an empty grid
+}
+
 TEST(SampleIndices, SpreadOverTheWholeArrayWithBothEnds) {
   const auto idx = SampleIndices(1000000, 5);
   ASSERT_EQ(idx.size(), 5u);
