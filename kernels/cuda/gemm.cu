@@ -185,16 +185,18 @@ class GemmRunnerImpl final : public GemmRunner {
     const std::int64_t a_count = config.k * config.m;
     const std::int64_t b_count = config.k * config.n;
     const std::int64_t c_count = config.m * config.n;
+    // Every copy, memset and kernel of this runner goes on stream_: cudaMemset and cudaMemcpy
+    // would go on the legacy stream, which the non-blocking stream_ does not wait for.
+    ASSIGN_OR_RETURN(stream_, Stream::Create());
     ASSIGN_OR_RETURN(a_, DeviceBuffer::Allocate(a_count * info_.input_bytes));
     ASSIGN_OR_RETURN(b_, DeviceBuffer::Allocate(b_count * info_.input_bytes));
     for (int i = 0; i < config.output_buffers; ++i) {
       ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(c_count * info_.output_bytes));
-      PG_CUDA(cudaMemset(d.get(), 0, d.bytes()));
+      PG_CUDA(cudaMemsetAsync(d.get(), 0, d.bytes(), stream_.get()));
       outputs_.push_back(std::move(d));
     }
     ASSIGN_OR_RETURN(workspace_, DeviceBuffer::Allocate(config.workspace_bytes));
     ASSIGN_OR_RETURN(counter_, DeviceBuffer::Allocate(sizeof(unsigned long long)));  // NOLINT
-    ASSIGN_OR_RETURN(stream_, Stream::Create());
     ASSIGN_OR_RETURN(start_, Event::Create());
     ASSIGN_OR_RETURN(stop_, Event::Create());
 
@@ -301,10 +303,12 @@ class GemmRunnerImpl final : public GemmRunner {
     ASSIGN_OR_RETURN(DeviceBuffer d_rows, DeviceBuffer::Allocate(sizeof(std::int64_t) * count));
     ASSIGN_OR_RETURN(DeviceBuffer d_cols, DeviceBuffer::Allocate(sizeof(std::int64_t) * count));
     ASSIGN_OR_RETURN(DeviceBuffer d_out, DeviceBuffer::Allocate(sizeof(double) * 2 * count));
-    PG_CUDA(cudaMemcpy(d_rows.get(), rows.data(), sizeof(std::int64_t) * count,
-                       cudaMemcpyHostToDevice));
-    PG_CUDA(cudaMemcpy(d_cols.get(), cols.data(), sizeof(std::int64_t) * count,
-                       cudaMemcpyHostToDevice));
+    // Ordered before the reference kernel on the same stream (rows and cols outlive the
+    // synchronisation below).
+    PG_CUDA(cudaMemcpyAsync(d_rows.get(), rows.data(), sizeof(std::int64_t) * count,
+                            cudaMemcpyHostToDevice, stream_.get()));
+    PG_CUDA(cudaMemcpyAsync(d_cols.get(), cols.data(), sizeof(std::int64_t) * count,
+                            cudaMemcpyHostToDevice, stream_.get()));
     WithTypes(config_.dtype, [&](auto* in, auto* out) {
       using In = std::remove_pointer_t<decltype(in)>;
       using Out = std::remove_pointer_t<decltype(out)>;
