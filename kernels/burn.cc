@@ -180,7 +180,7 @@ class BurnTest final : public Test {
         gpu::Metric("powerW", "W", true, "mean board power (NVML)"),
         gpu::Metric("temperatureC", "C", false, "highest GPU temperature (NVML)"),
         gpu::Metric("hardwareSlowdown", "bool", false,
-                    "1 when HW/thermal/power-brake slowdown was seen (NVML)"),
+                    "1 when HW slowdown, HW thermal or power-brake slowdown was seen (NVML)"),
     };
   }
 
