@@ -151,6 +151,14 @@ Mismatch CheckGemmSample(const GemmDtypeInfo& dtype, std::int64_t k,
 
 double BurnRelativeTolerance(const GemmDtypeInfo& dtype) { return 2.0 * dtype.output_roundoff; }
 
+int BurnPassesPerCall(double seconds_per_pass, double seconds_left, double call_seconds) {
+  constexpr int kMaxPasses = 256;
+  if (!(seconds_per_pass > 0)) return 1;
+  const double budget = std::min(call_seconds, seconds_left);
+  const double passes = std::floor(budget / seconds_per_pass);
+  return static_cast<int>(std::clamp(passes, 1.0, static_cast<double>(kMaxPasses)));
+}
+
 Result<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> cpus;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);

@@ -122,6 +122,11 @@ Mismatch CheckGemmSample(const GemmDtypeInfo& dtype, std::int64_t k,
 // difference beyond a couple of output ulps is a hardware fault.
 double BurnRelativeTolerance(const GemmDtypeInfo& dtype);
 
+// Passes (a matmul into every output buffer, then the comparison) burn queues per host wait:
+// enough for about `call_seconds` of work so the GPU never waits on the host between passes,
+// no more than fit in what is left of the window, at least 1 and at most 256.
+int BurnPassesPerCall(double seconds_per_pass, double seconds_left, double call_seconds);
+
 // ---- h2d-d2h / numa -------------------------------------------------------------------------
 // Parses sysfs's "0-3,8,10-11" into CPU numbers. InvalidArgument on malformed text.
 Result<std::vector<int>> ParseCpuList(std::string_view text);

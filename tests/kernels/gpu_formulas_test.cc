@@ -177,6 +177,16 @@ TEST(GemmTolerance, SizeMismatchIsAFailure) {
   EXPECT_GT(CheckGemmSample(*FindGemmDtype("bf16"), 64, {1.0}, {}).wrong, 0);
 }
 
+// bf16 8192^3 on an H200: 8 matmuls and a comparison take about 10 ms; a quarter second of
+// them per host wait leaves the GPU one idle gap per 25 passes instead of one per pass.
+TEST(BurnPassesPerCall, FillsTheCallButNotPastTheWindow) {
+  EXPECT_EQ(BurnPassesPerCall(0.010, 9.0, 0.25), 25);
+  EXPECT_EQ(BurnPassesPerCall(0.010, 0.05, 0.25), 5);  // the window ends first
+  EXPECT_EQ(BurnPassesPerCall(0.5, 9.0, 0.25), 1);     // a pass longer than a call
+  EXPECT_EQ(BurnPassesPerCall(1e-6, 9.0, 0.25), 256);  // capped
+  EXPECT_EQ(BurnPassesPerCall(0, 9.0, 0.25), 1);       // nothing measured yet
+}
+
 TEST(BurnTolerance, IsAFewOutputUlps) {
   EXPECT_DOUBLE_EQ(BurnRelativeTolerance(*FindGemmDtype("bf16")), 2 * 0x1p-8);
   EXPECT_LT(BurnRelativeTolerance(*FindGemmDtype("fp64")), 1e-15);
