@@ -323,9 +323,11 @@ class HbmStreamImpl final : public HbmStream {
     const std::size_t last = static_cast<std::size_t>(batch * kEventsPerRound);
     PG_CUDA(cudaEventSynchronize(events_[last].get()));
     if (gate[1] != 0) {
-      return Internal("hbm-stream: the launch gate timed out before the host had queued " +
-                      std::to_string(batch) +
-                      " rounds (host thread stalled?); the timings would include launch latency");
+      return Internal(
+          "hbm-stream: the launch gate timed out before the host had queued " +
+          std::to_string(batch) +
+          " rounds (host thread stalled, or CUDA_LAUNCH_BLOCKING set?); the timings would "
+          "include launch latency");
     }
     for (std::size_t i = 0; i < last; ++i) {
       float ms = 0;
