@@ -3,7 +3,9 @@
 // few, full ones more). Within a window the GPU computes the same product into
 // `outputBuffers` matrices over and over; after each pass every output element is compared
 // with the first result (taken at set-up and itself checked against a double-precision
-// reference). A deterministic algorithm repeats its bits, so any element off by more than two
+// reference), by one kernel that reads the first result once for all buffers. Passes are
+// queued back to back, about 250 ms of them per host wait, so the GPU idles only for the
+// comparisons. A deterministic algorithm repeats its bits, so any element off by more than two
 // output ulps is a computation error: the sample fails (DataLoss).
 //   tflops            = 2*m*n*k * matmuls in the window / GPU seconds / 1e12
 //   tflopsDropPercent = (first window's tflops - this window's) / first window's * 100
@@ -33,14 +35,12 @@ using Clock = std::chrono::steady_clock;
 class BurnRun final : public TestRun {
  public:
   BurnRun(std::unique_ptr<cuda::GemmRunner> runner, gpu::GemmDtypeInfo dtype, std::int64_t m,
-          std::int64_t n, std::int64_t k, int outputs, double window_seconds,
-          std::shared_ptr<nvml::Nvml> nvml, nvml::nvmlDevice_t nvml_device,
-          std::map<std::string, std::string> details)
+          std::int64_t n, std::int64_t k, double window_seconds, std::shared_ptr<nvml::Nvml> nvml,
+          nvml::nvmlDevice_t nvml_device, std::map<std::string, std::string> details)
       : runner_(std::move(runner)),
         dtype_(dtype),
         flops_per_matmul_(gpu::GemmFlops(m, n, k)),
         elements_(m * n),
-        outputs_(outputs),
         window_seconds_(window_seconds),
         nvml_(std::move(nvml)),
         nvml_device_(nvml_device),
@@ -62,12 +62,21 @@ class BurnRun final : public TestRun {
     std::uint64_t reasons = 0;
     bool reasons_read = false;
     const double tolerance = gpu::BurnRelativeTolerance(dtype_);
+    double busy_seconds = 0;
+    int passes = 1;
     while (Clock::now() - start < window) {
-      ASSIGN_OR_RETURN(const double seconds, runner_->Time(outputs_));
-      gpu_seconds += seconds;
-      matmuls += outputs_;
-      ASSIGN_OR_RETURN(const std::int64_t differ, runner_->CountDifferences(tolerance));
-      wrong += differ;
+      // Passes queued back to back, the host waiting once per call: the GPU idles only for
+      // the comparisons and one gap per call, not for a round trip after every pass.
+      const Clock::time_point call_start = Clock::now();
+      ASSIGN_OR_RETURN(const cuda::CheckedPasses done,
+                       runner_->RunCheckedPasses(passes, tolerance));
+      gpu_seconds += done.matmul_seconds;
+      busy_seconds += done.total_seconds;
+      matmuls += done.matmuls;
+      wrong += done.wrong;
+      const double per_pass = Seconds(Clock::now() - call_start) / passes;
+      passes = gpu::BurnPassesPerCall(per_pass, window_seconds_ - Seconds(Clock::now() - start),
+                                      kCallSeconds);
       if (nvml_ != nullptr && Clock::now() - last_probe >= std::chrono::milliseconds(250)) {
         last_probe = Clock::now();
         const nvml::Telemetry t = nvml::ReadTelemetry(*nvml_, nvml_device_);
@@ -98,7 +107,9 @@ class BurnRun final : public TestRun {
       if (!first_tflops_) first_tflops_ = tflops;
       details_["window " + std::to_string(windows_)] =
           gpu::FormatFixed(tflops, 1) + " TFLOP/s, " + std::to_string(matmuls) + " matmuls, " +
-          std::to_string(wrong) + " wrong elements" +
+          std::to_string(wrong) + " wrong elements, matmuls " +
+          gpu::FormatFixed(busy_seconds > 0 ? 100 * gpu_seconds / busy_seconds : 0, 1) +
+          "% of the GPU time (the rest: comparisons)" +
           (reasons_read ? ", clock events: " + JoinReasons(reasons) : "");
     }
     if (wrong > 0) {
@@ -128,6 +139,11 @@ class BurnRun final : public TestRun {
   }
 
  private:
+  // Work queued per host wait: short enough for NVML's 250 ms cadence and the window's end.
+  static constexpr double kCallSeconds = 0.25;
+
+  static double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
   static std::string JoinReasons(std::uint64_t mask) {
     std::string out;
     for (const std::string& name : nvml::ClocksEventReasonNames(mask)) {
@@ -140,7 +156,6 @@ class BurnRun final : public TestRun {
   gpu::GemmDtypeInfo dtype_;
   double flops_per_matmul_;
   std::int64_t elements_;
-  int outputs_;
   double window_seconds_;
   std::shared_ptr<nvml::Nvml> nvml_;
   nvml::nvmlDevice_t nvml_device_ = nullptr;
@@ -180,7 +195,7 @@ class BurnTest final : public Test {
         gpu::Metric("powerW", "W", true, "mean board power (NVML)"),
         gpu::Metric("temperatureC", "C", false, "highest GPU temperature (NVML)"),
         gpu::Metric("hardwareSlowdown", "bool", false,
-                    "1 when HW/thermal/power-brake slowdown was seen (NVML)"),
+                    "1 when HW slowdown, HW thermal or power-brake slowdown was seen (NVML)"),
     };
   }
 
@@ -241,8 +256,8 @@ class BurnTest final : public Test {
       details["telemetry"] = loaded.status().message();
     }
     return std::unique_ptr<TestRun>(std::make_unique<BurnRun>(
-        std::move(runner), *dtype, config.m, config.n, config.k, config.output_buffers,
-        params.Double("windowSeconds"), std::move(nvml), nvml_device, std::move(details)));
+        std::move(runner), *dtype, config.m, config.n, config.k, params.Double("windowSeconds"),
+        std::move(nvml), nvml_device, std::move(details)));
   }
 
  private:

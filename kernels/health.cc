@@ -3,22 +3,28 @@
 //   ECC errors, volatile and aggregate, corrected and uncorrected (counts)
 //   row remapping: correctable/uncorrectable rows, pending, failure (A100 and later)
 //   retired pages pending (before A100; NOT_SUPPORTED after, then left out, not zero)
-//   clock-event (throttle) reasons: hardwareSlowdown = HW slowdown, HW/SW thermal, power brake
+//   clock-event (throttle) reasons: hardwareSlowdown = HW slowdown, HW thermal, power brake
 //   PCIe width against the maximum (the generation drops when idle; h2d-d2h reads it loaded)
 //   NVLink links inactive, other processes on the GPU, XID events since Prepare
 // Thresholds in profiles turn these into verdicts (e.g. eccUncorrectedVolatileCount <= 0).
 // Without NVML the test cannot say the GPU is healthy: Unavailable (ERROR where GPUs are
-// expected). A reading NVML refuses other than with NOT_SUPPORTED counts in
-// nvmlReadErrorCount, so "could not read" never passes as "healthy".
+// expected). A metric that cannot apply here (NVLink on a GPU without links, or with every
+// link down where NVML shows one GPU) is left out with a notApplicable.<metric> detail, and
+// its threshold is SKIPPED with that reason. A reading NVML refuses other than with
+// NOT_SUPPORTED leaves its metrics (and nvmlReadErrorCount) out with a notMeasured.<metric>
+// detail: their thresholds are ERROR with NVML's text, so "could not read" neither passes as
+// "healthy" nor fails the GPU.
 #include <unistd.h>
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "kernels/cuda/test_support.h"
 #include "kernels/nvml/health.h"
 #include "kernels/nvml/nvml.h"
 #include "kernels/tests.h"
+#include "kernels/unmeasured.h"
 
 namespace perfgate::kernels {
 namespace {
@@ -30,17 +36,35 @@ class HealthRun final : public TestRun {
       : nvml_(std::move(nvml)),
         device_(device),
         xids_(std::move(xids)),
-        details_(std::move(details)) {}
+        details_(std::move(details)) {
+    if (auto it = details_.find("xidWatch"); it != details_.end()) {
+      xid_watch_error_ = "XID events cannot be watched: " + it->second;
+    }
+  }
 
   Result<Sample> RunSample() override {
     // Prepare selected the device (cudaSetDevice creates the primary context since CUDA 12),
     // so this process is among the GPU's processes.
     nvml::HealthReadings readings =
         nvml::ReadHealth(*nvml_, device_, static_cast<unsigned>(getpid()), true);
-    if (xids_) readings.xids = xids_->Poll();
+    if (xids_) {
+      readings.xids = xids_->Poll();
+      if (!xids_->error().empty()) {
+        readings.refused.emplace("xidEventCount", xids_->error());
+        readings.read_errors.push_back(xids_->error());
+      }
+    } else {
+      readings.refused.emplace("xidEventCount", xid_watch_error_);
+    }
     Sample sample = nvml::HealthMetrics(readings);
     std::lock_guard<std::mutex> lock(mu_);
+    // Notes describe this sample only: a reading refused once and answered later is measured.
+    std::erase_if(details_, [](const auto& entry) {
+      return entry.first.starts_with(kNotApplicablePrefix) ||
+             entry.first.starts_with(kNotMeasuredPrefix);
+    });
     for (auto& [key, value] : nvml::HealthDetails(readings)) details_[key] = value;
+    for (auto& [key, value] : nvml::HealthMetricNotes(readings)) details_[key] = value;
     return sample;
   }
 
@@ -53,6 +77,7 @@ class HealthRun final : public TestRun {
   std::shared_ptr<nvml::Nvml> nvml_;
   nvml::nvmlDevice_t device_;
   std::optional<nvml::XidWatch> xids_;
+  std::string xid_watch_error_ = "XID events cannot be watched";
   mutable std::mutex mu_;
   std::map<std::string, std::string> details_;
 };
@@ -83,7 +108,7 @@ class HealthTest final : public Test {
         count("otherProcessCount", "compute/graphics processes on the GPU besides this one"),
         count("nvlinkInactiveLinkCount", "NVLink links present but not active"),
         gpu::Metric("hardwareSlowdown", "bool", false,
-                    "HW slowdown, thermal or power-brake clock event active"),
+                    "HW slowdown, HW thermal or power-brake clock event active"),
         gpu::Metric("pcieLinkWidthDegraded", "bool", false, "PCIe link narrower than its maximum"),
         count("nvmlReadErrorCount", "readings NVML refused (other than not supported)"),
     };

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds perfgate-worker (and the gpu-labelled device tests) for the GPU machine and lays out a
-# self-contained bundle in .bundle/ that travels there (64 MiB limit):
-#   .bundle/bin/{perfgate-worker,gpu_device_test}   rpath $ORIGIN/../lib
+# Builds perfgate-worker (and the gpu-labelled device and NCCL tests) for the GPU machine and
+# lays out a self-contained bundle in .bundle/ that travels there (64 MiB limit):
+#   .bundle/bin/{perfgate-worker,gpu_device_test,nccl_gpu_test}   rpath $ORIGIN/../lib
 #   .bundle/lib/                                     yaml-cpp, protobuf, libgomp, cudart, ... (small)
 #   .bundle/lib-compat/                              libstdc++, libgcc_s: only for a machine whose
 #                                                    own are older than the build's needs (they
 #                                                    need glibc 2.36, so they are not in lib/)
 #   .bundle/share/perfgate/profiles/*.yaml           built-in profiles (the worker's default dir)
-#   .bundle/scripts/gpu-check.sh
+#   .bundle/scripts/gpu-check.sh                     runs from anywhere: finds the bundle it sits in
 # cuBLASLt (541 MB) is NOT bundled: it is linked dynamically and found on the GPU machine in
 # PyTorch's nvidia/*/lib folders (scripts/gpu-check.sh sets LD_LIBRARY_PATH).
 #
@@ -20,11 +20,12 @@ BUILD=build-bundle
 LIMIT_BYTES=$((64 * 1024 * 1024))
 
 cmake --preset gpu-bundle >/dev/null
-cmake --build --preset gpu-bundle -j "$JOBS"
+cmake --build --preset gpu-bundle -j "$JOBS" --target perfgate-worker gpu_device_test nccl_gpu_test
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/lib-compat" "$OUT/share/perfgate/profiles" "$OUT/scripts"
-cp "$BUILD/worker/perfgate-worker" "$BUILD/tests/kernels/gpu_device_test" "$OUT/bin/"
+cp "$BUILD/worker/perfgate-worker" "$BUILD/tests/kernels/gpu_device_test" \
+  "$BUILD/tests/nccl/nccl_gpu_test" "$OUT/bin/"
 strip --strip-unneeded "$OUT/bin/"*
 cp profiles/*.yaml "$OUT/share/perfgate/profiles/"
 cp scripts/gpu-check.sh "$OUT/scripts/"

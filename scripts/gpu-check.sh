@@ -1,213 +1,192 @@
 #!/usr/bin/env bash
-# Every GPU check in one run, under five minutes, on the GPU machine (one H200, CUDA 13
-# driver, PyTorch in its Python packages; nothing can be installed there).
+# Every GPU check in one run, on the GPU machine (one H200, CUDA 13 driver, PyTorch in its
+# Python packages; nothing can be installed there), in well under five minutes by
+# construction: each step runs under a hard timeout equal to its budget, the budgets add up to
+# BUDGET_LIMIT, and the script refuses to start if they do not.
 #
-#   scripts/bundle-worker.sh                 # here: builds .bundle/ (under 64 MiB)
-#   scripts/gpu-check.sh [RESULTS_DIR]       # there, from the repository root, .bundle/ carried
+#   scripts/bundle-worker.sh                      # here: builds .bundle/ (under 64 MiB)
+#   scripts/gpu-check.sh [RESULTS_DIR]            # there, from the repository root, .bundle/ carried
+#   .bundle/scripts/gpu-check.sh [RESULTS_DIR]    # the bundle's copy, from anywhere
+#   scripts/gpu-check.sh --plan                   # print the steps and budgets, run nothing
 #
-# Steps (each under its own timeout):
-#   1. find cuBLASLt/cudart in PyTorch's nvidia/*/lib folders and put them on LD_LIBRARY_PATH
-#   2. the device tests (gtest, label gpu): every kernel runs small and verifies
-#   3. perfgate-worker runs the GPU tests at their default sizes, writing report JSON
-#   4. references measured in the same run with PyTorch on the same shapes and random data:
-#      device copy, add and triad-like kernels on 1 GiB doubles, bf16/fp16/tf32/fp64 matmul at
-#      8192^3, pinned host<->device copies of 1 GiB
-#   3b. NCCL, one rank (one GPU): all_reduce runs, verifies, reports algbw; a two-rank init whose
-#      peer never comes is aborted by the watchdog
-#   5. a table: each perfgate figure beside the PyTorch reference and the datasheet peak
-# RESULTS_DIR (default $OUT if set, else gpu-check-results/) receives the logs and JSON.
+# Order: what is most likely to answer first, what is most likely to hang last.
+#   setup        find cuBLASLt/cudart/NCCL in the nvidia-* wheels' lib folders (no torch import)
+#   references   PyTorch on the same shapes and data: copy/add/triad on 1 GiB doubles, matmuls
+#                at 8192^3, pinned 1 GiB host<->device copies (each figure saved as measured)
+#   device-tests gpu_device_test (gtest, label gpu): every kernel small, verified
+#   worker-*     perfgate-worker, one run per test, each writing its own report
+#   nccl-*       nccl_gpu_test (one-rank all_reduce, watchdog abort of a two-rank init with a
+#                5 s deadline), one-rank all_reduce figures, a node-local run in a gang's env
+#   summary      each perfgate figure beside the PyTorch reference and the datasheet peak
+# Each step writes its files into RESULTS_DIR (default $OUT if set, else ./gpu-check-results)
+# as it ends and appends a line to steps.tsv: a step killed at its timeout loses only itself.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-BUNDLE="${BUNDLE:-$ROOT/.bundle}"
-RESULTS="${1:-${OUT:-$ROOT/gpu-check-results}}"
-mkdir -p "$RESULTS"
-START=$(date +%s)
-say() { echo "[gpu-check +$(( $(date +%s) - START ))s] $*"; }
 
-# ---- 1. libraries -------------------------------------------------------------------------
+# name:budget seconds. The budget includes the 2 s that `timeout -k` allows a step to exit.
+STEPS=(
+  setup:10
+  references:40
+  device-tests:35
+  worker-health:12
+  worker-hbm-stream:20
+  worker-gemm:30
+  worker-h2d-d2h:15
+  worker-burn:25
+  nccl-gtest:30
+  nccl-all-reduce:25
+  nccl-local-in-gang:10
+  summary:5
+)
+BUDGET_LIMIT=270  # of the promised 300 s: the rest covers process start-up between steps
+
+budget_total() {
+  local total=0 entry
+  for entry in "${STEPS[@]}"; do total=$((total + ${entry##*:})); done
+  echo "$total"
+}
+
+print_plan() {
+  local entry
+  echo "gpu-check plan (seconds; each step is killed at its budget):"
+  for entry in "${STEPS[@]}"; do printf '  %-20s %4d\n' "${entry%%:*}" "${entry##*:}"; done
+  printf '  %-20s %4d (limit %d, promise 300)\n' total "$(budget_total)" "$BUDGET_LIMIT"
+}
+
+step_budget() {
+  local entry
+  for entry in "${STEPS[@]}"; do
+    if [ "${entry%%:*}" = "$1" ]; then
+      echo "${entry##*:}"
+      return
+    fi
+  done
+  echo 0
+}
+
+# The bundle: $BUNDLE, else the folder this script sits in when it is the bundle's copy
+# (.bundle/scripts/), else .bundle/ beside the repository's scripts/ folder.
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -z "${BUNDLE:-}" ]; then
+  if [ -x "$HERE/../bin/perfgate-worker" ]; then
+    BUNDLE=$(cd "$HERE/.." && pwd)
+  else
+    BUNDLE=$(cd "$HERE/.." && pwd)/.bundle
+  fi
+fi
+export BUNDLE
+
+if [ "$(budget_total)" -gt "$BUDGET_LIMIT" ]; then
+  print_plan
+  echo "gpu-check: the budgets add up to more than $BUDGET_LIMIT s; fix STEPS" >&2
+  exit 2
+fi
+if [ "${1:-}" = "--plan" ]; then
+  print_plan
+  echo "bundle: $BUNDLE"
+  exit 0
+fi
+
+RESULTS="${1:-${OUT:-$PWD/gpu-check-results}}"
+mkdir -p "$RESULTS"
+RESULTS=$(cd "$RESULTS" && pwd)
+export RESULTS
+START=$(date +%s)
+export START
+say() { echo "[gpu-check +$(($(date +%s) - START))s] $*"; }
+export -f say
+
+print_plan
+echo "bundle: $BUNDLE"
+echo "results: $RESULTS"
+printf 'step\tbudget_s\tseconds\texit\tstatus\n' >"$RESULTS/steps.tsv"
+
+# Runs step function $1 under its budget; records how it ended, whatever happens after.
+run_step() {
+  local name=$1 fn=$2 budget started rc status
+  budget=$(step_budget "$name")
+  say "$name (budget ${budget} s)"
+  started=$(date +%s)
+  timeout -k 2 $((budget - 2)) bash -c "$fn" 2>&1 | tee "$RESULTS/$name.log"
+  rc=${PIPESTATUS[0]}
+  case "$rc" in
+    0) status=ok ;;
+    124 | 137) status="timed out (killed at its budget)" ;;
+    *) status="exit $rc" ;;
+  esac
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$budget" "$(($(date +%s) - started))" "$rc" "$status" \
+    >>"$RESULTS/steps.tsv"
+  say "$name: $status"
+}
+
+# ---- setup ----------------------------------------------------------------------------------
 PY=$(command -v python3 || command -v python || true)
 if [ -z "$PY" ]; then echo "gpu-check: no python3 on this machine" >&2; exit 2; fi
-NVLIBS=$("$PY" - <<'EOF'
+export PY
+WORKER="$BUNDLE/bin/perfgate-worker"
+export WORKER
+if [ ! -x "$WORKER" ]; then
+  echo "gpu-check: $WORKER missing: run scripts/bundle-worker.sh and carry .bundle/" >&2
+  exit 2
+fi
+
+# Finds the libraries and writes $RESULTS/env.sh, which the later steps run with.
+setup_step() {
+  # The nvidia-* wheels (cublas, cuda_runtime, nccl, ...) share the `nvidia` namespace
+  # package: importing it is cheap, importing torch is not, and torch's lib/ is not needed.
+  local nvlibs
+  nvlibs=$("$PY" -c '
 import glob, os
 dirs = []
 try:
-    import nvidia  # namespace package of the nvidia-* wheels (cublas, cuda_runtime, nccl, ...)
+    import nvidia
     for root in list(nvidia.__path__):
         dirs += sorted(glob.glob(os.path.join(root, "*", "lib")))
 except Exception:
     pass
-try:
-    import torch
-    dirs.append(os.path.join(os.path.dirname(torch.__file__), "lib"))
-except Exception:
-    pass
 print(":".join(d for d in dirs if os.path.isdir(d)))
-EOF
-)
-export LD_LIBRARY_PATH="${NVLIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-say "library folders: ${NVLIBS:-none found}"
-WORKER="$BUNDLE/bin/perfgate-worker"
-DEVTEST="$BUNDLE/bin/gpu_device_test"
-if [ ! -x "$WORKER" ]; then echo "gpu-check: $WORKER missing: run scripts/bundle-worker.sh" >&2; exit 2; fi
-# The machine's C++ runtime first; the bundled one (built against a newer glibc) only if the
-# machine's is too old for the binaries.
-if ! "$WORKER" --version >/dev/null 2>&1; then
-  export LD_LIBRARY_PATH="$BUNDLE/lib-compat:$LD_LIBRARY_PATH"
-  say "using the bundled libstdc++ ($("$WORKER" --version 2>&1 | head -1))"
-fi
-if ldd "$WORKER" | grep -q "not found"; then
-  echo "gpu-check: unresolved libraries (the bundle links libcublasLt.so.13; PyTorch's wheels" >&2
-  echo "           may carry another major version):" >&2
-  ldd "$WORKER" | grep "not found" >&2
-  ls ${NVLIBS//:/ } 2>/dev/null | grep -E "cublas|cudart" >&2
-  exit 2
-fi
-nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,clocks.max.mem,power.limit,ecc.mode.current \
-  --format=csv 2>&1 | tee "$RESULTS/nvidia-smi.csv"
+')
+  export LD_LIBRARY_PATH="${nvlibs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The machine's C++ runtime first; the bundled one (built against a newer glibc) only if
+  # the machine's is too old for the binaries.
+  if ! "$WORKER" --version >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$BUNDLE/lib-compat:$LD_LIBRARY_PATH"
+  fi
+  printf 'export LD_LIBRARY_PATH=%q\n' "$LD_LIBRARY_PATH" >"$RESULTS/env.sh"
+  echo "library folders: ${nvlibs:-none found}"
+  "$WORKER" --version 2>&1 | head -1
+  if ldd "$WORKER" | grep -q "not found"; then
+    echo "unresolved libraries (the bundle links libcublasLt.so.13; PyTorch's wheels may carry"
+    echo "another major version):"
+    ldd "$WORKER" | grep "not found"
+    exit 2
+  fi
+  nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,clocks.max.mem,power.limit,ecc.mode.current \
+    --format=csv 2>&1 | tee "$RESULTS/nvidia-smi.csv"
+}
+export -f setup_step
+run_step setup setup_step
+# shellcheck disable=SC1091
+[ -f "$RESULTS/env.sh" ] && . "$RESULTS/env.sh"
 
-# ---- 2. device tests ------------------------------------------------------------------------
-say "device tests"
-timeout 60 "$DEVTEST" --gtest_brief=0 >"$RESULTS/gpu_device_test.log" 2>&1
-echo "gpu_device_test exit $?" | tee -a "$RESULTS/gpu_device_test.log"
-grep -E "^\[  (PASSED|FAILED|SKIPPED) |^  " "$RESULTS/gpu_device_test.log" | head -60
-
-# ---- 3. perfgate-worker --------------------------------------------------------------------
-SPEC="$RESULTS/gpu-check.yaml"
-cat >"$SPEC" <<'EOF'
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: gpu-check
-spec:
-  sampling:
-    warmup: 2
-    minRepeats: 10
-    maxRepeats: 10
-    method: fixed
-    maxSeconds: 40
-  tests:
-    - type: health
-      sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1}
-    - type: hbm-stream
-    - type: gemm
-      parameters:
-        dtypes: [bf16, fp16, fp8, tf32, fp64]
-    - type: h2d-d2h
-    - type: p2p
-      optional: true
-    - type: burn
-      parameters: {windowSeconds: 10}
-      sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3}
-    - type: health
-      name: health-after
-      sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1}
-EOF
-say "perfgate-worker run (GPU tests at default sizes)"
-timeout 150 "$WORKER" run "$SPEC" --report-json "$RESULTS/report.json" \
-  --junit "$RESULTS/junit.xml" >"$RESULTS/worker.log" 2>&1
-echo "perfgate-worker exit $?" | tee -a "$RESULTS/worker.log"
-cat "$RESULTS/worker.log" | tail -40
-
-# ---- 3b. NCCL (issue 7) ---------------------------------------------------------------------
-# One H200 here, so one-rank paths only: a one-rank all_reduce runs, verifies and reports algbw
-# (busbw needs two ranks), and a two-rank non-blocking init whose peer never comes is aborted by
-# the watchdog with a clear reason. libnccl.so.2 comes from PyTorch's nvidia/nccl/lib (step 1).
-say "NCCL: one-rank all_reduce"
-cat >"$RESULTS/nccl-check.yaml" <<'EOF2'
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: gpu-check-nccl
-spec:
-  sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3, method: fixed, maxSeconds: 60}
-  tests:
-    - type: nccl-all-reduce
-      parameters: {minBytes: 8, maxBytes: 1073741824, stepFactor: 8, iterations: 20}
-EOF2
-timeout 120 "$WORKER" run "$RESULTS/nccl-check.yaml" --report-json "$RESULTS/nccl-report.json" \
-  >"$RESULTS/nccl.log" 2>&1
-echo "perfgate-worker (nccl-all-reduce, one rank) exit $?" | tee -a "$RESULTS/nccl.log"
-tail -5 "$RESULTS/nccl.log"
-"$PY" - "$RESULTS/nccl-report.json" <<'EOF2' | tee "$RESULTS/nccl-summary.txt"
-import json, sys
-try:
-    t = json.load(open(sys.argv[1]))["tests"][0]
-except Exception as e:
-    print("no NCCL report:", e); sys.exit(0)
-d = t.get("details", {})
-print("nccl-all-reduce [%s]: %s %s" % (t.get("device", ""), t.get("verdict"), t.get("reason", "")))
-for k in ("ncclVersion", "transport", "busBandwidth", "wrongElementsTotal", "worldSize"):
-    print("  %s: %s" % (k, d.get(k, "-")))
-for m in t.get("metrics", []):
-    if m["name"].startswith(("algBandwidthGBps@", "inPlaceAlgBandwidthGBps@", "timeMicroseconds@")):
-        print("  %-34s median %10.3f %s" % (m["name"], m["summary"]["median"], m.get("unit", "")))
-EOF2
-
-say "NCCL: two-rank non-blocking init whose peer never comes (watchdog, 20 s deadline)"
-cat >"$RESULTS/nccl-watchdog.yaml" <<'EOF2'
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: gpu-check-nccl-watchdog
-spec:
-  sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1, method: fixed, maxSeconds: 60}
-  tests:
-    - type: nccl-all-reduce
-      parameters: {minBytes: 1048576, maxBytes: 1048576, initTimeoutSeconds: 20}
-EOF2
-WD_START=$(date +%s)
-PERFGATE_GANG_SIZE=2 PERFGATE_GANG_RANK=0 NCCL_COMM_ID=127.0.0.1:29555 timeout 90 "$WORKER" run \
-  "$RESULTS/nccl-watchdog.yaml" --report-json "$RESULTS/nccl-watchdog.json" \
-  >"$RESULTS/nccl-watchdog.log" 2>&1
-WD_RC=$?
-echo "perfgate-worker (rank 0 of 2, rank 1 never starts) exit $WD_RC after $(( $(date +%s) - WD_START )) s" \
-  | tee -a "$RESULTS/nccl-watchdog.log"
-if grep -q "aborted by the watchdog" "$RESULTS/nccl-watchdog.log"; then
-  echo "watchdog check: PASS (init aborted with its reason)"
-else
-  echo "watchdog check: FAIL (no watchdog abort in the log; exit $WD_RC)"
-fi
-grep -E "ERROR|aborted" "$RESULTS/nccl-watchdog.log" | head -3
-
-say "NCCL: acrossNodes: false inside a gang pod's environment (NCCL_COMM_ID scoped per init)"
-cat >"$RESULTS/nccl-local.yaml" <<'EOF2'
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata:
-  name: gpu-check-nccl-local
-spec:
-  sampling: {warmup: 0, minRepeats: 2, maxRepeats: 2, method: fixed, maxSeconds: 60}
-  tests:
-    - type: nccl-all-reduce
-      parameters: {minBytes: 1048576, maxBytes: 1048576, acrossNodes: false, initTimeoutSeconds: 20}
-EOF2
-# The gang's rank 0 is "elsewhere" (nobody listens there): a node-local communicator must not
-# use that address, so this ends PASS at once, with worldSize 1, instead of a watchdog abort.
-PERFGATE_GANG_SIZE=2 PERFGATE_GANG_RANK=1 NCCL_COMM_ID=127.0.0.1:29556 timeout 60 "$WORKER" run \
-  "$RESULTS/nccl-local.yaml" --report-json "$RESULTS/nccl-local.json" >"$RESULTS/nccl-local.log" 2>&1
-echo "perfgate-worker (acrossNodes: false, in a gang env) exit $?" | tee -a "$RESULTS/nccl-local.log"
-grep -E "verdict|PASS|ERROR" "$RESULTS/nccl-local.log" | tail -3
-
-# The gtest cases of the same two checks, when the bundle carries them.
-if [ -x "$BUNDLE/bin/nccl_gpu_test" ]; then
-  timeout 90 "$BUNDLE/bin/nccl_gpu_test" >"$RESULTS/nccl_gpu_test.log" 2>&1
-  echo "nccl_gpu_test exit $?" | tee -a "$RESULTS/nccl_gpu_test.log"
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |aborted after|algBandwidth" "$RESULTS/nccl_gpu_test.log"
-fi
-
-# ---- 4. PyTorch references -----------------------------------------------------------------
-say "PyTorch references"
-timeout 75 "$PY" - "$RESULTS/torch.json" <<'EOF' 2>&1 | tee "$RESULTS/torch.log"
-import json, sys
+# ---- PyTorch references (first: they need nothing of ours) ------------------------------------
+references_step() {
+  "$PY" - "$RESULTS/torch.json" <<'EOF'
+import json, os, sys
+path = sys.argv[1]
 out = {}
+def save():  # after every figure: a kill loses only the one being measured
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(path + ".tmp", path)
 try:
     import torch
-except Exception as e:  # no PyTorch: no references, say so
-    print("no PyTorch:", e); json.dump(out, open(sys.argv[1], "w")); sys.exit(0)
+except Exception as e:
+    out["note"] = "no PyTorch: %s" % e
+    save(); print(out["note"]); sys.exit(0)
 dev = torch.device("cuda")
 out["torch"] = torch.__version__
 out["cuda"] = torch.version.cuda
+save()
 
 def timed(fn, iters, warm=3):
     for _ in range(warm):
@@ -221,14 +200,19 @@ def timed(fn, iters, warm=3):
     torch.cuda.synchronize()
     return start.elapsed_time(stop) / 1e3 / iters
 
+def figure(name, value):
+    out[name] = value
+    save()
+    print("%-12s %10.1f" % (name, value), flush=True)
+
 # Same arrays as hbm-stream: three 1 GiB float64 arrays.
 n = (1 << 30) // 8
 a = torch.full((n,), 0.1, dtype=torch.float64, device=dev)
 b = torch.full((n,), 0.2, dtype=torch.float64, device=dev)
 c = torch.zeros(n, dtype=torch.float64, device=dev)
-out["copyGBps"] = 2 * 8 * n / timed(lambda: c.copy_(a), 20) / 1e9
-out["addGBps"] = 3 * 8 * n / timed(lambda: torch.add(a, b, out=c), 20) / 1e9
-out["triadGBps"] = 3 * 8 * n / timed(lambda: torch.add(b, c, alpha=0.4, out=a), 20) / 1e9
+figure("copyGBps", 2 * 8 * n / timed(lambda: c.copy_(a), 20) / 1e9)
+figure("addGBps", 3 * 8 * n / timed(lambda: torch.add(a, b, out=c), 20) / 1e9)
+figure("triadGBps", 3 * 8 * n / timed(lambda: torch.add(b, c, alpha=0.4, out=a), 20) / 1e9)
 del a, b, c
 
 # Same shapes and random normal data as gemm; perfgate computes A^T B (TN): time both forms.
@@ -240,40 +224,170 @@ for name, dtype, tf32 in [("bf16", torch.bfloat16, False), ("fp16", torch.float1
     x = torch.randn(k, m, device=dev).to(dtype)
     y = torch.randn(k, nn, device=dev).to(dtype)
     iters = 5 if dtype == torch.float64 else 20
-    best = max(flops / timed(lambda: x.t() @ y, iters) / 1e12,
-               flops / timed(lambda: x @ y, iters) / 1e12)
-    out[name + "Tflops"] = best
+    figure(name + "Tflops", max(flops / timed(lambda: x.t() @ y, iters) / 1e12,
+                                flops / timed(lambda: x @ y, iters) / 1e12))
     del x, y
 try:  # fp8: torch._scaled_mm needs A row-major, B column-major
     x = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
     y = torch.randn(nn, k, device=dev).to(torch.float8_e4m3fn).t()
     one = torch.tensor(1.0, device=dev)
-    out["fp8Tflops"] = flops / timed(
+    figure("fp8Tflops", flops / timed(
         lambda: torch._scaled_mm(x, y, scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
-        20) / 1e12
+        20) / 1e12)
 except Exception as e:
     out["fp8Note"] = str(e)[:200]
+    save()
 
 # Pinned 1 GiB host<->device, as h2d-d2h's headline.
 size = 1 << 30
 h = torch.empty(size, dtype=torch.uint8, pin_memory=True)
 d = torch.empty(size, dtype=torch.uint8, device=dev)
-out["h2dGBps"] = size / timed(lambda: d.copy_(h, non_blocking=True), 5) / 1e9
-out["d2hGBps"] = size / timed(lambda: h.copy_(d, non_blocking=True), 5) / 1e9
-print(json.dumps(out, indent=1))
-json.dump(out, open(sys.argv[1], "w"))
+figure("h2dGBps", size / timed(lambda: d.copy_(h, non_blocking=True), 5) / 1e9)
+figure("d2hGBps", size / timed(lambda: h.copy_(d, non_blocking=True), 5) / 1e9)
 EOF
+}
+export -f references_step
+run_step references references_step
 
-# ---- 5. the comparison ------------------------------------------------------------------------
-say "summary"
-"$PY" - "$RESULTS/report.json" "$RESULTS/torch.json" <<'EOF' | tee "$RESULTS/summary.txt"
+# ---- device tests ---------------------------------------------------------------------------
+device_tests_step() {
+  if [ ! -x "$BUNDLE/bin/gpu_device_test" ]; then
+    echo "no $BUNDLE/bin/gpu_device_test in the bundle"
+    exit 2
+  fi
+  "$BUNDLE/bin/gpu_device_test"
+}
+export -f device_tests_step
+run_step device-tests device_tests_step
+
+# ---- perfgate-worker, one run (and one report) per test -----------------------------------
+SPEC="$RESULTS/gpu-check.yaml"
+cat >"$SPEC" <<'EOF'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check
+spec:
+  sampling:
+    warmup: 2
+    minRepeats: 10
+    maxRepeats: 10
+    method: fixed
+    maxSeconds: 15
+  tests:
+    - type: health
+      name: health-before
+      sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1}
+    - type: p2p
+      name: p2p
+      optional: true
+    - type: hbm-stream
+      name: hbm-stream
+    - type: gemm
+      name: gemm
+      parameters:
+        dtypes: [bf16, fp16, fp8, tf32, fp64]
+    - type: h2d-d2h
+      name: h2d-d2h
+      sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}
+    - type: burn
+      name: burn
+      parameters: {windowSeconds: 5}
+      sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3}
+    - type: health
+      name: health-after
+      sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1}
+EOF
+export SPEC
+# worker_run STEP TEST...: the named tests of the spec, their own report and JUnit file
+# (--only matches a name or a type: no name here is another test's type).
+worker_run() {
+  local step=$1 only=()
+  shift
+  for t in "$@"; do only+=(--only "$t"); done
+  "$WORKER" run "$SPEC" "${only[@]}" --report-json "$RESULTS/report-$step.json" \
+    --junit "$RESULTS/junit-$step.xml"
+  echo "perfgate-worker exit $?"
+}
+export -f worker_run
+run_step worker-health "worker_run health health-before p2p"
+run_step worker-hbm-stream "worker_run hbm-stream hbm-stream"
+run_step worker-gemm "worker_run gemm gemm"
+run_step worker-h2d-d2h "worker_run h2d-d2h h2d-d2h"
+run_step worker-burn "worker_run burn burn health-after"
+
+# ---- NCCL (last: the likeliest to hang) ---------------------------------------------------
+# One H200 here, so one-rank paths only. libnccl.so.2 comes from nvidia/nccl/lib (setup).
+nccl_gtest_step() {
+  if [ ! -x "$BUNDLE/bin/nccl_gpu_test" ]; then
+    echo "no $BUNDLE/bin/nccl_gpu_test in the bundle"
+    exit 2
+  fi
+  "$BUNDLE/bin/nccl_gpu_test"
+}
+export -f nccl_gtest_step
+run_step nccl-gtest nccl_gtest_step
+
+nccl_all_reduce_step() {
+  cat >"$RESULTS/nccl-check.yaml" <<'EOF'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-nccl
+spec:
+  sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3, method: fixed, maxSeconds: 15}
+  tests:
+    - type: nccl-all-reduce
+      parameters: {minBytes: 8, maxBytes: 1073741824, stepFactor: 8, iterations: 20, initTimeoutSeconds: 10}
+EOF
+  "$WORKER" run "$RESULTS/nccl-check.yaml" --report-json "$RESULTS/report-nccl.json"
+  echo "perfgate-worker (nccl-all-reduce, one rank) exit $?"
+  "$PY" - "$RESULTS/report-nccl.json" <<'EOF' | tee "$RESULTS/nccl-summary.txt"
 import json, sys
 try:
-    report = json.load(open(sys.argv[1]))
+    t = json.load(open(sys.argv[1]))["tests"][0]
 except Exception as e:
-    print("no report:", e); sys.exit(0)
+    print("no NCCL report:", e); sys.exit(0)
+d = t.get("details", {})
+print("nccl-all-reduce [%s]: %s %s" % (t.get("device", ""), t.get("verdict"), t.get("reason", "")))
+for k in ("ncclVersion", "transport", "busBandwidth", "wrongElementsTotal", "worldSize"):
+    print("  %s: %s" % (k, d.get(k, "-")))
+for m in t.get("metrics", []):
+    if m["name"].startswith(("algBandwidthGBps@", "inPlaceAlgBandwidthGBps@", "timeMicroseconds@")):
+        print("  %-34s median %10.3f %s" % (m["name"], m["summary"]["median"], m.get("unit", "")))
+EOF
+}
+export -f nccl_all_reduce_step
+run_step nccl-all-reduce nccl_all_reduce_step
+
+# The gang's rank 0 is "elsewhere" (nobody listens there): a node-local communicator must not
+# use that address, so this ends PASS at once, with worldSize 1, instead of a watchdog abort.
+nccl_local_step() {
+  cat >"$RESULTS/nccl-local.yaml" <<'EOF'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-nccl-local
+spec:
+  sampling: {warmup: 0, minRepeats: 2, maxRepeats: 2, method: fixed, maxSeconds: 5}
+  tests:
+    - type: nccl-all-reduce
+      parameters: {minBytes: 1048576, maxBytes: 1048576, acrossNodes: false, initTimeoutSeconds: 5}
+EOF
+  PERFGATE_GANG_SIZE=2 PERFGATE_GANG_RANK=1 NCCL_COMM_ID=127.0.0.1:29556 "$WORKER" run \
+    "$RESULTS/nccl-local.yaml" --report-json "$RESULTS/report-nccl-local.json"
+  echo "perfgate-worker (acrossNodes: false, in a gang env) exit $?"
+}
+export -f nccl_local_step
+run_step nccl-local-in-gang nccl_local_step
+
+# ---- summary: whatever reports exist ------------------------------------------------------
+summary_step() {
+  "$PY" - "$RESULTS" <<'EOF' | tee "$RESULTS/summary.txt"
+import glob, json, os, sys
+results = sys.argv[1]
 try:
-    torch = json.load(open(sys.argv[2]))
+    torch = json.load(open(os.path.join(results, "torch.json")))
 except Exception:
     torch = {}
 # H200 SXM datasheet peaks (dense): see profiles/h200-sxm-141gb.yaml for sources.
@@ -284,21 +398,30 @@ ref = {"triadBandwidthGBps": "triadGBps", "copyBandwidthGBps": "copyGBps",
        "addBandwidthGBps": "addGBps", "bf16Tflops": "bf16Tflops", "fp16Tflops": "fp16Tflops",
        "fp8Tflops": "fp8Tflops", "tf32Tflops": "tf32Tflops", "fp64Tflops": "fp64Tflops",
        "h2dBandwidthGBps": "h2dGBps", "d2hBandwidthGBps": "d2hGBps"}
+print(open(os.path.join(results, "steps.tsv")).read())
 print(f"{'test':12} {'metric':28} {'perfgate':>10} {'pytorch':>10} {'ratio':>7} {'peak':>8} {'%peak':>6}")
-for t in report.get("tests", []):
-    for m in t.get("metrics", []):
-        name = m["name"]
-        med = m.get("summary", {}).get("median")
-        if med is None:
-            continue
-        r = torch.get(ref.get(name, ""), None)
-        p = peak.get(name)
-        print(f"{t['name']:12} {name:28} {med:10.1f} "
-              f"{(f'{r:10.1f}' if r else '         -')} "
-              f"{(f'{med / r:7.3f}' if r else '      -')} "
-              f"{(f'{p:8.1f}' if p else '       -')} "
-              f"{(f'{100 * med / p:5.1f}%' if p else '     -')}")
-    if t.get("verdict") not in ("PASS", None) or t.get("reason"):
-        print(f"  {t['name']} [{t.get('device','')}]: {t.get('verdict')} {t.get('reason','')}")
+for path in sorted(glob.glob(os.path.join(results, "report-*.json"))):
+    try:
+        report = json.load(open(path))
+    except Exception as e:
+        print(f"{os.path.basename(path)}: unreadable ({e})"); continue
+    for t in report.get("tests", []):
+        for m in t.get("metrics", []):
+            name = m["name"]
+            med = m.get("summary", {}).get("median")
+            if med is None or "@" in name:
+                continue
+            r = torch.get(ref.get(name, ""), None)
+            p = peak.get(name)
+            print(f"{t['name']:12} {name:28} {med:10.1f} "
+                  f"{(f'{r:10.1f}' if r else '         -')} "
+                  f"{(f'{med / r:7.3f}' if r else '      -')} "
+                  f"{(f'{p:8.1f}' if p else '       -')} "
+                  f"{(f'{100 * med / p:5.1f}%' if p else '     -')}")
+        if t.get("verdict") not in ("PASS", None) or t.get("reason"):
+            print(f"  {t['name']} [{t.get('device','')}]: {t.get('verdict')} {t.get('reason','')}")
 EOF
-say "done in $(( $(date +%s) - START )) s; results in $RESULTS"
+}
+export -f summary_step
+run_step summary summary_step
+say "done in $(($(date +%s) - START)) s; results in $RESULTS"

@@ -15,6 +15,7 @@
 #include "common/stats.h"
 #include "common/time.h"
 #include "kernels/nvml/identity.h"
+#include "kernels/unmeasured.h"
 
 namespace perfgate::worker {
 namespace {
@@ -193,8 +194,26 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
       mr->add_samples(it->second[i]);
     }
   }
+  // A metric the test left out with its reason: SKIPPED where it does not apply here, ERROR
+  // where the reading was refused, instead of "no samples".
+  const std::map<std::string, std::string> run_details = run->Details();
+  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
+    auto& o = assessment.outcomes[i];
+    if (o.samples != 0) continue;
+    const std::string& metric = t.thresholds[i].metric;
+    if (auto na = run_details.find(kernels::NotApplicableKey(metric)); na != run_details.end()) {
+      o.verdict = verdict::Verdict::kSkipped;
+      o.reason = metric + " does not apply here: " + na->second;
+    } else if (auto nm = run_details.find(kernels::NotMeasuredKey(metric));
+               nm != run_details.end()) {
+      o.verdict = verdict::Verdict::kError;
+      o.reason = metric + " could not be measured: " + nm->second;
+    }
+  }
   v1alpha1::Verdict verdict = v1alpha1::PASS;
   std::string reason;
+  std::size_t skipped = 0;
+  std::string skip_reason;
   for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
     const auto& o = assessment.outcomes[i];
     auto* tr = r.add_thresholds();
@@ -204,6 +223,11 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     ToProto(o.interval, tr->mutable_interval());
     tr->set_verdict(ToProto(o.verdict));
     tr->set_reason(o.reason);
+    if (o.verdict == verdict::Verdict::kSkipped) {
+      // One threshold that cannot apply leaves the others to decide the test.
+      if (skipped++ == 0) skip_reason = o.reason;
+      continue;
+    }
     if (o.verdict == verdict::Verdict::kFail && verdict != v1alpha1::FAIL) {
       verdict = v1alpha1::FAIL;
       reason = o.reason;
@@ -214,6 +238,10 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   }
   if (verdict == v1alpha1::INCONCLUSIVE && !assessment.stop_detail.empty()) {
     reason += " (" + assessment.stop_detail + ")";
+  }
+  if (!t.thresholds.empty() && skipped == t.thresholds.size()) {
+    verdict = v1alpha1::SKIPPED;
+    reason = skip_reason;
   }
   if (t.thresholds.empty()) reason = "measured; no thresholds to meet";
   for (const auto& [k, v] : run->Details()) (*r.mutable_details())[k] = v;

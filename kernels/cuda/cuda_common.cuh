@@ -82,9 +82,20 @@ struct PinnedMemoryTraits {
   static void Free(void* p) noexcept { (void)cudaFreeHost(p); }
 };
 
+// Page-locked host memory the device can read and write (cudaHostAllocMapped): flags a kernel
+// polls while the host writes them.
+struct MappedMemoryTraits {
+  static constexpr const char* kWhat = "cudaHostAlloc(cudaHostAllocMapped)";
+  static cudaError_t Alloc(void** p, std::size_t bytes) {
+    return cudaHostAlloc(p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  }
+  static void Free(void* p) noexcept { (void)cudaFreeHost(p); }
+};
+
 // Device memory of one device.
 using DeviceBuffer = CudaMemory<DeviceMemoryTraits>;
 using PinnedBuffer = CudaMemory<PinnedMemoryTraits>;
+using MappedBuffer = CudaMemory<MappedMemoryTraits>;
 
 class Stream {
  public:

@@ -59,6 +59,15 @@ Status MismatchStatus(const Mismatch& mismatch, std::string_view what) {
                   std::to_string(mismatch.checked) + " values wrong; first: " + mismatch.first);
 }
 
+StreamGrid StreamGridFor(int sm_count, int resident_per_sm, int requested_per_sm) {
+  StreamGrid g;
+  const int fit = std::max(1, resident_per_sm);
+  g.per_sm = requested_per_sm > 0 ? std::min(requested_per_sm, fit) : fit;
+  g.capped = requested_per_sm > fit;
+  g.blocks = std::max(1, sm_count) * g.per_sm;
+  return g;
+}
+
 std::vector<std::int64_t> SampleIndices(std::int64_t elements, int count) {
   std::vector<std::int64_t> out;
   if (elements <= 0 || count <= 0) return out;
@@ -141,6 +150,14 @@ Mismatch CheckGemmSample(const GemmDtypeInfo& dtype, std::int64_t k,
 }
 
 double BurnRelativeTolerance(const GemmDtypeInfo& dtype) { return 2.0 * dtype.output_roundoff; }
+
+int BurnPassesPerCall(double seconds_per_pass, double seconds_left, double call_seconds) {
+  constexpr int kMaxPasses = 256;
+  if (!(seconds_per_pass > 0)) return 1;
+  const double budget = std::min(call_seconds, seconds_left);
+  const double passes = std::floor(budget / seconds_per_pass);
+  return static_cast<int>(std::clamp(passes, 1.0, static_cast<double>(kMaxPasses)));
+}
 
 Result<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> cpus;

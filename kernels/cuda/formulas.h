@@ -57,6 +57,18 @@ struct StreamExpected {
 };
 StreamExpected ExpectStreamValues(int rounds, std::int64_t elements);
 
+// A grid-stride launch sized to one wave: every block resident at once. The blocks of one
+// kernel that fit on an SM (`resident_per_sm`) come from the compiled kernel's registers and
+// shared memory (cudaOccupancyMaxActiveBlocksPerMultiprocessor), not from threads per SM: a
+// grid larger than sms * resident runs a second, partial wave that idles most SMs.
+struct StreamGrid {
+  int blocks = 0;       // sm_count * per_sm
+  int per_sm = 0;       // blocks per SM in the launch
+  bool capped = false;  // `requested_per_sm` asked for more than fit; `per_sm` is what fits
+};
+// `requested_per_sm` <= 0: as many as fit. At least one block per SM either way.
+StreamGrid StreamGridFor(int sm_count, int resident_per_sm, int requested_per_sm);
+
 // ---- verification ---------------------------------------------------------------------------
 struct Mismatch {
   std::int64_t checked = 0;
@@ -109,6 +121,11 @@ Mismatch CheckGemmSample(const GemmDtypeInfo& dtype, std::int64_t k,
 // this fraction of max(|first|, 1): a deterministic algorithm repeats its bits exactly, so any
 // difference beyond a couple of output ulps is a hardware fault.
 double BurnRelativeTolerance(const GemmDtypeInfo& dtype);
+
+// Passes (a matmul into every output buffer, then the comparison) burn queues per host wait:
+// enough for about `call_seconds` of work so the GPU never waits on the host between passes,
+// no more than fit in what is left of the window, at least 1 and at most 256.
+int BurnPassesPerCall(double seconds_per_pass, double seconds_left, double call_seconds);
 
 // ---- h2d-d2h / numa -------------------------------------------------------------------------
 // Parses sysfs's "0-3,8,10-11" into CPU numbers. InvalidArgument on malformed text.

@@ -101,16 +101,35 @@ __global__ void ReferenceKernel(const In* a, const In* b, const Out* d, std::int
   values[s] = Load(d + i + j * m);
 }
 
+__device__ inline bool Differs(double x, double r, double rel_tol) {
+  return !(fabs(x - r) <= rel_tol * fmax(fabs(r), 1.0));  // NaN compares false: counted
+}
+
+// Compares every output buffer with the reference in one pass over memory: each 16-byte
+// vector of the reference is read once for all buffers (one kernel per buffer read it once
+// per buffer), and the loads are 16 bytes wide; the elements past the last whole vector one
+// at a time. cudaMalloc aligns every buffer to 256 bytes.
 template <typename Out>
-__global__ void CountDiffKernel(const Out* out, const Out* reference, std::int64_t count,
-                                double rel_tol, unsigned long long* wrong) {  // NOLINT
-  unsigned long long local = 0;                                               // NOLINT
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const double x = Load(out + i);
-    const double r = Load(reference + i);
-    const double bound = rel_tol * fmax(fabs(r), 1.0);
-    if (!(fabs(x - r) <= bound)) ++local;  // NaN compares false: counted
+__global__ void CountDiffAllKernel(const Out* const* outs, int buffers, const Out* reference,
+                                   std::int64_t count, double rel_tol,
+                                   unsigned long long* wrong) {  // NOLINT
+  constexpr int kPerVector = static_cast<int>(sizeof(uint4) / sizeof(Out));
+  const std::int64_t vectors = count / kPerVector;
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;  // NOLINT
+  for (std::int64_t i = vectors * kPerVector + first; i < count; i += stride) {
+    for (int b = 0; b < buffers; ++b)
+      local += Differs(Load(outs[b] + i), Load(reference + i), rel_tol);
+  }
+  for (std::int64_t v = first; v < vectors; v += stride) {
+    const uint4 ref_bits = reinterpret_cast<const uint4*>(reference)[v];
+    const Out* r = reinterpret_cast<const Out*>(&ref_bits);
+    for (int b = 0; b < buffers; ++b) {
+      const uint4 out_bits = reinterpret_cast<const uint4*>(outs[b])[v];
+      const Out* x = reinterpret_cast<const Out*>(&out_bits);
+      for (int e = 0; e < kPerVector; ++e) local += Differs(Load(x + e), Load(r + e), rel_tol);
+    }
   }
   if (local != 0) atomicAdd(wrong, local);
 }
@@ -185,16 +204,29 @@ class GemmRunnerImpl final : public GemmRunner {
     const std::int64_t a_count = config.k * config.m;
     const std::int64_t b_count = config.k * config.n;
     const std::int64_t c_count = config.m * config.n;
+    // Every copy, memset and kernel of this runner goes on stream_: cudaMemset and cudaMemcpy
+    // would go on the legacy stream, which the non-blocking stream_ does not wait for.
+    ASSIGN_OR_RETURN(stream_, Stream::Create());
     ASSIGN_OR_RETURN(a_, DeviceBuffer::Allocate(a_count * info_.input_bytes));
     ASSIGN_OR_RETURN(b_, DeviceBuffer::Allocate(b_count * info_.input_bytes));
     for (int i = 0; i < config.output_buffers; ++i) {
       ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(c_count * info_.output_bytes));
-      PG_CUDA(cudaMemset(d.get(), 0, d.bytes()));
+      PG_CUDA(cudaMemsetAsync(d.get(), 0, d.bytes(), stream_.get()));
       outputs_.push_back(std::move(d));
     }
     ASSIGN_OR_RETURN(workspace_, DeviceBuffer::Allocate(config.workspace_bytes));
     ASSIGN_OR_RETURN(counter_, DeviceBuffer::Allocate(sizeof(unsigned long long)));  // NOLINT
-    ASSIGN_OR_RETURN(stream_, Stream::Create());
+    {
+      std::vector<const void*> pointers;
+      for (const DeviceBuffer& d : outputs_) pointers.push_back(d.get());
+      ASSIGN_OR_RETURN(output_table_, DeviceBuffer::Allocate(sizeof(void*) * pointers.size()));
+      PG_CUDA(cudaMemcpyAsync(output_table_.get(), pointers.data(), sizeof(void*) * pointers.size(),
+                              cudaMemcpyHostToDevice, stream_.get()));
+      PG_CUDA(cudaStreamSynchronize(stream_.get()));  // `pointers` goes out of scope
+      int sms = 0;
+      PG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config.device));
+      compare_grid_ = std::max(1, sms) * 4;
+    }
     ASSIGN_OR_RETURN(start_, Event::Create());
     ASSIGN_OR_RETURN(stop_, Event::Create());
 
@@ -266,21 +298,8 @@ class GemmRunnerImpl final : public GemmRunner {
 
   Result<double> Time(int iterations) override {
     PG_CUDA(cudaSetDevice(config_.device));
-    const float alpha32 = 1.0f;
-    const float beta32 = 0.0f;
-    const double alpha64 = 1.0;
-    const double beta64 = 0.0;
-    const bool fp64 = config_.dtype == gpu::GemmDtype::kFp64;
-    const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
-    const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
     PG_CUDA(cudaEventRecord(start_.get(), stream_.get()));
-    for (int it = 0; it < iterations; ++it) {
-      void* d = outputs_[static_cast<std::size_t>(next_output_)].get();
-      next_output_ = (next_output_ + 1) % config_.output_buffers;
-      PG_BLAS(cublasLtMatmul(lt_.get(), op_.get(), alpha, a_.get(), a_desc_.get(), b_.get(),
-                             b_desc_.get(), beta, d, c_desc_.get(), d, c_desc_.get(), &algo_,
-                             workspace_.get(), workspace_.bytes(), stream_.get()));
-    }
+    RETURN_IF_ERROR(QueueMatmuls(iterations));
     PG_CUDA(cudaEventRecord(stop_.get(), stream_.get()));
     return ElapsedSeconds(start_, stop_);
   }
@@ -301,10 +320,12 @@ class GemmRunnerImpl final : public GemmRunner {
     ASSIGN_OR_RETURN(DeviceBuffer d_rows, DeviceBuffer::Allocate(sizeof(std::int64_t) * count));
     ASSIGN_OR_RETURN(DeviceBuffer d_cols, DeviceBuffer::Allocate(sizeof(std::int64_t) * count));
     ASSIGN_OR_RETURN(DeviceBuffer d_out, DeviceBuffer::Allocate(sizeof(double) * 2 * count));
-    PG_CUDA(cudaMemcpy(d_rows.get(), rows.data(), sizeof(std::int64_t) * count,
-                       cudaMemcpyHostToDevice));
-    PG_CUDA(cudaMemcpy(d_cols.get(), cols.data(), sizeof(std::int64_t) * count,
-                       cudaMemcpyHostToDevice));
+    // Ordered before the reference kernel on the same stream (rows and cols outlive the
+    // synchronisation below).
+    PG_CUDA(cudaMemcpyAsync(d_rows.get(), rows.data(), sizeof(std::int64_t) * count,
+                            cudaMemcpyHostToDevice, stream_.get()));
+    PG_CUDA(cudaMemcpyAsync(d_cols.get(), cols.data(), sizeof(std::int64_t) * count,
+                            cudaMemcpyHostToDevice, stream_.get()));
     WithTypes(config_.dtype, [&](auto* in, auto* out) {
       using In = std::remove_pointer_t<decltype(in)>;
       using Out = std::remove_pointer_t<decltype(out)>;
@@ -339,21 +360,42 @@ class GemmRunnerImpl final : public GemmRunner {
     PG_CUDA(cudaSetDevice(config_.device));
     if (snapshot_.get() == nullptr) return FailedPrecondition("CountDifferences before Snapshot");
     PG_CUDA(cudaMemsetAsync(counter_.get(), 0, counter_.bytes(), stream_.get()));
-    const std::int64_t count = config_.m * config_.n;
-    WithTypes(config_.dtype, [&](auto*, auto* out) {
-      using Out = std::remove_pointer_t<decltype(out)>;
-      for (const DeviceBuffer& d : outputs_) {
-        CountDiffKernel<Out>
-            <<<1024, 256, 0, stream_.get()>>>(d.as<Out>(), snapshot_.as<Out>(), count, rel_tol,
-                                              counter_.as<unsigned long long>());  // NOLINT
-      }
-    });
-    PG_CUDA(cudaGetLastError());
-    unsigned long long wrong = 0;  // NOLINT
-    PG_CUDA(cudaMemcpyAsync(&wrong, counter_.get(), sizeof(wrong), cudaMemcpyDeviceToHost,
-                            stream_.get()));
-    PG_CUDA(cudaStreamSynchronize(stream_.get()));
-    return static_cast<std::int64_t>(wrong);
+    RETURN_IF_ERROR(QueueCompare(rel_tol));
+    return ReadCounter();
+  }
+
+  Result<CheckedPasses> RunCheckedPasses(int passes, double rel_tol) override {
+    PG_CUDA(cudaSetDevice(config_.device));
+    if (snapshot_.get() == nullptr) return FailedPrecondition("RunCheckedPasses before Snapshot");
+    passes = std::max(passes, 1);
+    // Per pass: [start] matmuls [matmuls done] compare; the last compare ends at `end`.
+    const std::size_t needed = 2 * static_cast<std::size_t>(passes) + 1;
+    while (pass_events_.size() < needed) {
+      ASSIGN_OR_RETURN(Event e, Event::Create());
+      pass_events_.push_back(std::move(e));
+    }
+    cudaStream_t s = stream_.get();
+    PG_CUDA(cudaMemsetAsync(counter_.get(), 0, counter_.bytes(), s));
+    for (int p = 0; p < passes; ++p) {
+      PG_CUDA(cudaEventRecord(pass_events_[2 * p].get(), s));
+      RETURN_IF_ERROR(QueueMatmuls(config_.output_buffers));
+      PG_CUDA(cudaEventRecord(pass_events_[2 * p + 1].get(), s));
+      RETURN_IF_ERROR(QueueCompare(rel_tol));
+    }
+    PG_CUDA(cudaEventRecord(pass_events_[needed - 1].get(), s));
+    ASSIGN_OR_RETURN(const std::int64_t wrong, ReadCounter());
+    CheckedPasses out;
+    out.wrong = wrong;
+    out.matmuls = static_cast<std::int64_t>(passes) * config_.output_buffers;
+    for (int p = 0; p < passes; ++p) {
+      float ms = 0;
+      PG_CUDA(cudaEventElapsedTime(&ms, pass_events_[2 * p].get(), pass_events_[2 * p + 1].get()));
+      out.matmul_seconds += static_cast<double>(ms) / 1e3;
+    }
+    float total_ms = 0;
+    PG_CUDA(cudaEventElapsedTime(&total_ms, pass_events_[0].get(), pass_events_[needed - 1].get()));
+    out.total_seconds = static_cast<double>(total_ms) / 1e3;
+    return out;
   }
 
   std::string Description() const override {
@@ -377,10 +419,52 @@ class GemmRunnerImpl final : public GemmRunner {
   }
 
  private:
+  // Queues `iterations` matmuls on stream_, into the output buffers in turn. Non-blocking.
+  Status QueueMatmuls(int iterations) {
+    static constexpr float kAlpha32 = 1.0f;
+    static constexpr float kBeta32 = 0.0f;
+    static constexpr double kAlpha64 = 1.0;
+    static constexpr double kBeta64 = 0.0;
+    const bool fp64 = config_.dtype == gpu::GemmDtype::kFp64;
+    const void* alpha = fp64 ? static_cast<const void*>(&kAlpha64) : &kAlpha32;
+    const void* beta = fp64 ? static_cast<const void*>(&kBeta64) : &kBeta32;
+    for (int it = 0; it < iterations; ++it) {
+      void* d = outputs_[static_cast<std::size_t>(next_output_)].get();
+      next_output_ = (next_output_ + 1) % config_.output_buffers;
+      PG_BLAS(cublasLtMatmul(lt_.get(), op_.get(), alpha, a_.get(), a_desc_.get(), b_.get(),
+                             b_desc_.get(), beta, d, c_desc_.get(), d, c_desc_.get(), &algo_,
+                             workspace_.get(), workspace_.bytes(), stream_.get()));
+    }
+    return Status::Ok();
+  }
+
+  // Queues one comparison of every output buffer with the snapshot, adding to counter_.
+  Status QueueCompare(double rel_tol) {
+    WithTypes(config_.dtype, [&](auto*, auto* out) {
+      using Out = std::remove_pointer_t<decltype(out)>;
+      CountDiffAllKernel<Out><<<compare_grid_, 256, 0, stream_.get()>>>(
+          output_table_.as<const Out*>(), config_.output_buffers, snapshot_.as<Out>(),
+          config_.m * config_.n, rel_tol, counter_.as<unsigned long long>());  // NOLINT
+    });
+    PG_CUDA(cudaGetLastError());
+    return Status::Ok();
+  }
+
+  // Reads counter_ once the stream has drained. Blocking.
+  Result<std::int64_t> ReadCounter() {
+    unsigned long long wrong = 0;  // NOLINT
+    PG_CUDA(cudaMemcpyAsync(&wrong, counter_.get(), sizeof(wrong), cudaMemcpyDeviceToHost,
+                            stream_.get()));
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
+    return static_cast<std::int64_t>(wrong);
+  }
+
   GemmConfig config_;
   gpu::GemmDtypeInfo info_{};
-  DeviceBuffer a_, b_, workspace_, counter_, snapshot_;
+  DeviceBuffer a_, b_, workspace_, counter_, snapshot_, output_table_;
   std::vector<DeviceBuffer> outputs_;
+  int compare_grid_ = 0;
+  std::vector<Event> pass_events_;
   int next_output_ = 0;
   Stream stream_;
   Event start_, stop_;

@@ -35,6 +35,15 @@ struct GemmSample {
   std::vector<double> references;
 };
 
+// What RunCheckedPasses did: GPU seconds of the matmuls alone and of everything it queued
+// (matmuls and comparisons back to back), so matmul_seconds / total_seconds is burn's duty cycle.
+struct CheckedPasses {
+  double matmul_seconds = 0;
+  double total_seconds = 0;
+  std::int64_t matmuls = 0;
+  std::int64_t wrong = 0;  // output elements that differed from the snapshot
+};
+
 class GemmRunner {
  public:
   virtual ~GemmRunner() = default;
@@ -49,6 +58,10 @@ class GemmRunner {
   // Outputs, over every output buffer, that differ from the snapshot by more than
   // rel_tol * max(|snapshot|, 1), NaN included. Blocking.
   virtual Result<std::int64_t> CountDifferences(double rel_tol) = 0;
+  // `passes` times: a matmul into every output buffer, then one comparison of them all with
+  // the snapshot (as CountDifferences), queued back to back with no host wait in between.
+  // Blocking once, at the end; one thread at a time.
+  virtual Result<CheckedPasses> RunCheckedPasses(int passes, double rel_tol) = 0;
   // "cuBLASLt 130000, algo 66 tile 20 splitK 1 stages 35, workspace 32 MiB (fastest of 4)".
   virtual std::string Description() const = 0;
 };

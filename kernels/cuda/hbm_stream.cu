@@ -1,12 +1,14 @@
 // hbm-stream kernels. Arrays of doubles read and written as double2 (16-byte accesses: one
-// LDG.128 per pair of elements, the widest a thread can issue), grid-stride loops sized to
-// fill every SM at full occupancy, so a launch costs a few microseconds against the ~0.5 ms
-// a 1 GiB op takes at 4.8 TB/s. The odd last element of an odd-length array is done by
-// thread 0.
+// LDG.128 per pair of elements, the widest a thread can issue), grid-stride loops whose grid
+// is exactly the blocks that fit on the SMs at once (from each compiled kernel's registers
+// and shared memory), so every launch is one wave. The odd last element of an odd-length
+// array is done by thread 0.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <vector>
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
@@ -129,7 +131,37 @@ __global__ void GatherKernel(const double* __restrict__ a, const double* __restr
   }
 }
 
+// Device time in nanoseconds (the global timer every SM shares).
+__device__ inline unsigned long long GlobalNanoseconds() {
+  unsigned long long t;  // NOLINT(google-runtime-int): PTX register type
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Holds the stream until the host has queued a batch of timed launches behind it and sets
+// gate[0], so each timed interval starts on work already waiting on the GPU, never on an idle
+// GPU waiting for the host's next launch. After timeout_ns it lets go and sets gate[1]: a lost
+// flag must not hang the worker, and the host then reports the batch as untimed.
+__global__ void GateKernel(volatile int* gate, unsigned long long timeout_ns) {
+  const unsigned long long start = GlobalNanoseconds();
+  while (gate[0] == 0) {
+    if (GlobalNanoseconds() - start > timeout_ns) {
+      gate[1] = 1;
+      return;
+    }
+    __nanosleep(1000);
+  }
+}
+
 constexpr int kDotBlock = 1024;
+// Rounds queued behind one gate: 16 rounds are 177 launches and event records, far below the
+// depth of a stream's launch queue, so the host never blocks on a full queue while the gate
+// waits for it.
+constexpr int kRoundsPerGate = 16;
+constexpr unsigned long long kGateTimeoutNs = 2'000'000'000ULL;
+constexpr int kEventsPerRound = 5;  // each op's end; the first op starts at the previous end
+
+enum LaunchIndex { kCopyLaunch, kScaleLaunch, kAddLaunch, kTriadLaunch, kDotLaunch, kInitLaunch };
 
 class HbmStreamImpl final : public HbmStream {
  public:
@@ -143,21 +175,25 @@ class HbmStreamImpl final : public HbmStream {
     }
     int sms = 0;
     PG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config.device));
-    int per_sm = config.blocks_per_sm;
-    if (per_sm <= 0) {
-      int max_threads = 0;
-      PG_CUDA(cudaDeviceGetAttribute(&max_threads, cudaDevAttrMaxThreadsPerMultiProcessor,
-                                     config.device));
-      per_sm = std::max(1, max_threads / config.block_size);
-    }
-    grid_ = sms * per_sm;
+    RETURN_IF_ERROR(Plan(kCopyLaunch, "copy", CopyKernel, sms));
+    RETURN_IF_ERROR(Plan(kScaleLaunch, "scale", ScaleKernel, sms));
+    RETURN_IF_ERROR(Plan(kAddLaunch, "add", AddKernel, sms));
+    RETURN_IF_ERROR(Plan(kTriadLaunch, "triad", TriadKernel, sms));
+    RETURN_IF_ERROR(Plan(kDotLaunch, "dot", DotKernel<kDotBlock>, sms));
+    RETURN_IF_ERROR(Plan(kInitLaunch, "init", InitKernel, sms));
     const std::size_t bytes = static_cast<std::size_t>(config.elements) * sizeof(double);
     ASSIGN_OR_RETURN(a_, DeviceBuffer::Allocate(bytes));
     ASSIGN_OR_RETURN(b_, DeviceBuffer::Allocate(bytes));
     ASSIGN_OR_RETURN(c_, DeviceBuffer::Allocate(bytes));
-    ASSIGN_OR_RETURN(partials_, DeviceBuffer::Allocate(sizeof(double) * grid_));
+    ASSIGN_OR_RETURN(partials_,
+                     DeviceBuffer::Allocate(sizeof(double) * launches_[kDotLaunch].grid));
     ASSIGN_OR_RETURN(dot_, DeviceBuffer::Allocate(sizeof(double)));
+    ASSIGN_OR_RETURN(gate_, MappedBuffer::Allocate(2 * sizeof(int)));
+    void* gate_device = nullptr;
+    PG_CUDA(cudaHostGetDevicePointer(&gate_device, gate_.get(), 0));
+    gate_device_ = static_cast<int*>(gate_device);
     ASSIGN_OR_RETURN(stream_, Stream::Create());
+    events_.resize(1 + kEventsPerRound * kRoundsPerGate);
     for (auto& e : events_) {
       ASSIGN_OR_RETURN(e, Event::Create());
     }
@@ -166,7 +202,7 @@ class HbmStreamImpl final : public HbmStream {
 
   Status Reset() override {
     PG_CUDA(cudaSetDevice(config_.device));
-    InitKernel<<<grid_, config_.block_size, 0, stream_.get()>>>(
+    InitKernel<<<launches_[kInitLaunch].grid, config_.block_size, 0, stream_.get()>>>(
         a_.as<double>(), b_.as<double>(), c_.as<double>(), gpu::kStreamInitA, gpu::kStreamInitB,
         gpu::kStreamInitC, config_.elements);
     PG_CUDA(cudaGetLastError());
@@ -177,34 +213,12 @@ class HbmStreamImpl final : public HbmStream {
   Result<HbmStreamTimings> RunRounds(int rounds) override {
     PG_CUDA(cudaSetDevice(config_.device));
     HbmStreamTimings t;
-    const std::int64_t n = config_.elements;
-    const int block = config_.block_size;
-    cudaStream_t s = stream_.get();
-    auto* a = a_.as<double2>();
-    auto* b = b_.as<double2>();
-    auto* c = c_.as<double2>();
-    for (int round = 0; round < rounds; ++round) {
-      // One event pair per op: events bracket each kernel on the GPU's timeline, so host-side
-      // launch latency is not counted.
-      PG_CUDA(cudaEventRecord(events_[0].get(), s));
-      CopyKernel<<<grid_, block, 0, s>>>(a, c, n);
-      PG_CUDA(cudaEventRecord(events_[1].get(), s));
-      ScaleKernel<<<grid_, block, 0, s>>>(b, c, gpu::kStreamScalar, n);
-      PG_CUDA(cudaEventRecord(events_[2].get(), s));
-      AddKernel<<<grid_, block, 0, s>>>(a, b, c, n);
-      PG_CUDA(cudaEventRecord(events_[3].get(), s));
-      TriadKernel<<<grid_, block, 0, s>>>(a, b, c, gpu::kStreamScalar, n);
-      PG_CUDA(cudaEventRecord(events_[4].get(), s));
-      DotKernel<kDotBlock><<<grid_, block, 0, s>>>(a, b, partials_.as<double>(), n);
-      SumPartialsKernel<kDotBlock>
-          <<<1, kDotBlock, 0, s>>>(partials_.as<double>(), grid_, dot_.as<double>());
-      PG_CUDA(cudaEventRecord(events_[5].get(), s));
-      PG_CUDA(cudaGetLastError());
-      for (int op = 0; op < 5; ++op) {
-        ASSIGN_OR_RETURN(const double seconds, ElapsedSeconds(events_[op], events_[op + 1]));
-        t.seconds[op] += seconds;
-      }
+    for (int done = 0; done < rounds;) {
+      const int batch = std::min(rounds - done, kRoundsPerGate);
+      RETURN_IF_ERROR(RunGatedBatch(batch, &t));
+      done += batch;
     }
+    cudaStream_t s = stream_.get();
     PG_CUDA(cudaMemcpyAsync(&t.last_dot, dot_.get(), sizeof(double), cudaMemcpyDeviceToHost, s));
     PG_CUDA(cudaStreamSynchronize(s));
     return t;
@@ -239,22 +253,131 @@ class HbmStreamImpl final : public HbmStream {
     PG_CUDA(cudaSetDevice(config_.device));
     if (index < 0 || index >= config_.elements) return InvalidArgument("index out of range");
     const DeviceBuffer* target = array == 'a' ? &a_ : array == 'b' ? &b_ : &c_;
-    PG_CUDA(
-        cudaMemcpy(target->as<double>() + index, &value, sizeof(double), cudaMemcpyHostToDevice));
+    // On the kernels' stream: a plain cudaMemcpy goes to the legacy stream, which a
+    // non-blocking stream does not wait for, so the next kernel could run before the write.
+    PG_CUDA(cudaMemcpyAsync(target->as<double>() + index, &value, sizeof(double),
+                            cudaMemcpyHostToDevice, stream_.get()));
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
     return Status::Ok();
   }
 
+  std::vector<HbmStreamLaunch> Launches() const override {
+    return {launches_.begin(), launches_.end()};
+  }
+
   std::string LaunchDescription() const override {
-    return "grid " + std::to_string(grid_) + " x " + std::to_string(config_.block_size) +
-           " threads, double2 (16-byte) accesses, grid-stride loops";
+    const HbmStreamLaunch& copy = launches_[kCopyLaunch];
+    std::string text = "grid " + std::to_string(copy.grid) + " x " + std::to_string(copy.block) +
+                       " threads (" + std::to_string(copy.grid / std::max(1, copy.sm_count)) +
+                       " per SM, one wave; blocks that fit per SM at registers/thread:";
+    for (int i = kCopyLaunch; i <= kDotLaunch; ++i) {
+      text += std::string(i == kCopyLaunch ? " " : ", ") + launches_[i].kernel + " " +
+              std::to_string(launches_[i].resident_per_sm) + " at " +
+              std::to_string(launches_[i].registers);
+    }
+    text += "), double2 (16-byte) accesses, grid-stride loops";
+    if (capped_) {
+      text += "; blocksPerSm " + std::to_string(config_.blocks_per_sm) +
+              " capped at what fits (more would run a second, partial wave)";
+    }
+    return text;
   }
 
  private:
+  // Sizes kernel `index`'s grid from its compiled attributes on this device.
+  template <typename Kernel>
+  Status Plan(LaunchIndex index, const char* name, Kernel kernel, int sms) {
+    cudaFuncAttributes attributes{};
+    PG_CUDA(cudaFuncGetAttributes(&attributes, kernel));
+    int resident = 0;
+    PG_CUDA(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, config_.block_size, 0));
+    if (resident < 1) {
+      return FailedPrecondition(std::string("hbm-stream ") + name + " kernel (" +
+                                std::to_string(attributes.numRegs) +
+                                " registers/thread) does not fit on an SM at blockSize " +
+                                std::to_string(config_.block_size));
+    }
+    const gpu::StreamGrid grid = gpu::StreamGridFor(sms, resident, config_.blocks_per_sm);
+    if (index != kInitLaunch) capped_ = capped_ || grid.capped;
+    HbmStreamLaunch& launch = launches_[index];
+    launch.kernel = name;
+    launch.grid = grid.blocks;
+    launch.block = config_.block_size;
+    launch.registers = attributes.numRegs;
+    launch.resident_per_sm = resident;
+    launch.sm_count = sms;
+    return Status::Ok();
+  }
+
+  // Queues `batch` rounds behind a closed gate, opens it, waits, and adds each op's time.
+  Status RunGatedBatch(int batch, HbmStreamTimings* t) {
+    volatile int* gate = gate_.as<int>();
+    gate[0] = 0;
+    gate[1] = 0;
+    GateKernel<<<1, 1, 0, stream_.get()>>>(gate_device_, kGateTimeoutNs);
+    const Status queued = QueueRounds(batch);
+    // Open the gate whatever happened: the stream must drain before we return.
+    __atomic_store_n(const_cast<int*>(&gate[0]), 1, __ATOMIC_RELEASE);
+    RETURN_IF_ERROR(queued);
+    const std::size_t last = static_cast<std::size_t>(batch * kEventsPerRound);
+    PG_CUDA(cudaEventSynchronize(events_[last].get()));
+    if (gate[1] != 0) {
+      return Internal(
+          "hbm-stream: the launch gate timed out before the host had queued " +
+          std::to_string(batch) +
+          " rounds (host thread stalled, or CUDA_LAUNCH_BLOCKING set?); the timings would "
+          "include launch latency");
+    }
+    for (std::size_t i = 0; i < last; ++i) {
+      float ms = 0;
+      PG_CUDA(cudaEventElapsedTime(&ms, events_[i].get(), events_[i + 1].get()));
+      t->seconds[i % kEventsPerRound] += static_cast<double>(ms) / 1e3;
+    }
+    return Status::Ok();
+  }
+
+  // Records events_[0], then per round each op followed by its end event; the start of each op
+  // is the end of the one before it.
+  Status QueueRounds(int batch) {
+    const std::int64_t n = config_.elements;
+    const int block = config_.block_size;
+    cudaStream_t s = stream_.get();
+    auto* a = a_.as<double2>();
+    auto* b = b_.as<double2>();
+    auto* c = c_.as<double2>();
+    PG_CUDA(cudaGetLastError());  // the gate's launch
+    PG_CUDA(cudaEventRecord(events_[0].get(), s));
+    for (int round = 0; round < batch; ++round) {
+      const auto end = [&](int op) {
+        return events_[static_cast<std::size_t>(round * kEventsPerRound + op + 1)].get();
+      };
+      CopyKernel<<<launches_[kCopyLaunch].grid, block, 0, s>>>(a, c, n);
+      PG_CUDA(cudaEventRecord(end(0), s));
+      ScaleKernel<<<launches_[kScaleLaunch].grid, block, 0, s>>>(b, c, gpu::kStreamScalar, n);
+      PG_CUDA(cudaEventRecord(end(1), s));
+      AddKernel<<<launches_[kAddLaunch].grid, block, 0, s>>>(a, b, c, n);
+      PG_CUDA(cudaEventRecord(end(2), s));
+      TriadKernel<<<launches_[kTriadLaunch].grid, block, 0, s>>>(a, b, c, gpu::kStreamScalar, n);
+      PG_CUDA(cudaEventRecord(end(3), s));
+      const int dot_grid = launches_[kDotLaunch].grid;
+      DotKernel<kDotBlock><<<dot_grid, block, 0, s>>>(a, b, partials_.as<double>(), n);
+      SumPartialsKernel<kDotBlock>
+          <<<1, kDotBlock, 0, s>>>(partials_.as<double>(), dot_grid, dot_.as<double>());
+      PG_CUDA(cudaEventRecord(end(4), s));
+    }
+    PG_CUDA(cudaGetLastError());
+    return Status::Ok();
+  }
+
   HbmStreamConfig config_;
-  int grid_ = 0;
+  std::array<HbmStreamLaunch, 6> launches_{};
+  bool capped_ = false;
   DeviceBuffer a_, b_, c_, partials_, dot_;
+  MappedBuffer gate_;
+  int* gate_device_ = nullptr;
   Stream stream_;
-  std::array<Event, 6> events_;
+  std::vector<Event> events_;
 };
 
 }  // namespace

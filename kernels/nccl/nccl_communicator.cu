@@ -168,18 +168,24 @@ class NcclCommunicator final : public Communicator {
       ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
       config.blocking = 0;
       PG_NCCL(ncclGroupStart());
-      for (auto& l : locals_) {
-        PG_CUDA(cudaSetDevice(l.device));
-        ncclResult_t r = ncclCommInitRankConfig(&l.comm, options_.world_size, id, l.rank, &config);
-        if (r != ncclSuccess && r != ncclInProgress) {
-          (void)ncclGroupEnd();
-          return NcclStatus(r, "ncclCommInitRankConfig");
+      const Status started = [&]() -> Status {
+        for (auto& l : locals_) {
+          PG_CUDA(cudaSetDevice(l.device));
+          const ncclResult_t r =
+              ncclCommInitRankConfig(&l.comm, options_.world_size, id, l.rank, &config);
+          if (r != ncclSuccess && r != ncclInProgress) {
+            return NcclStatus(r, "ncclCommInitRankConfig");
+          }
         }
-      }
+        return Status::Ok();
+      }();
       const ncclResult_t end = ncclGroupEnd();
-      if (end != ncclSuccess && end != ncclInProgress) {
+      if (!started.ok() || (end != ncclSuccess && end != ncclInProgress)) {
+        // The communicators created before the failure belong to a world that can never form:
+        // abort them now (a failed init leaves its own handle null), rather than leave them to
+        // a destructor whose finalize would wait for peers that never come.
         AbortAll();
-        return NcclStatus(end, "ncclGroupEnd (init)");
+        return started.ok() ? NcclStatus(end, "ncclGroupEnd (init)") : started;
       }
     }
     std::string ranks;

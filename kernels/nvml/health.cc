@@ -1,19 +1,26 @@
 #include "kernels/nvml/health.h"
 
+#include <initializer_list>
 #include <utility>
+
+#include "kernels/unmeasured.h"
 
 namespace perfgate::kernels::nvml {
 namespace {
 
 // Records a failed reading: NOT_SUPPORTED (and a missing entry point) leave the value empty;
-// anything else is also listed, since "could not read" must not look like "healthy".
+// anything else is also listed, and marks the metrics built on it refused, since "could not
+// read" must not look like "healthy".
 class Reader {
  public:
   Reader(const Nvml& nvml, HealthReadings* out) : nvml_(nvml), out_(out) {}
-  bool Ok(nvmlReturn_t rc, const char* what) {
+  bool Ok(nvmlReturn_t rc, const char* what, std::initializer_list<const char*> metrics) {
     if (rc == kSuccess) return true;
-    if (rc != kErrorNotSupported)
-      out_->read_errors.push_back(std::string(what) + ": " + nvml_.ErrorText(rc));
+    if (rc != kErrorNotSupported) {
+      const std::string text = std::string(what) + ": " + nvml_.ErrorText(rc);
+      out_->read_errors.push_back(text);
+      for (const char* metric : metrics) out_->refused.emplace(metric, text);
+    }
     return false;
   }
 
@@ -23,10 +30,11 @@ class Reader {
 };
 
 std::optional<std::uint64_t> ReadEcc(const NvmlFunctions& f, Reader& r, nvmlDevice_t device,
-                                     int error_type, int counter_type, const char* what) {
+                                     int error_type, int counter_type, const char* what,
+                                     const char* metric) {
   if (f.DeviceGetTotalEccErrors == nullptr) return std::nullopt;
   unsigned long long count = 0;  // NOLINT(google-runtime-int): ABI
-  if (!r.Ok(f.DeviceGetTotalEccErrors(device, error_type, counter_type, &count), what)) {
+  if (!r.Ok(f.DeviceGetTotalEccErrors(device, error_type, counter_type, &count), what, {metric})) {
     return std::nullopt;
   }
   return static_cast<std::uint64_t>(count);
@@ -48,7 +56,7 @@ std::optional<unsigned> CountProcesses(nvmlReturn_t (*query)(nvmlDevice_t, unsig
       infos.resize(count + 16);
       continue;
     }
-    if (!r.Ok(rc, what)) return std::nullopt;
+    if (!r.Ok(rc, what, {"otherProcessCount"})) return std::nullopt;
     unsigned others = 0;
     bool self_seen = false;
     std::vector<unsigned> found;
@@ -67,7 +75,7 @@ std::optional<unsigned> CountProcesses(nvmlReturn_t (*query)(nvmlDevice_t, unsig
     pids->insert(pids->end(), found.begin(), found.end());
     return others;
   }
-  r.Ok(kErrorInsufficientSize, what);
+  r.Ok(kErrorInsufficientSize, what, {"otherProcessCount"});
   return std::nullopt;
 }
 
@@ -79,22 +87,26 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
   Reader r(nvml, &h);
   const NvmlFunctions& f = nvml.fn();
   h.driver_version = nvml.DriverVersion();
+  if (f.DeviceGetCount != nullptr) {
+    unsigned count = 0;
+    if (f.DeviceGetCount(&count) == kSuccess) h.nvml_device_count = count;
+  }
 
   if (f.DeviceGetEccMode != nullptr) {
     nvmlEnableState_t current = 0;
     nvmlEnableState_t pending = 0;
-    if (r.Ok(f.DeviceGetEccMode(device, &current, &pending), "eccMode")) {
+    if (r.Ok(f.DeviceGetEccMode(device, &current, &pending), "eccMode", {})) {
       h.ecc_enabled = current != 0;
     }
   }
-  h.ecc_corrected_volatile =
-      ReadEcc(f, r, device, kMemoryErrorCorrected, kVolatileEcc, "eccCorrectedVolatile");
-  h.ecc_uncorrected_volatile =
-      ReadEcc(f, r, device, kMemoryErrorUncorrected, kVolatileEcc, "eccUncorrectedVolatile");
-  h.ecc_corrected_aggregate =
-      ReadEcc(f, r, device, kMemoryErrorCorrected, kAggregateEcc, "eccCorrectedAggregate");
-  h.ecc_uncorrected_aggregate =
-      ReadEcc(f, r, device, kMemoryErrorUncorrected, kAggregateEcc, "eccUncorrectedAggregate");
+  h.ecc_corrected_volatile = ReadEcc(f, r, device, kMemoryErrorCorrected, kVolatileEcc,
+                                     "eccCorrectedVolatile", "eccCorrectedVolatileCount");
+  h.ecc_uncorrected_volatile = ReadEcc(f, r, device, kMemoryErrorUncorrected, kVolatileEcc,
+                                       "eccUncorrectedVolatile", "eccUncorrectedVolatileCount");
+  h.ecc_corrected_aggregate = ReadEcc(f, r, device, kMemoryErrorCorrected, kAggregateEcc,
+                                      "eccCorrectedAggregate", "eccCorrectedAggregateCount");
+  h.ecc_uncorrected_aggregate = ReadEcc(f, r, device, kMemoryErrorUncorrected, kAggregateEcc,
+                                        "eccUncorrectedAggregate", "eccUncorrectedAggregateCount");
 
   if (f.DeviceGetRemappedRows != nullptr) {
     unsigned correctable = 0;
@@ -102,7 +114,9 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
     unsigned pending = 0;
     unsigned failure = 0;
     if (r.Ok(f.DeviceGetRemappedRows(device, &correctable, &uncorrectable, &pending, &failure),
-             "remappedRows")) {
+             "remappedRows",
+             {"remappedRowsCorrectableCount", "remappedRowsUncorrectableCount", "rowRemapPending",
+              "rowRemapFailure"})) {
       h.remapped_rows_correctable = correctable;
       h.remapped_rows_uncorrectable = uncorrectable;
       h.remap_pending = pending != 0;
@@ -111,26 +125,30 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
   }
   if (f.DeviceGetRetiredPagesPendingStatus != nullptr) {
     nvmlEnableState_t pending = 0;
-    if (r.Ok(f.DeviceGetRetiredPagesPendingStatus(device, &pending), "retiredPagesPending")) {
+    if (r.Ok(f.DeviceGetRetiredPagesPendingStatus(device, &pending), "retiredPagesPending",
+             {"retiredPagesPending"})) {
       h.retired_pages_pending = pending != 0;
     }
   }
   if (f.DeviceGetCurrentClocksEventReasons != nullptr) {
     unsigned long long mask = 0;  // NOLINT(google-runtime-int): ABI
-    if (r.Ok(f.DeviceGetCurrentClocksEventReasons(device, &mask), "clocksEventReasons")) {
+    if (r.Ok(f.DeviceGetCurrentClocksEventReasons(device, &mask), "clocksEventReasons",
+             {"hardwareSlowdown"})) {
       h.clocks_event_reasons = static_cast<std::uint64_t>(mask);
     }
   }
   auto read_uint = [&](nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*), const char* what,
-                       std::optional<unsigned>* slot) {
+                       std::optional<unsigned>* slot, std::initializer_list<const char*> metrics) {
     if (fn == nullptr) return;
     unsigned value = 0;
-    if (r.Ok(fn(device, &value), what)) *slot = value;
+    if (r.Ok(fn(device, &value), what, metrics)) *slot = value;
   };
-  read_uint(f.DeviceGetCurrPcieLinkGeneration, "pcieLinkGeneration", &h.pcie_gen);
-  read_uint(f.DeviceGetCurrPcieLinkWidth, "pcieLinkWidth", &h.pcie_width);
-  read_uint(f.DeviceGetMaxPcieLinkGeneration, "pcieMaxLinkGeneration", &h.pcie_max_gen);
-  read_uint(f.DeviceGetMaxPcieLinkWidth, "pcieMaxLinkWidth", &h.pcie_max_width);
+  read_uint(f.DeviceGetCurrPcieLinkGeneration, "pcieLinkGeneration", &h.pcie_gen, {});
+  read_uint(f.DeviceGetCurrPcieLinkWidth, "pcieLinkWidth", &h.pcie_width,
+            {"pcieLinkWidthDegraded"});
+  read_uint(f.DeviceGetMaxPcieLinkGeneration, "pcieMaxLinkGeneration", &h.pcie_max_gen, {});
+  read_uint(f.DeviceGetMaxPcieLinkWidth, "pcieMaxLinkWidth", &h.pcie_max_width,
+            {"pcieLinkWidthDegraded"});
 
   if (f.DeviceGetNvLinkState != nullptr) {
     unsigned active = 0;
@@ -141,11 +159,12 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
       const nvmlReturn_t rc = f.DeviceGetNvLinkState(device, link, &state);
       // Links past the GPU's count answer INVALID_ARGUMENT or NOT_SUPPORTED: they do not exist.
       if (rc == kErrorInvalidArgument || rc == kErrorNotSupported) continue;
-      if (!r.Ok(rc, "nvlinkState")) continue;
+      if (!r.Ok(rc, "nvlinkState", {"nvlinkInactiveLinkCount"})) continue;
       any = true;
       (state != 0 ? active : inactive)++;
     }
-    if (any) {
+    // One refused link could be the inactive one: no count at all then.
+    if (any && h.refused.count("nvlinkInactiveLinkCount") == 0) {
       h.nvlink_active = active;
       h.nvlink_inactive = inactive;
     }
@@ -158,7 +177,10 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
   const std::optional<unsigned> graphics =
       CountProcesses(f.DeviceGetGraphicsRunningProcesses, r, device, self_pid, false,
                      "graphicsProcesses", &h.other_process_ids, &unused);
-  if (compute || graphics) h.other_processes = compute.value_or(0) + graphics.value_or(0);
+  // One list refused: the other's count alone could hide a process.
+  if ((compute || graphics) && h.refused.count("otherProcessCount") == 0) {
+    h.other_processes = compute.value_or(0) + graphics.value_or(0);
+  }
   return h;
 }
 
@@ -192,8 +214,16 @@ std::vector<std::string> ClocksEventReasonNames(std::uint64_t mask) {
 
 bool IsHardwareSlowdown(std::uint64_t mask) {
   return (mask & (kClocksEventHwSlowdown | kClocksEventHwThermalSlowdown |
-                  kClocksEventHwPowerBrakeSlowdown | kClocksEventSwThermalSlowdown)) != 0;
+                  kClocksEventHwPowerBrakeSlowdown)) != 0;
 }
+
+namespace {
+// Every link down while NVML shows one GPU: nothing for the links to reach, so no verdict on
+// them (SKIPPED with the reason). Some links down, or all down with peers present, is counted.
+bool NvLinkNotApplicable(const HealthReadings& h) {
+  return h.nvlink_active && *h.nvlink_active == 0 && h.nvml_device_count == 1;
+}
+}  // namespace
 
 std::map<std::string, double> HealthMetrics(const HealthReadings& h) {
   std::map<std::string, double> m;
@@ -210,7 +240,9 @@ std::map<std::string, double> HealthMetrics(const HealthReadings& h) {
   put("rowRemapFailure", h.remap_failure);
   put("retiredPagesPending", h.retired_pages_pending);
   put("otherProcessCount", h.other_processes);
-  put("nvlinkInactiveLinkCount", h.nvlink_inactive);
+  if (h.nvlink_inactive && !NvLinkNotApplicable(h)) {
+    m["nvlinkInactiveLinkCount"] = static_cast<double>(*h.nvlink_inactive);
+  }
   if (h.xids) m["xidEventCount"] = static_cast<double>(h.xids->size());
   if (h.clocks_event_reasons) {
     m["hardwareSlowdown"] = IsHardwareSlowdown(*h.clocks_event_reasons) ? 1.0 : 0.0;
@@ -220,8 +252,40 @@ std::map<std::string, double> HealthMetrics(const HealthReadings& h) {
   if (h.pcie_width && h.pcie_max_width) {
     m["pcieLinkWidthDegraded"] = *h.pcie_width < *h.pcie_max_width ? 1.0 : 0.0;
   }
-  m["nvmlReadErrorCount"] = static_cast<double>(h.read_errors.size());
+  // Zero says NVML answered everything. When it refused something, the refused metrics are
+  // ERROR with NVML's text (HealthMetricNotes), and so is this count: a refusal is a sandbox or
+  // permission problem, not a broken GPU, so it must not FAIL a `<= 0` bound either.
+  if (h.read_errors.empty()) m["nvmlReadErrorCount"] = 0;
+  for (const auto& [metric, reason] : h.refused) m.erase(metric);
   return m;
+}
+
+std::map<std::string, std::string> HealthMetricNotes(const HealthReadings& h) {
+  std::map<std::string, std::string> notes;
+  for (const auto& [metric, reason] : h.refused) {
+    notes[NotMeasuredKey(metric)] = "NVML refused the reading: " + reason;
+  }
+  if (!h.read_errors.empty()) {
+    std::string errors;
+    for (const std::string& e : h.read_errors) errors += (errors.empty() ? "" : "; ") + e;
+    notes[NotMeasuredKey("nvmlReadErrorCount")] =
+        std::to_string(h.read_errors.size()) + " reading(s) refused by NVML: " + errors;
+  }
+  if (h.refused.count("nvlinkInactiveLinkCount") == 0) {
+    if (!h.nvlink_inactive) {
+      notes[NotApplicableKey("nvlinkInactiveLinkCount")] =
+          "this GPU has no NVLink links (NVML: not supported)";
+    } else if (NvLinkNotApplicable(h)) {
+      notes[NotApplicableKey("nvlinkInactiveLinkCount")] =
+          "NVML shows one GPU and none of its " + std::to_string(*h.nvlink_inactive) +
+          " NVLink links is active: with no peer GPU or NVSwitch fabric in reach (a one-GPU VM "
+          "or pod) NVLink cannot apply; check it with every GPU of the node visible";
+    }
+  }
+  if (!h.xids && h.refused.count("xidEventCount") == 0) {
+    notes[NotMeasuredKey("xidEventCount")] = "XID events not watched (NVML events unavailable)";
+  }
+  return notes;
 }
 
 std::map<std::string, std::string> HealthDetails(const HealthReadings& h) {

@@ -42,9 +42,16 @@ struct HealthReadings {
   // XIDs during the run, from XidWatch; empty optional when events could not be registered.
   std::optional<std::vector<std::uint64_t>> xids;
   std::string driver_version;
+  // GPUs NVML shows this process (nvmlDeviceGetCount): one in a one-GPU VM or a one-GPU pod,
+  // where no NVLink link has a peer to come up with. 0 when unknown.
+  unsigned nvml_device_count = 0;
   // "eccErrors: NVML_ERROR_NO_PERMISSION (...)" for readings that failed other than with
   // NOT_SUPPORTED: a failure to read is not a healthy reading.
   std::vector<std::string> read_errors;
+  // Metric -> the refusal behind its missing value ("computeProcesses: NVML_ERROR_NO_PERMISSION
+  // (...)"). A metric listed here is never reported, not even partly (one of two process
+  // lists, some of the links): a refused reading must not pass as a zero.
+  std::map<std::string, std::string> refused;
 };
 
 // Reads every health counter of `device`. Never fails as a whole: unsupported readings stay
@@ -58,13 +65,18 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
 
 // The names of the set bits ("HwSlowdown", "SwPowerCap", ...), in bit order.
 std::vector<std::string> ClocksEventReasonNames(std::uint64_t mask);
-// Reasons that mean the hardware protected itself (HW slowdown, thermal, power brake, SW
-// thermal): a healthy GPU under acceptance load must not show them. Idle, power cap and
-// application clocks are normal operation.
+// Reasons that mean the hardware protected itself (HW slowdown, HW thermal, power brake): a
+// healthy GPU under acceptance load must not show them. Idle, power cap, application clocks and
+// SW thermal slowdown (the driver trimming clocks near its temperature target, which a hot but
+// healthy H200 shows under sustained load) are normal operation; they stay in the details.
 bool IsHardwareSlowdown(std::uint64_t mask);
 
 // Metric values (see health.cc for the list): only readings that exist are present.
 std::map<std::string, double> HealthMetrics(const HealthReadings& h);
+// Why a declared metric is absent, as Details() entries the runner reads (kernels/unmeasured.h):
+// "notApplicable.<metric>" (SKIPPED: NVLink on a GPU without links, or with every link down
+// where NVML shows one GPU) and "notMeasured.<metric>" (ERROR: NVML refused the reading).
+std::map<std::string, std::string> HealthMetricNotes(const HealthReadings& h);
 // Report lines: driver, ECC mode, PCIe link, NVLink, throttle reasons, XIDs, other PIDs,
 // "not supported" entries, read errors.
 std::map<std::string, std::string> HealthDetails(const HealthReadings& h);

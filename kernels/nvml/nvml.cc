@@ -230,7 +230,8 @@ XidWatch::XidWatch(XidWatch&& other) noexcept
     : nvml_(std::move(other.nvml_)),
       device_(other.device_),
       set_(std::exchange(other.set_, nullptr)),
-      xids_(std::move(other.xids_)) {}
+      xids_(std::move(other.xids_)),
+      error_(std::move(other.error_)) {}
 
 XidWatch& XidWatch::operator=(XidWatch&& other) noexcept {
   if (this != &other) {
@@ -239,6 +240,7 @@ XidWatch& XidWatch::operator=(XidWatch&& other) noexcept {
     device_ = other.device_;
     set_ = std::exchange(other.set_, nullptr);
     xids_ = std::move(other.xids_);
+    error_ = std::move(other.error_);
   }
   return *this;
 }
@@ -254,7 +256,11 @@ const std::vector<std::uint64_t>& XidWatch::Poll() {
   for (int i = 0; i < 1024; ++i) {
     nvmlEventData_t data{};
     const nvmlReturn_t rc = nvml_->fn().EventSetWait(set_, &data, 0);
-    if (rc != kSuccess) break;  // NVML_ERROR_TIMEOUT: nothing pending
+    if (rc == kErrorTimeout) break;  // nothing pending
+    if (rc != kSuccess) {
+      if (error_.empty()) error_ = "nvmlEventSetWait: " + nvml_->ErrorText(rc);
+      break;
+    }
     if ((data.eventType & kEventTypeXidCriticalError) != 0 &&
         (data.device == device_ || data.device == nullptr)) {
       xids_.push_back(data.eventData);

@@ -193,6 +193,9 @@ class XidWatch {
   // Drains pending events without waiting and returns every XID seen since Start (in order).
   // Blocking for at most a few milliseconds; call from one thread at a time.
   const std::vector<std::uint64_t>& Poll();
+  // "nvmlEventSetWait: NVML_ERROR_..." when a wait failed other than by timing out: the
+  // events since then are unknown, so no XID count may be reported. "" when none.
+  const std::string& error() const { return error_; }
 
  private:
   XidWatch(std::shared_ptr<Nvml> nvml, nvmlDevice_t device, nvmlEventSet_t set)
@@ -201,6 +204,7 @@ class XidWatch {
   nvmlDevice_t device_ = nullptr;
   nvmlEventSet_t set_ = nullptr;
   std::vector<std::uint64_t> xids_;
+  std::string error_;
 };
 
 }  // namespace perfgate::kernels::nvml

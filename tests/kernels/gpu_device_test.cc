@@ -43,6 +43,67 @@ TEST(GpuDevice, HbmStreamMeasuresAndVerifies) {
   for (const auto& op : gpu::kStreamOps) EXPECT_GT(sample->at(std::string(op.metric)), 0);
 }
 
+// Each kernel's grid is what fits on the SMs at once, read from the compiled kernel: at 1024
+// threads an H200 kernel with 36-40 registers/thread fits once per SM, so two blocks per SM
+// (the threads-per-SM guess) would run a second wave.
+TEST(GpuDevice, HbmStreamGridIsOneWaveFromTheKernelsOccupancy) {
+  REQUIRE_GPU();
+  for (int block : {1024, 256}) {
+    cuda::HbmStreamConfig config;
+    config.elements = 1 << 20;
+    config.block_size = block;
+    auto stream = cuda::CreateHbmStream(config);
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    for (const cuda::HbmStreamLaunch& l : (*stream)->Launches()) {
+      SCOPED_TRACE(l.kernel + " at " + std::to_string(block));
+      EXPECT_GE(l.resident_per_sm, 1);
+      EXPECT_GT(l.registers, 0);
+      EXPECT_EQ(l.grid, l.sm_count * l.resident_per_sm);
+      // The register file bounds what fits: blocks x threads x registers <= 64 K per SM.
+      EXPECT_LE(std::int64_t{l.resident_per_sm} * block * l.registers, std::int64_t{65536});
+    }
+    std::printf("  %s\n", (*stream)->LaunchDescription().c_str());
+  }
+}
+
+// Copy and scale move the same bytes and run back to back; before the gate, copy's interval
+// started on an idle GPU and counted the launch (~15% low at 64 MiB). Now the two agree.
+TEST(GpuDevice, HbmStreamCopyTimingExcludesLaunchLatency) {
+  REQUIRE_GPU();
+  cuda::HbmStreamConfig config;
+  config.elements = (std::int64_t{64} << 20) / 8;
+  auto stream = cuda::CreateHbmStream(config);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  ASSERT_TRUE((*stream)->RunRounds(2).ok());  // warm-up
+  auto t = (*stream)->RunRounds(20);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const double copy = t->seconds[0];
+  const double scale = t->seconds[1];
+  std::printf("  64 MiB: copy %.2f us, scale %.2f us per round\n", copy / 20 * 1e6,
+              scale / 20 * 1e6);
+  EXPECT_NEAR(copy / scale, 1.0, 0.05);
+}
+
+// A write ordered on the kernels' stream is seen by the very next kernel.
+TEST(GpuDevice, HbmStreamWriteIsOrderedBeforeTheNextKernel) {
+  REQUIRE_GPU();
+  cuda::HbmStreamConfig config;
+  config.elements = 1 << 20;
+  auto stream = cuda::CreateHbmStream(config);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  // Planted in a before round 1's copy c = a: c carries it to the read-back unless the copy
+  // ran before the write landed.
+  for (int trial = 0; trial < 20; ++trial) {
+    ASSERT_TRUE((*stream)->Reset().ok());
+    ASSERT_TRUE((*stream)->WriteElement('a', 12345, 7.0).ok());
+    ASSERT_TRUE((*stream)->RunRounds(1).ok());
+    std::vector<double> a, b, c;
+    ASSERT_TRUE((*stream)->ReadBack({12345}, &a, &b, &c).ok());
+    // Round 1: copy c = 7, scale b = 2.8, add c = 9.8, triad a = 2.8 + 0.4 * 9.8.
+    EXPECT_DOUBLE_EQ(c[0], 7.0 + 0.4 * 7.0);
+  }
+}
+
 TEST(GpuDevice, HbmStreamCatchesAPlantedWrongValue) {
   REQUIRE_GPU();
   cuda::HbmStreamConfig config;
@@ -91,6 +152,51 @@ TEST(GpuDevice, GemmRepeatsBitForBitAndSeesAChangedReference) {
   auto same = (*runner)->CountDifferences(gpu::BurnRelativeTolerance(*gpu::FindGemmDtype("bf16")));
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(*same, 0);
+}
+
+// The comparison of all buffers runs queued behind the matmuls with no host wait: on an H200
+// bf16 8192^3 it is a few percent of the GPU time (it was 5-8% with a kernel per buffer and a
+// host round trip per pass).
+TEST(GpuDevice, BurnPassesKeepTheGpuOnMatmuls) {
+  REQUIRE_GPU();
+  cuda::GemmConfig config;
+  config.output_buffers = 8;
+  config.deterministic = true;
+  auto runner = cuda::CreateGemmRunner(config);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  ASSERT_TRUE((*runner)->Time(1).ok());
+  ASSERT_TRUE((*runner)->Snapshot().ok());
+  const double tolerance = gpu::BurnRelativeTolerance(*gpu::FindGemmDtype("bf16"));
+  auto passes = (*runner)->RunCheckedPasses(4, tolerance);
+  ASSERT_TRUE(passes.ok()) << passes.status().ToString();
+  EXPECT_EQ(passes->wrong, 0);
+  EXPECT_EQ(passes->matmuls, 32);
+  std::printf("  matmuls %.2f ms of %.2f ms GPU time\n", passes->matmul_seconds * 1e3,
+              passes->total_seconds * 1e3);
+  EXPECT_GE(passes->matmul_seconds / passes->total_seconds, 0.95);
+}
+
+// Every element of every buffer is compared, the ones past the last 16-byte vector included:
+// with a negative tolerance each one counts.
+TEST(GpuDevice, BurnComparisonSeesEveryElementOfEveryBuffer) {
+  REQUIRE_GPU();
+  cuda::GemmConfig config;
+  config.dtype = gpu::GemmDtype::kFp64;  // any leading dimension; 2 per vector, 1 past the last
+  config.m = 257;
+  config.n = 259;
+  config.k = 256;
+  config.output_buffers = 3;
+  config.deterministic = true;
+  auto runner = cuda::CreateGemmRunner(config);
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  ASSERT_TRUE((*runner)->Time(1).ok());
+  ASSERT_TRUE((*runner)->Snapshot().ok());
+  auto passes = (*runner)->RunCheckedPasses(2, -1.0);
+  ASSERT_TRUE(passes.ok()) << passes.status().ToString();
+  EXPECT_EQ(passes->wrong, 2 * 3 * 257 * 259);
+  auto counted = (*runner)->CountDifferences(-1.0);
+  ASSERT_TRUE(counted.ok());
+  EXPECT_EQ(*counted, 3 * 257 * 259);
 }
 
 TEST(GpuDevice, BurnWindowRunsClean) {

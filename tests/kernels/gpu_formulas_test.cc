@@ -90,6 +90,27 @@ TEST(CheckAllNear, NanAndInfAreAlwaysWrong) {
   EXPECT_EQ(CheckAllNear(values, {0, 1}, 1.0, 1e300, "a").wrong, 2);
 }
 
+// H200: 132 SMs; at 1024 threads and 36-40 registers/thread one block fits per SM (a 2048-thread
+// SM has 64 K registers), so the grid is 132 blocks, not the 264 that threads per SM suggest.
+TEST(StreamGrid, OneWaveFromWhatFitsNotFromThreadsPerSm) {
+  const StreamGrid g = StreamGridFor(132, 1, 0);
+  EXPECT_EQ(g.blocks, 132);
+  EXPECT_EQ(g.per_sm, 1);
+  EXPECT_FALSE(g.capped);
+  // 256 threads at 40 registers: 65536 / (256 * 40) = 6 blocks fit, not 2048 / 256 = 8.
+  EXPECT_EQ(StreamGridFor(132, 6, 0).blocks, 792);
+}
+
+TEST(StreamGrid, ARequestAboveWhatFitsIsCappedToOneWave) {
+  const StreamGrid over = StreamGridFor(132, 1, 2);
+  EXPECT_EQ(over.blocks, 132);
+  EXPECT_TRUE(over.capped);
+  const StreamGrid under = StreamGridFor(132, 6, 2);
+  EXPECT_EQ(under.blocks, 264);
+  EXPECT_FALSE(under.capped);
+  EXPECT_EQ(StreamGridFor(132, 0, 0).blocks, 132);  // never an empty grid
+}
+
 TEST(SampleIndices, SpreadOverTheWholeArrayWithBothEnds) {
   const auto idx = SampleIndices(1000000, 5);
   ASSERT_EQ(idx.size(), 5u);
@@ -154,6 +175,16 @@ TEST(GemmTolerance, CatchesPlantedWrongOutputs) {
 
 TEST(GemmTolerance, SizeMismatchIsAFailure) {
   EXPECT_GT(CheckGemmSample(*FindGemmDtype("bf16"), 64, {1.0}, {}).wrong, 0);
+}
+
+// bf16 8192^3 on an H200: 8 matmuls and a comparison take about 10 ms; a quarter second of
+// them per host wait leaves the GPU one idle gap per 25 passes instead of one per pass.
+TEST(BurnPassesPerCall, FillsTheCallButNotPastTheWindow) {
+  EXPECT_EQ(BurnPassesPerCall(0.010, 9.0, 0.25), 25);
+  EXPECT_EQ(BurnPassesPerCall(0.010, 0.05, 0.25), 5);  // the window ends first
+  EXPECT_EQ(BurnPassesPerCall(0.5, 9.0, 0.25), 1);     // a pass longer than a call
+  EXPECT_EQ(BurnPassesPerCall(1e-6, 9.0, 0.25), 256);  // capped
+  EXPECT_EQ(BurnPassesPerCall(0, 9.0, 0.25), 1);       // nothing measured yet
 }
 
 TEST(BurnTolerance, IsAFewOutputUlps) {

@@ -30,7 +30,9 @@ struct FakeGpu {
   unsigned pcie[4] = {5, 16, 5, 16};  // gen, width, max gen, max width
   int nvlinks = 18;
   int nvlinks_down = 0;
+  int nvlink_refused = -1;  // this link answers NO_PERMISSION
   std::vector<unsigned> pids;
+  nvmlReturn_t compute_rc = kSuccess;
   nvmlReturn_t mig_rc = kSuccess;
   unsigned mig = 0;
 };
@@ -39,6 +41,7 @@ struct FakeNvml {
   nvmlReturn_t init_rc = kSuccess;
   std::vector<FakeGpu> gpus = {FakeGpu{}};
   std::vector<nvmlEventData_t> events;
+  nvmlReturn_t wait_rc = kErrorTimeout;  // what an event wait answers with nothing pending
   int shutdowns = 0;
   int event_sets_freed = 0;
 } g;
@@ -124,17 +127,23 @@ NvmlFunctions FakeTable() {
   };
   f.DeviceGetNvLinkState = [](nvmlDevice_t d, unsigned link, nvmlEnableState_t* s) {
     if (static_cast<int>(link) >= Gpu(d).nvlinks) return kErrorInvalidArgument;
+    if (static_cast<int>(link) == Gpu(d).nvlink_refused) return kErrorNoPermission;
     *s = static_cast<int>(link) < Gpu(d).nvlinks_down ? 0 : 1;
     return kSuccess;
   };
   f.DeviceGetComputeRunningProcesses = [](nvmlDevice_t d, unsigned* n, nvmlProcessInfo_t* out) {
     const auto& pids = Gpu(d).pids;
+    if (Gpu(d).compute_rc != kSuccess) return Gpu(d).compute_rc;
     if (*n < pids.size()) {
       *n = static_cast<unsigned>(pids.size());
       return kErrorInsufficientSize;
     }
     for (std::size_t i = 0; i < pids.size(); ++i) out[i] = {pids[i], 1 << 20, 0, 0};
     *n = static_cast<unsigned>(pids.size());
+    return kSuccess;
+  };
+  f.DeviceGetGraphicsRunningProcesses = [](nvmlDevice_t, unsigned* n, nvmlProcessInfo_t*) {
+    *n = 0;
     return kSuccess;
   };
   f.DeviceGetPowerManagementLimit = [](nvmlDevice_t, unsigned* mw) {
@@ -174,7 +183,7 @@ NvmlFunctions FakeTable() {
     return kSuccess;
   };
   f.EventSetWait = [](nvmlEventSet_t, nvmlEventData_t* data, unsigned) {
-    if (g.events.empty()) return kErrorTimeout;
+    if (g.events.empty()) return g.wait_rc;
     *data = g.events.front();
     g.events.erase(g.events.begin());
     return kSuccess;
@@ -273,15 +282,49 @@ TEST_F(NvmlFake, ReportsEccRemapsAndDownLinks) {
   EXPECT_EQ(m.at("pcieLinkWidthDegraded"), 1);
 }
 
+// A sandbox refuses the ECC counters: no value that a `max <= 0` bound would pass, and no count
+// of refusals that it would FAIL; the notes carry NVML's words for an ERROR per threshold.
 TEST_F(NvmlFake, RefusedReadingIsAnErrorNotAHealthyZero) {
   g.gpus[0].ecc_rc = kErrorNoPermission;
   auto nvml = Load();
   const HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
   const auto m = HealthMetrics(h);
   EXPECT_EQ(m.count("eccUncorrectedVolatileCount"), 0u);
-  EXPECT_EQ(m.at("nvmlReadErrorCount"), 4);  // four ECC counters
+  EXPECT_EQ(m.count("nvmlReadErrorCount"), 0u);
+  EXPECT_EQ(m.at("rowRemapFailure"), 0);  // what NVML did answer is still measured
   EXPECT_NE(HealthDetails(h).at("nvmlReadErrors").find("NVML_ERROR_NO_PERMISSION"),
             std::string::npos);
+  const auto notes = HealthMetricNotes(h);
+  EXPECT_NE(notes.at("notMeasured.eccUncorrectedVolatileCount").find("NVML_ERROR_NO_PERMISSION"),
+            std::string::npos);
+  EXPECT_NE(notes.at("notMeasured.nvmlReadErrorCount").find("4 reading(s)"), std::string::npos);
+  EXPECT_EQ(notes.count("notMeasured.rowRemapFailure"), 0u);
+}
+
+TEST_F(NvmlFake, NothingRefusedMeansNoNotesButNvlinkAndXid) {
+  auto nvml = Load();
+  const auto notes = HealthMetricNotes(ReadHealth(*nvml, Handle(0), 1, false));
+  // No XID watch attached here: said, never a reassuring 0.
+  EXPECT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes.count("notMeasured.xidEventCount"), 1u);
+}
+
+// One list of two refused: the other's empty list must not pass as "no other process".
+TEST_F(NvmlFake, RefusedProcessListIsNotZeroProcesses) {
+  g.gpus[0].compute_rc = kErrorNoPermission;
+  auto nvml = Load();
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
+  EXPECT_EQ(HealthMetrics(h).count("otherProcessCount"), 0u);
+  EXPECT_EQ(HealthMetricNotes(h).count("notMeasured.otherProcessCount"), 1u);
+}
+
+// One refused link could be the down one: no count from the others.
+TEST_F(NvmlFake, RefusedLinkIsNotCountedAsActive) {
+  g.gpus[0].nvlink_refused = 5;
+  auto nvml = Load();
+  const HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
+  EXPECT_EQ(HealthMetrics(h).count("nvlinkInactiveLinkCount"), 0u);
+  EXPECT_EQ(HealthMetricNotes(h).count("notMeasured.nvlinkInactiveLinkCount"), 1u);
 }
 
 TEST_F(NvmlFake, PcieGpuWithoutNvlinkSaysNotSupported) {
@@ -290,6 +333,25 @@ TEST_F(NvmlFake, PcieGpuWithoutNvlinkSaysNotSupported) {
   const HealthReadings h = ReadHealth(*nvml, Handle(0), 1, false);
   EXPECT_EQ(HealthMetrics(h).count("nvlinkInactiveLinkCount"), 0u);
   EXPECT_EQ(HealthDetails(h).at("nvlink"), "not supported");
+  EXPECT_NE(HealthMetricNotes(h).at("notApplicable.nvlinkInactiveLinkCount").find("no NVLink"),
+            std::string::npos);
+}
+
+// A one-GPU VM of an SXM H200: 18 links, none up, nothing to reach. Not a FAIL: SKIPPED with
+// the reason. With a second GPU in view the same links are a real fault and are counted.
+TEST_F(NvmlFake, OneGpuVmWithEveryLinkDownSkipsNvlink) {
+  g.gpus[0].nvlinks_down = 18;
+  auto nvml = Load();
+  const HealthReadings one = ReadHealth(*nvml, Handle(0), 1, false);
+  EXPECT_EQ(one.nvml_device_count, 1u);
+  EXPECT_EQ(HealthMetrics(one).count("nvlinkInactiveLinkCount"), 0u);
+  EXPECT_NE(HealthMetricNotes(one).at("notApplicable.nvlinkInactiveLinkCount").find("one GPU"),
+            std::string::npos);
+
+  g.gpus.resize(2);
+  const HealthReadings two = ReadHealth(*nvml, Handle(0), 1, false);
+  EXPECT_EQ(HealthMetrics(two).at("nvlinkInactiveLinkCount"), 18);
+  EXPECT_EQ(HealthMetricNotes(two).count("notApplicable.nvlinkInactiveLinkCount"), 0u);
 }
 
 TEST_F(NvmlFake, CountsOtherProcessesButNotOurselves) {
@@ -330,7 +392,9 @@ TEST(ClocksEventReasons, NamesBitsAndSeparatesHardwareSlowdown) {
   EXPECT_FALSE(IsHardwareSlowdown(kClocksEventSwPowerCap | kClocksEventGpuIdle));
   EXPECT_TRUE(IsHardwareSlowdown(kClocksEventHwSlowdown));
   EXPECT_TRUE(IsHardwareSlowdown(kClocksEventHwPowerBrakeSlowdown));
-  EXPECT_TRUE(IsHardwareSlowdown(kClocksEventSwThermalSlowdown));
+  // The driver trimming clocks near its temperature target: a hot but healthy H200 shows it.
+  EXPECT_FALSE(IsHardwareSlowdown(kClocksEventSwThermalSlowdown));
+  EXPECT_TRUE(IsHardwareSlowdown(kClocksEventHwThermalSlowdown));
 }
 
 TEST_F(NvmlFake, HardwareSlowdownMetric) {
@@ -357,6 +421,18 @@ TEST_F(NvmlFake, XidWatchCollectsThisDevicesXidsOnly) {
     EXPECT_EQ(HealthDetails(h).at("xidEvents"), "79, 94");
   }
   EXPECT_EQ(g.event_sets_freed, 1);
+}
+
+// A failed wait (not a timeout) loses the events from then on: said, so no count is reported.
+TEST_F(NvmlFake, XidWatchSaysWhenAWaitFails) {
+  auto nvml = Load();
+  auto watch = XidWatch::Start(nvml, Handle(0));
+  ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+  EXPECT_TRUE(watch->Poll().empty());
+  EXPECT_EQ(watch->error(), "");
+  g.wait_rc = kErrorNoPermission;
+  watch->Poll();
+  EXPECT_NE(watch->error().find("NVML_ERROR_NO_PERMISSION"), std::string::npos);
 }
 
 TEST_F(NvmlFake, TelemetryConvertsUnits) {

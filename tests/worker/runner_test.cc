@@ -19,8 +19,10 @@ using v1alpha1::Report;
 class FakeTest : public kernels::Test {
  public:
   FakeTest(kernels::Scope scope, std::function<Result<kernels::Sample>(int device, int i)> sample,
-           Status prepare_error = Status::Ok())
-      : sample_(std::move(sample)), prepare_error_(std::move(prepare_error)) {
+           Status prepare_error = Status::Ok(), std::map<std::string, std::string> details = {})
+      : sample_(std::move(sample)),
+        prepare_error_(std::move(prepare_error)),
+        details_(std::move(details)) {
     info_.type = "fake";
     info_.scope = scope;
     info_.metrics = {{"bandwidthGBps", "GB/s", true, ""}};
@@ -37,6 +39,7 @@ class FakeTest : public kernels::Test {
       int device;
       int i = 0;
       Result<kernels::Sample> RunSample() override { return test->sample_(device, i++); }
+      std::map<std::string, std::string> Details() const override { return test->details_; }
     };
     auto run = std::make_unique<Run>();
     run->test = this;
@@ -48,6 +51,7 @@ class FakeTest : public kernels::Test {
   kernels::TestInfo info_;
   std::function<Result<kernels::Sample>(int, int)> sample_;
   Status prepare_error_;
+  std::map<std::string, std::string> details_;
 };
 
 // Deterministic noise around `mean` (a fixed zig-zag of +-cv).
@@ -244,6 +248,46 @@ TEST(Runner, PrepareErrorsMapToVerdicts) {
   r = RunOne(Planned(broken, 50, /*optional=*/true), Options(0));
   EXPECT_EQ(r.tests(0).verdict(), v1alpha1::ERROR);  // optional skips only "cannot run here"
   EXPECT_THAT(r.tests(0).reason(), HasSubstr("CUBLAS_STATUS_NOT_SUPPORTED"));
+}
+
+// Health on a one-GPU VM in a sandbox: NVLink cannot apply (SKIPPED, the others decide the
+// test), a refused reading is ERROR with NVML's words, never a FAIL and never a PASS.
+PlannedTest WithMaxZero(PlannedTest t, const std::string& metric) {
+  v1alpha1::Threshold spec;
+  spec.set_metric(metric);
+  spec.set_statistic("max");
+  spec.set_op("<=");
+  spec.set_value(0);
+  t.threshold_specs.push_back(spec);
+  t.thresholds.push_back({metric, verdict::Statistic::kMax, verdict::Op::kLe, 0});
+  return t;
+}
+
+TEST(Runner, MetricThatCannotApplyIsSkippedAndTheOthersDecide) {
+  FakeTest test(kernels::Scope::kHost, Around(100), Status::Ok(),
+                {{"notApplicable.nvlinkInactiveLinkCount", "NVML shows one GPU"}});
+  Report r = RunOne(WithMaxZero(Planned(test, 50), "nvlinkInactiveLinkCount"), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::PASS) << r.tests(0).reason();
+  ASSERT_EQ(r.tests(0).thresholds_size(), 2);
+  EXPECT_EQ(r.tests(0).thresholds(1).verdict(), v1alpha1::SKIPPED);
+  EXPECT_THAT(r.tests(0).thresholds(1).reason(),
+              HasSubstr("nvlinkInactiveLinkCount does not apply here: NVML shows one GPU"));
+
+  // Nothing else to decide: the test is SKIPPED, never PASS.
+  PlannedTest only = Planned(test, 0);
+  Report alone = RunOne(WithMaxZero(std::move(only), "nvlinkInactiveLinkCount"), Options(0));
+  EXPECT_EQ(alone.tests(0).verdict(), v1alpha1::SKIPPED);
+  EXPECT_THAT(alone.tests(0).reason(), HasSubstr("NVML shows one GPU"));
+}
+
+TEST(Runner, RefusedReadingIsErrorWithItsReasonNotFailNotPass) {
+  FakeTest test(kernels::Scope::kHost, Around(100), Status::Ok(),
+                {{"notMeasured.eccUncorrectedVolatileCount",
+                  "NVML refused the reading: NVML_ERROR_NO_PERMISSION"}});
+  Report r = RunOne(WithMaxZero(Planned(test, 50), "eccUncorrectedVolatileCount"), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::ERROR);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("eccUncorrectedVolatileCount could not be measured"));
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("NVML_ERROR_NO_PERMISSION"));
 }
 
 TEST(Runner, FixedMethodTakesExactlyMaxRepeats) {
