@@ -276,9 +276,14 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       Verdict t = TRule(sorted, th.op, th.bound, log, t_part, k, &t_iv);
       // The t rule reads the mean of the (log) figures. It stands in for the median only
       // where the two agree: no far outliers, and the sample median on the same side.
+      // Far outliers void the reading unless every sample lies on the verdict's side of the
+      // bound: then the median is there too, whatever the tails do.
       const bool median_side_met = Holds(out.observed, th.op, th.bound);
-      if (!at_look || out.outliers > 0 || (t == Verdict::kPass && !median_side_met) ||
-          (t == Verdict::kFail && median_side_met)) {
+      const int against = CountAgainst(sorted, th.op, th.bound);
+      const bool all_on_its_side =
+          (t == Verdict::kPass && against == 0) || (t == Verdict::kFail && against == n);
+      if (!at_look || (out.outliers > 0 && !all_on_its_side) ||
+          (t == Verdict::kPass && !median_side_met) || (t == Verdict::kFail && median_side_met)) {
         t = Verdict::kInconclusive;
       }
       const Verdict sign = SignVerdict(sorted, 0.5, th.op, th.bound, sign_part);

@@ -208,6 +208,18 @@ TEST(Sequential, OutliersAreCountedReportedAndLeaveTheVerdictToTheSignRule) {
   EXPECT_THAT(a.outcomes[0].reason, HasSubstr("3 outliers beyond 3 IQR, kept"));
 }
 
+TEST(Sequential, OutliersFarFromTheBoundStillLetTheTRuleDecide) {
+  // A loaded host: a slow sample among eight, every one of them far below an impossible bound.
+  // The sign rule alone could not FAIL within 8 samples at this budget; the t rule may, since
+  // no sample is on the other side.
+  const std::vector<double> x = {20.1, 20.3, 19.8, 20.0, 8.5, 20.2, 19.9, 20.4};
+  const Assessment a = Assess({Median(1e9)}, {{"triadBandwidthGBps", x}}, Plan(5, 8),
+                              SplitBudget(0.99, 1), kUnits, true);
+  EXPECT_GT(a.outcomes[0].outliers, 0);
+  EXPECT_EQ(a.outcomes[0].verdict, Verdict::kFail) << a.outcomes[0].reason;
+  EXPECT_STREQ(a.outcomes[0].rule, kRuleT);
+}
+
 TEST(Sequential, LatencyStyleUpperBoundsMirror) {
   std::mt19937_64 rng(5);
   std::lognormal_distribution<double> latency(std::log(10.0), 0.1);
