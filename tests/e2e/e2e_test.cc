@@ -359,6 +359,25 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
   EXPECT_TRUE(Pods("badtype").empty());
 }
 
+// A threshold its sampling can never decide (p05 needs ~70 samples to PASS, the cap is 10) is
+// InvalidSpec before any pod runs, with the samples it would need, as a local run exits 2.
+TEST_F(E2E, UndecidableThresholdIsInvalidSpecBeforeAnyPod) {
+  std::string spec = SyntheticSpec("undecidable", "");
+  spec.replace(spec.find("statistic: median"), 17, "statistic: p05");
+  Apply(spec);
+  ASSERT_TRUE(WaitComplete("undecidable", 30));
+  Json v = Validation("undecidable");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
+  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
+  const std::string msg = Condition(v, "Ready").value("message", "");
+  EXPECT_NE(msg.find("spec.tests[0].thresholds[0]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("p05 bandwidthGBps >= 90"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("can never PASS within maxRepeats 10"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("it needs at least"), std::string::npos) << msg;
+  EXPECT_TRUE(Pods("undecidable").empty());
+}
+
 // 6. A later passing validation removes the taint the failing one set, and no other.
 TEST_F(E2E, LaterPassRemovesOnlyPerfgateTaint) {
   Json n1 = Node("node-1");
