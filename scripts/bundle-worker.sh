@@ -7,6 +7,7 @@
 #                                                    own are older than the build's needs (they
 #                                                    need glibc 2.36, so they are not in lib/)
 #   .bundle/share/perfgate/profiles/*.yaml           built-in profiles (the worker's default dir)
+#   .bundle/share/perfgate/examples/h200-node.yaml   the example gpu-check.sh runs
 #   .bundle/scripts/gpu-check.sh                     runs from anywhere: finds the bundle it sits in
 # cuBLASLt (541 MB) is NOT bundled: it is linked dynamically and found on the GPU machine in
 # PyTorch's nvidia/*/lib folders (scripts/gpu-check.sh sets LD_LIBRARY_PATH).
@@ -23,11 +24,13 @@ cmake --preset gpu-bundle >/dev/null
 cmake --build --preset gpu-bundle -j "$JOBS" --target perfgate-worker gpu_device_test nccl_gpu_test
 
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/lib-compat" "$OUT/share/perfgate/profiles" "$OUT/scripts"
+mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/lib-compat" "$OUT/share/perfgate/profiles" \
+  "$OUT/share/perfgate/examples" "$OUT/scripts"
 cp "$BUILD/worker/perfgate-worker" "$BUILD/tests/kernels/gpu_device_test" \
   "$BUILD/tests/nccl/nccl_gpu_test" "$OUT/bin/"
 strip --strip-unneeded "$OUT/bin/"*
 cp profiles/*.yaml "$OUT/share/perfgate/profiles/"
+cp examples/h200-node.yaml "$OUT/share/perfgate/examples/"
 cp scripts/gpu-check.sh "$OUT/scripts/"
 
 # Bundle every shared library the binaries need except the C runtime (glibc: the GPU machine's

@@ -19,13 +19,15 @@ fail() {
 # A bundle laid out as scripts/bundle-worker.sh lays it out, with stand-in binaries.
 make_bundle() {
   local b=$1
-  mkdir -p "$b/bin" "$b/scripts"
+  mkdir -p "$b/bin" "$b/scripts" "$b/share/perfgate/examples"
   cp "$REPO_ROOT/scripts/gpu-check.sh" "$b/scripts/"
+  cp "$REPO_ROOT/examples/h200-node.yaml" "$b/share/perfgate/examples/"
   cat >"$b/bin/perfgate-worker" <<'WORKER'
 #!/usr/bin/env bash
 # Stand-in: `run SPEC [--only T]... --report-json PATH`; hangs on the test named in HANG_TEST.
 if [ "${1:-}" = "--version" ]; then echo "perfgate-worker stand-in"; exit 0; fi
 report="" only=()
+case "${2:-}" in *h200-node.yaml) [ -n "${SPEC_COPY:-}" ] && cp "$2" "$SPEC_COPY" ;; esac
 while [ $# -gt 0 ]; do
   case "$1" in
     --report-json) report=$2; shift ;;
@@ -37,7 +39,7 @@ for t in "${only[@]}"; do
   if [ "$t" = "${HANG_TEST:-}" ]; then sleep 600; fi
 done
 name=${only[0]:-nccl-all-reduce}
-echo "{\"tests\": [{\"name\": \"$name\", \"verdict\": \"PASS\", \"metrics\": [{\"name\": \"copyBandwidthGBps\", \"summary\": {\"median\": 4000}}]}]}" >"$report"
+echo "{\"tests\": [{\"name\": \"$name\", \"verdict\": \"PASS\", \"samples\": 4, \"stopReason\": \"decided\", \"metrics\": [{\"name\": \"copyBandwidthGBps\", \"summary\": {\"median\": 4000}}]}]}" >"$report"
 echo "$name: PASS"
 WORKER
   printf '#!/usr/bin/env bash\necho "[  PASSED  ] 1 test."\n' >"$b/bin/gpu_device_test"
@@ -72,7 +74,8 @@ case "$CASE" in
   a-hung-step-loses-only-itself)
     make_bundle "$WORK_DIR/.bundle"
     start=$(date +%s)
-    (cd "$WORK_DIR" && HANG_TEST=p2p PATH="$PATH" bash .bundle/scripts/gpu-check.sh results) \
+    (cd "$WORK_DIR" && HANG_TEST=p2p SPEC_COPY="$WORK_DIR/spec.yaml" PATH="$PATH" \
+      bash .bundle/scripts/gpu-check.sh results) \
       >"$WORK_DIR/run.log" 2>&1 || true
     took=$(($(date +%s) - start))
     cat "$WORK_DIR/run.log"
@@ -87,6 +90,12 @@ case "$CASE" in
     done
     [ "$(grep -c $'\tok$' "$r/steps.tsv")" -ge 9 ] || fail "other steps did not end ok"
     [ "$took" -le 270 ] || fail "the run took $took s"
+    # The worker ran the H200 example as shipped, less gpusPerNode (the machine's own GPUs).
+    grep -q '^  profile: h200-sxm-141gb' "$WORK_DIR/spec.yaml" || fail "not the H200 example"
+    ! grep -q 'gpusPerNode' "$WORK_DIR/spec.yaml" || fail "gpusPerNode left in the spec"
+    # The summary shows how many samples each test took and why it stopped.
+    grep -q 'hbm-stream \[\]: 4 samples (decided), PASS' "$r/summary.txt" ||
+      fail "no per-test sample count in the summary"
     ;;
   *) fail "unknown case $CASE" ;;
 esac
