@@ -30,13 +30,14 @@ struct Threshold {
 };
 
 struct Sampling {
-  // Defaults from the simulation in docs/benchmarks.md: a 32-check node at CV 8% needs up
-  // to ~110 samples to decide; fewer than 13 can never decide 32 checks at 0.99.
+  // Defaults for a spec that gives none (the profiles set their own): a healthy figure 10%
+  // clear of its bound decides at the first looks (3-6 samples); the cap leaves room for a
+  // figure near its bound. docs/methodology.md.
   int warmup = 3;
-  int min_repeats = 10;
-  int max_repeats = 150;
+  int min_repeats = 3;
+  int max_repeats = 100;
   double max_seconds = 60;
-  // Confidence for the whole node (see SplitConfidence), e.g. 0.95.
+  // Confidence for the whole node (see SplitBudget), e.g. 0.95.
   double confidence = 0.99;
   // Fixed: always take max_repeats samples, then decide once.
   bool fixed = false;
