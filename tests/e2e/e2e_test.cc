@@ -120,6 +120,20 @@ class E2E : public ::testing::Test {
     EXPECT_EQ(r.exitCode, 0) << r.err;
     return Json::parse(r.out, nullptr, false);
   }
+  // Applies `yaml` (the PerfValidation `name`), waits for it to complete, and checks what every
+  // refused spec shows: Passed=False, Ready and Stalled with reason InvalidSpec, status.verdict
+  // InvalidSpec, no worker pod. Returns the Ready message for the test's own checks.
+  std::string ApplyExpectingInvalidSpec(const std::string& name, const std::string& yaml) {
+    Apply(yaml);
+    EXPECT_TRUE(WaitComplete(name, 30));
+    const Json v = Validation(name);
+    EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+    EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
+    EXPECT_EQ(Condition(v, "Stalled").value("reason", ""), "InvalidSpec");
+    EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
+    EXPECT_TRUE(Pods(name).empty());
+    return Condition(v, "Ready").value("message", "");
+  }
   static Json Condition(const Json& v, const std::string& type) {
     for (const auto& c : v["status"].value("conditions", Json::array())) {
       if (c.value("type", "") == type) return c;
@@ -346,17 +360,8 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
 
   std::string bad_type = SyntheticSpec("badtype", "");
   bad_type.replace(bad_type.find("type: synthetic"), 15, "type: no-such-test");
-  Apply(bad_type);
-  ASSERT_TRUE(WaitComplete("badtype", 30));
-  Json v = Validation("badtype");
-  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
-  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
-  EXPECT_EQ(Condition(v, "Stalled").value("reason", ""), "InvalidSpec");
-  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
-  EXPECT_NE(Condition(v, "Ready").value("message", "").find("spec.tests[0].type"),
-            std::string::npos)
-      << Condition(v, "Ready").dump();
-  EXPECT_TRUE(Pods("badtype").empty());
+  const std::string msg = ApplyExpectingInvalidSpec("badtype", bad_type);
+  EXPECT_NE(msg.find("spec.tests[0].type"), std::string::npos) << msg;
 }
 
 // A threshold its sampling can never decide (p05 needs ~70 samples to PASS, the cap is 10) is
@@ -364,18 +369,11 @@ TEST_F(E2E, InvalidSpecIsRefusedOrCompletesInvalid) {
 TEST_F(E2E, UndecidableThresholdIsInvalidSpecBeforeAnyPod) {
   std::string spec = SyntheticSpec("undecidable", "");
   spec.replace(spec.find("statistic: median"), 17, "statistic: p05");
-  Apply(spec);
-  ASSERT_TRUE(WaitComplete("undecidable", 30));
-  Json v = Validation("undecidable");
-  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
-  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
-  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
-  const std::string msg = Condition(v, "Ready").value("message", "");
+  const std::string msg = ApplyExpectingInvalidSpec("undecidable", spec);
   EXPECT_NE(msg.find("spec.tests[0].thresholds[0]"), std::string::npos) << msg;
   EXPECT_NE(msg.find("p05 bandwidthGBps >= 90"), std::string::npos) << msg;
   EXPECT_NE(msg.find("can never PASS within maxRepeats 10"), std::string::npos) << msg;
   EXPECT_NE(msg.find("it needs at least"), std::string::npos) << msg;
-  EXPECT_TRUE(Pods("undecidable").empty());
 }
 
 // 6. A later passing validation removes the taint the failing one set, and no other.
@@ -534,29 +532,18 @@ TEST_F(E2E, ProfileFromClusterIsResolvedIntoThePlan) {
 TEST_F(E2E, BoundThatCannotBindIsInvalidSpec) {
   std::string spec = SyntheticSpec("nobound", "");
   spec.replace(spec.find("value: 90"), 9, "value: 0");
-  Apply(spec);
-  ASSERT_TRUE(WaitComplete("nobound", 30));
-  Json v = Validation("nobound");
-  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
-  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
-  const std::string msg = Condition(v, "Ready").value("message", "");
+  const std::string msg = ApplyExpectingInvalidSpec("nobound", spec);
   EXPECT_NE(msg.find("spec.tests[0].thresholds[0].value: a \">=\" bound of 0 on bandwidthGBps"),
             std::string::npos)
       << msg;
-  EXPECT_TRUE(Pods("nobound").empty());
   EXPECT_EQ(VerdictLabel(Node("node-0")), "");
 }
 
 // gpusPerNode that no selected node has is the spec's mistake: InvalidSpec naming the nodes
 // and what they have, no worker pod, no node labelled.
 TEST_F(E2E, ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes) {
-  Apply(SyntheticSpec("toomany", "", "    onFailure: taint\n", "  gpusPerNode: 16\n"));
-  ASSERT_TRUE(WaitComplete("toomany", 30));
-  Json v = Validation("toomany");
-  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
-  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
-  EXPECT_EQ(v["status"].value("verdict", ""), "InvalidSpec");
-  const std::string msg = Condition(v, "Ready").value("message", "");
+  const std::string msg = ApplyExpectingInvalidSpec(
+      "toomany", SyntheticSpec("toomany", "", "    onFailure: taint\n", "  gpusPerNode: 16\n"));
   EXPECT_NE(msg.find("spec.gpusPerNode: 16 GPUs per node, and no selected node has that many"),
             std::string::npos)
       << msg;
@@ -564,7 +551,6 @@ TEST_F(E2E, ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes) {
     EXPECT_NE(msg.find(std::string(n) + " has 8"), std::string::npos) << msg;
     EXPECT_EQ(VerdictLabel(Node(n)), "") << n;
   }
-  EXPECT_TRUE(Pods("toomany").empty());
   EXPECT_TRUE(Results("toomany").empty());
 }
 
@@ -584,17 +570,13 @@ TEST_F(E2E, NamedProfileOfAnotherModelIsInvalidSpecNamingNodesAndModels) {
       "      - type: synthetic\n"
       "        thresholds: [{metric: bandwidthGBps, value: 90}]\n");
   // The simulated nodes are labelled NVIDIA-H200.
-  Apply(GpuNodesSpec("wrongmodel") + "  profile: h100-sim\n  policy:\n    onFailure: taint\n");
-  ASSERT_TRUE(WaitComplete("wrongmodel", 30));
-  Json v = Validation("wrongmodel");
-  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
-  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec");
-  const std::string msg = Condition(v, "Ready").value("message", "");
+  const std::string msg = ApplyExpectingInvalidSpec(
+      "wrongmodel",
+      GpuNodesSpec("wrongmodel") + "  profile: h100-sim\n  policy:\n    onFailure: taint\n");
   EXPECT_NE(msg.find("profile \"h100-sim\" is for GPU models H100 80GB HBM3"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("node-0 (NVIDIA-H200)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("node-3 (NVIDIA-H200)"), std::string::npos) << msg;
-  EXPECT_TRUE(Pods("wrongmodel").empty());
   for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
     EXPECT_EQ(VerdictLabel(Node(n)), "") << n;
     EXPECT_FALSE(HasPerfgateTaint(Node(n))) << n;
@@ -625,17 +607,14 @@ TEST_F(E2E, AutoPicksShippedProfilesFromGfdLabels) {
       30))
       << Validation("autoh100").dump(2);
 
-  Apply(SpecHead("autogh200") +
-        "  profile: auto\n  nodeSelector:\n    nvidia.com/gpu.product: NVIDIA-GH200-480GB\n");
-  ASSERT_TRUE(WaitComplete("autogh200", 30));
-  Json v = Validation("autogh200");
-  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
-  EXPECT_EQ(v["status"].value("profile", ""), "");
-  const std::string msg = Condition(v, "Ready").value("message", "");
+  const std::string msg = ApplyExpectingInvalidSpec(
+      "autogh200", SpecHead("autogh200") +
+                       "  profile: auto\n  nodeSelector:\n"
+                       "    nvidia.com/gpu.product: NVIDIA-GH200-480GB\n");
+  EXPECT_EQ(Validation("autogh200")["status"].value("profile", ""), "");
   EXPECT_NE(msg.find("GPU \"NVIDIA-GH200-480GB\" is not a model of any profile"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("h200-sxm-141gb (H200, !NVL)"), std::string::npos) << msg;
-  EXPECT_TRUE(Pods("autogh200").empty());
 }
 
 // A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the
