@@ -638,6 +638,76 @@ TEST_F(E2E, AutoPicksShippedProfilesFromGfdLabels) {
   EXPECT_TRUE(Pods("autogh200").empty());
 }
 
+// A GPU node as a managed cloud labels it: the cloud's own labels, none of GPU Feature
+// Discovery's (kube-sim writes them on every node; they are taken off again, as kubectl would).
+void AddCloudNode(kubesim::KubeSim& sim, const std::string& name,
+                  const std::map<std::string, std::string>& labels, Json taints = Json::array()) {
+  kubesim::NodeSpec node;
+  node.name = name;
+  node.labels = labels;
+  node.taints = std::move(taints);
+  ASSERT_TRUE(sim.AddNode(node).ok()) << name;
+  auto r = Kubectl(sim, {"label", "node", name, "nvidia.com/gpu.product-",
+                         "nvidia.com/gpu.present-", "nvidia.com/gpu.count-"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+}
+
+// GKE's GPU node pools carry this taint by default.
+Json GkeGpuTaint() {
+  return Json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}});
+}
+
+// A model no built-in profile is for, a node whose labels name no model, and two models in one
+// validation are each refused before any pod, naming the nodes, the labels read and the profiles.
+TEST_F(E2E, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  AddCloudNode(*sim_, "eks-p4d-0", {{"node.kubernetes.io/instance-type", "p4d.24xlarge"}});
+  AddCloudNode(*sim_, "gke-l4-0",
+               {{"cloud.google.com/gke-accelerator", "nvidia-l4"},
+                {"node.kubernetes.io/instance-type", "g2-standard-8"}},
+               GkeGpuTaint());
+  AddCloudNode(*sim_, "gke-a3-0", {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"}},
+               GkeGpuTaint());
+  auto refused = [&](const std::string& name, const std::string& body) {
+    Apply(SpecHead(name) + "  profile: auto\n" + body);
+    EXPECT_TRUE(WaitComplete(name, 30));
+    Json v = Validation(name);
+    EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
+    EXPECT_TRUE(Pods(name).empty()) << name;
+    return Condition(v, "Ready").value("message", "");
+  };
+
+  const std::string a100 = refused("p4d", "  nodes: [eks-p4d-0]\n");
+  EXPECT_NE(a100.find("GPU \"NVIDIA A100-SXM4-40GB\" is not a model of any profile"),
+            std::string::npos)
+      << a100;
+  EXPECT_NE(
+      a100.find("eks-p4d-0 (EKS instance type node.kubernetes.io/instance-type=p4d.24xlarge)"),
+      std::string::npos)
+      << a100;
+  EXPECT_NE(a100.find("a100-sxm-80gb (A100-SXM4-80GB, A100-SXM-80GB)"), std::string::npos) << a100;
+
+  const std::string l4 = refused("l4", "  nodes: [gke-l4-0]\n");
+  EXPECT_NE(l4.find("node gke-l4-0: no label names a GPU model perfgate knows (read "
+                    "nvidia.com/gpu.product (absent), cloud.google.com/gke-accelerator=nvidia-l4, "
+                    "node.kubernetes.io/instance-type=g2-standard-8)"),
+            std::string::npos)
+      << l4;
+  EXPECT_NE(l4.find("profiles: a100-sxm-80gb"), std::string::npos) << l4;
+
+  const std::string mixed = refused("mixed", "  nodes: [eks-p4d-0, gke-a3-0]\n");
+  EXPECT_NE(mixed.find("different GPU models (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << mixed;
+  EXPECT_NE(mixed.find("split the validation, one per model: NVIDIA A100-SXM4-40GB: eks-p4d-0 (EKS "
+                       "instance type node.kubernetes.io/instance-type=p4d.24xlarge); NVIDIA H100 "
+                       "80GB HBM3: gke-a3-0 (GKE label "
+                       "cloud.google.com/gke-accelerator=nvidia-h100-80gb)"),
+            std::string::npos)
+      << mixed;
+}
+
 // A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the
 // spec, must make the sampling fixed (sequential stopping could desynchronise the ranks).
 std::string GangSpec(const std::string& name, const std::string& shape,
