@@ -582,6 +582,10 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
   }
   // A node perfgate failed must still be testable, or it could never pass again.
   tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  // GPU node pools keep other pods off with this taint (GKE sets nvidia.com/gpu=present by
+  // default); a pod that requests GPUs tolerates it, as the ExtendedResourceToleration admission
+  // plugin would add.
+  tolerations.push_back({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}});
   Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", pod_name};
   if (config_.enableFixtures) command.push_back("--enable-fixtures");
   auto field_env = [](const std::string& n, const std::string& path) {

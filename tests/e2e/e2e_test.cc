@@ -657,6 +657,94 @@ Json GkeGpuTaint() {
   return Json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}});
 }
 
+// Worker pods the scheduler placed, by node.
+std::set<std::string> ScheduledNodes(const std::vector<Json>& pods) {
+  std::set<std::string> out;
+  for (const auto& p : pods) {
+    const std::string node = p["spec"].value("nodeName", "");
+    if (!node.empty()) out.insert(node);
+  }
+  return out;
+}
+
+// Without GPU Feature Discovery, `profile: auto` reads each cloud's own labels: a GKE pool (with
+// GKE's default GPU taint), an EKS node group and an AKS pool each get their model's built-in
+// profile, say how the model was read, and their workers are scheduled past the GPU taints.
+TEST_F(E2E, AutoResolvesFromGkeEksAndAksLabelsWithoutGfd) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  for (const char* n : {"gke-a3-0", "gke-a3-1"}) {
+    AddCloudNode(*sim_, n,
+                 {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"},
+                  {"cloud.google.com/gke-nodepool", "a3"},
+                  {"node.kubernetes.io/instance-type", "a3-highgpu-8g"}},
+                 GkeGpuTaint());
+  }
+  // An EKS node group tainted as GPU node groups often are (EKS sets no taint by default).
+  AddCloudNode(*sim_, "eks-p5en-0",
+               {{"eks.amazonaws.com/nodegroup", "gpu"},
+                {"node.kubernetes.io/instance-type", "p5en.48xlarge"}},
+               Json::array({{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}}));
+  AddCloudNode(*sim_, "aks-nd-0",
+               {{"kubernetes.azure.com/accelerator", "nvidia"},
+                {"kubernetes.azure.com/agentpool", "gpu"},
+                {"node.kubernetes.io/instance-type", "Standard_ND96amsr_A100_v4"}});
+
+  struct Pool {
+    std::string validation, selectorKey, selectorValue, profile, gpuModels;
+    std::set<std::string> nodes;
+  };
+  const std::vector<Pool> pools = {
+      {"gke",
+       "cloud.google.com/gke-accelerator",
+       "nvidia-h100-80gb",
+       "h100-sxm-80gb",
+       "NVIDIA H100 80GB HBM3: gke-a3-0, gke-a3-1 (GKE label "
+       "cloud.google.com/gke-accelerator=nvidia-h100-80gb)",
+       {"gke-a3-0", "gke-a3-1"}},
+      {"eks",
+       "node.kubernetes.io/instance-type",
+       "p5en.48xlarge",
+       "h200-sxm-141gb",
+       "NVIDIA H200: eks-p5en-0 (EKS instance type node.kubernetes.io/instance-type=p5en.48xlarge)",
+       {"eks-p5en-0"}},
+      {"aks",
+       "kubernetes.azure.com/accelerator",
+       "nvidia",
+       "a100-sxm-80gb",
+       "NVIDIA A100-SXM4-80GB: aks-nd-0 (AKS VM size "
+       "node.kubernetes.io/instance-type=Standard_ND96amsr_A100_v4)",
+       {"aks-nd-0"}},
+  };
+  for (const Pool& p : pools) {
+    Apply(SpecHead(p.validation) + "  profile: auto\n  nodeSelector:\n    " + p.selectorKey +
+          ": \"" + p.selectorValue + "\"\n");
+  }
+  for (const Pool& p : pools) {
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto v = sim_->Get("perfgate.io", "perfvalidations", "", p.validation);
+          return v.ok() && !v->value("status", Json::object()).value("profile", "").empty() &&
+                 ScheduledNodes(Pods(p.validation)) == p.nodes;
+        },
+        30))
+        << p.validation << ": " << Validation(p.validation).dump(2);
+    Json v = Validation(p.validation);
+    EXPECT_EQ(v["status"].value("profile", ""), p.profile) << v.dump(2);
+    EXPECT_EQ(v["status"].value("gpuModels", ""), p.gpuModels) << v.dump(2);
+    EXPECT_NE(v["status"].value("verdict", ""), "InvalidSpec") << v.dump(2);
+  }
+  // The way each model was read is also an event on the validation.
+  bool event = false;
+  for (const auto& e : sim_->List("", "events", "default")) {
+    event |= e.value("reason", "") == "GpuModels" &&
+             e["involvedObject"].value("name", "") == "gke" &&
+             e.value("message", "").find("GKE label cloud.google.com/gke-accelerator") !=
+                 std::string::npos;
+  }
+  EXPECT_TRUE(event);
+}
+
 // A model no built-in profile is for, a node whose labels name no model, and two models in one
 // validation are each refused before any pod, naming the nodes, the labels read and the profiles.
 TEST_F(E2E, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
