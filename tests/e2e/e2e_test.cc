@@ -796,6 +796,41 @@ TEST_F(E2E, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
       << mixed;
 }
 
+// The README's cluster example, applied as it is, on a GKE cluster without GPU Feature
+// Discovery: it selects every node with allocatable GPUs (not the CPU node), checks its profile
+// against the model GKE's label names, and its workers get past GKE's default GPU taint.
+TEST_F(E2E, ReadmeClusterExampleWorksWithoutGfd) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  auto removed = Kubectl(*sim_, {"delete", "nodes", "node-0", "node-1", "node-2", "node-3"});
+  ASSERT_EQ(removed.exitCode, 0) << removed.err;
+  for (const char* n : {"gke-a3u-0", "gke-a3u-1"}) {
+    AddCloudNode(*sim_, n,
+                 {{"cloud.google.com/gke-accelerator", "nvidia-h200-141gb"},
+                  {"node.kubernetes.io/instance-type", "a3-ultragpu-8g"}},
+                 GkeGpuTaint());
+  }
+  kubesim::NodeSpec cpu;
+  cpu.name = "gke-cpu-0";
+  cpu.gpus = 0;
+  ASSERT_TRUE(sim_->AddNode(cpu).ok());
+  auto r = Kubectl(*sim_, {"label", "node", "gke-cpu-0", "nvidia.com/gpu.product-",
+                           "nvidia.com/gpu.present-", "nvidia.com/gpu.count-"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+
+  auto example = Kubectl(
+      *sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/examples/h200-node.yaml"});
+  ASSERT_EQ(example.exitCode, 0) << example.err;
+  const std::set<std::string> gpu_nodes = {"gke-a3u-0", "gke-a3u-1"};
+  EXPECT_TRUE(
+      Eventually([&] { return ScheduledNodes(Pods("h200-node-acceptance")) == gpu_nodes; }, 30))
+      << Validation("h200-node-acceptance").dump(2);
+  Json v = Validation("h200-node-acceptance");
+  EXPECT_EQ(v["status"].value("profile", ""), "h200-sxm-141gb") << v.dump(2);
+  EXPECT_NE(v["status"].value("gpuModels", "").find("GKE label"), std::string::npos) << v.dump(2);
+  EXPECT_EQ(Pods("h200-node-acceptance").size(), 2u);
+}
+
 // A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the
 // spec, must make the sampling fixed (sequential stopping could desynchronise the ranks).
 std::string GangSpec(const std::string& name, const std::string& shape,
