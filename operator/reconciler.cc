@@ -195,9 +195,9 @@ void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
   if (to->method().empty()) to->set_method(from.method());
 }
 
-// A profile named in the spec certifies only nodes of its GPU models (the node's
-// nvidia.com/gpu.product label; unlabelled nodes cannot be checked). kInvalidArgument naming
-// each node of another model and both models.
+// A profile named in the spec certifies only nodes of its GPU models (GFD's label or the
+// cloud's; nodes whose model cannot be read cannot be checked). kInvalidArgument naming each
+// node of another model and both models.
 Status CheckNamedProfileFitsNodes(const std::string& profile,
                                   const spec::Loaded<v1alpha1::PerfProfile>& doc,
                                   const std::map<std::string, std::string>& node_products) {
@@ -216,8 +216,7 @@ Status CheckNamedProfileFitsNodes(const std::string& profile,
   for (const auto& m : models) wanted += (wanted.empty() ? "" : ", ") + m;
   return InvalidArgument("spec.profile: profile \"" + profile + "\" is for GPU models " + wanted +
                          ", and " + std::to_string(count) + " selected node" +
-                         (count == 1 ? " has" : "s have") + " another model (" + kGpuProductLabel +
-                         "): " + misfits +
+                         (count == 1 ? " has" : "s have") + " another model: " + misfits +
                          "; select nodes of the profile's model, or name their profile");
 }
 
@@ -1296,6 +1295,15 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
         CheckGpusPerNodeFits(static_cast<int>(spec.value("gpusPerNode", 0)), selected, nodes);
     if (!fits.ok()) plan = fits;
   }
+  // Which model each node has and how it was read (GFD's label or the cloud's), once per run;
+  // an invalid spec's status keeps it too, to show what the message is about.
+  if (!models.known.empty()) {
+    status["gpuModels"] = Cut(DescribeModels(models.known), 1000);
+    if (old_status.value("run", "") != run ||
+        old_status.value("gpuModels", "") != status["gpuModels"].get<std::string>()) {
+      Event(obj, "Normal", "GpuModels", status["gpuModels"].get<std::string>());
+    }
+  }
   if (!plan.ok()) {
     if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {
       metrics_.errors++;
@@ -1331,13 +1339,6 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (!plan->profile.empty()) {
     status["profile"] = plan->profile;
     status["profileVersion"] = plan->profileVersion;
-  }
-  // Which model each node has and how it was read (GFD's label or the cloud's), once per run.
-  if (!models.known.empty()) {
-    status["gpuModels"] = Cut(DescribeModels(models.known), 1000);
-    if (old_status.value("gpuModels", "") != status["gpuModels"].get<std::string>()) {
-      Event(obj, "Normal", "GpuModels", status["gpuModels"].get<std::string>());
-    }
   }
 
   if (selected.empty()) {

@@ -784,6 +784,21 @@ TEST_F(E2E, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
       << l4;
   EXPECT_NE(l4.find("profiles: a100-sxm-80gb"), std::string::npos) << l4;
 
+  // A named profile is checked against the model GKE's label names.
+  Apply(SpecHead("named") + "  profile: h200-sxm-141gb\n  nodes: [gke-a3-0]\n");
+  EXPECT_TRUE(WaitComplete("named", 30));
+  Json named = Validation("named");
+  EXPECT_EQ(Condition(named, "Ready").value("reason", ""), "InvalidSpec") << named.dump(2);
+  EXPECT_NE(Condition(named, "Ready")
+                .value("message", "")
+                .find("1 selected node has another model: gke-a3-0 (NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << named.dump(2);
+  EXPECT_EQ(named["status"].value("gpuModels", ""),
+            "NVIDIA H100 80GB HBM3: gke-a3-0 (GKE label "
+            "cloud.google.com/gke-accelerator=nvidia-h100-80gb)");
+  EXPECT_TRUE(Pods("named").empty());
+
   const std::string mixed = refused("mixed", "  nodes: [eks-p4d-0, gke-a3-0]\n");
   EXPECT_NE(mixed.find("different GPU models (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3)"),
             std::string::npos)
