@@ -139,6 +139,7 @@ Json ValidationStatus() {
         {"message", {{"type", "string"}}},
         {"profile", {{"type", "string"}}},
         {"profileVersion", {{"type", "string"}}},
+        {"gpuModels", {{"type", "string"}}},
         {"nodes", counts},
         {"passed", counts},
         {"failed", counts},

@@ -13,6 +13,7 @@
 #include "common/spec.h"
 #include "common/time.h"
 #include "kernels/cuda/profile_select.h"
+#include "operator/gpu_model.h"
 #include "operator/log.h"
 #include "worker/plan.h"
 
@@ -113,7 +114,48 @@ Json SetCondition(const Json& old_status, Json conditions, const std::string& ty
   return conditions;
 }
 
-constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+// The selected nodes' GPU models and how each was found (operator/gpu_model.h).
+struct SelectedModels {
+  std::map<std::string, NodeGpuModel> known;   // node -> its model
+  std::map<std::string, std::string> unknown;  // node -> why no model was found
+};
+
+// A model's words, lower-case: GFD's "NVIDIA-H200" and CUDA's "NVIDIA H200" are one model.
+std::string ModelKey(const std::string& model) {
+  std::string key;
+  for (char c : model) {
+    key += (c == '-' || c == '_') ? ' '
+                                  : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return key;
+}
+
+// "NVIDIA H200: node-0, node-1 (GKE label cloud.google.com/gke-accelerator=nvidia-h200-141gb)",
+// per model and per way it was found, at most 10 nodes each; models joined by "; ".
+std::string DescribeModels(const std::map<std::string, NodeGpuModel>& known) {
+  struct Group {
+    std::string model;
+    std::map<std::string, std::vector<std::string>> nodesByWay;
+  };
+  std::map<std::string, Group> groups;
+  for (const auto& [node, m] : known) {
+    Group& g = groups[ModelKey(m.model)];
+    if (g.model.empty()) g.model = m.model;
+    g.nodesByWay[m.foundBy].push_back(node);
+  }
+  std::string out;
+  for (const auto& [key, g] : groups) {
+    std::string part;
+    for (const auto& [way, nodes] : g.nodesByWay) {
+      std::string names;
+      for (size_t i = 0; i < nodes.size() && i < 10; ++i) names += (i ? ", " : "") + nodes[i];
+      if (nodes.size() > 10) names += " and " + std::to_string(nodes.size() - 10) + " more";
+      part += (part.empty() ? "" : ", ") + names + " (" + way + ")";
+    }
+    out += (out.empty() ? "" : "; ") + g.model + ": " + part;
+  }
+  return out;
+}
 
 // A PerfProfile object, as the loader would read its file.
 Result<spec::Loaded<v1alpha1::PerfProfile>> ProfileFromObject(const Json& obj) {
@@ -153,9 +195,9 @@ void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
   if (to->method().empty()) to->set_method(from.method());
 }
 
-// A profile named in the spec certifies only nodes of its GPU models (the node's
-// nvidia.com/gpu.product label; unlabelled nodes cannot be checked). kInvalidArgument naming
-// each node of another model and both models.
+// A profile named in the spec certifies only nodes of its GPU models (GFD's label or the
+// cloud's; nodes whose model cannot be read cannot be checked). kInvalidArgument naming each
+// node of another model and both models.
 Status CheckNamedProfileFitsNodes(const std::string& profile,
                                   const spec::Loaded<v1alpha1::PerfProfile>& doc,
                                   const std::map<std::string, std::string>& node_products) {
@@ -174,8 +216,7 @@ Status CheckNamedProfileFitsNodes(const std::string& profile,
   for (const auto& m : models) wanted += (wanted.empty() ? "" : ", ") + m;
   return InvalidArgument("spec.profile: profile \"" + profile + "\" is for GPU models " + wanted +
                          ", and " + std::to_string(count) + " selected node" +
-                         (count == 1 ? " has" : "s have") + " another model (" + kGpuProductLabel +
-                         "): " + misfits +
+                         (count == 1 ? " has" : "s have") + " another model: " + misfits +
                          "; select nodes of the profile's model, or name their profile");
 }
 
@@ -206,9 +247,9 @@ Status CheckGpusPerNodeFits(int gpus_per_node, const std::vector<std::string>& s
 // each selected node's GPU model, and inlines the profile. kInvalidArgument (and kNotFound for a
 // missing profile) mean an invalid spec.
 Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fixtures,
-                                 const std::set<std::string>& gpu_products,
-                                 const std::vector<std::string>& unlabelled,
-                                 const std::map<std::string, std::string>& node_products) {
+                                 const SelectedModels& models) {
+  std::map<std::string, std::string> node_products;
+  for (const auto& [node, m] : models.known) node_products[node] = m.model;
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
   Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
               {"kind", "PerfValidation"},
@@ -224,29 +265,6 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
     profiles[p] = found;
     return found;
   };
-  // `profile: auto` (or neither a profile nor tests): the GPU model is the selected nodes'
-  // nvidia.com/gpu.product label (GPU Feature Discovery), and the candidates are the cluster's
-  // PerfProfiles. One validation certifies one model: mixed models are refused, by name.
-  const std::string named = obj.value("spec", Json::object()).value("profile", "");
-  const bool profile_named = !named.empty() && named != "auto";
-  options.gpu_names = [&]() -> Result<std::vector<std::string>> {
-    // A named profile is checked below, node by node, so the message can name them.
-    if (profile_named) return Status(Code::kUnavailable, "checked per node");
-    if (!unlabelled.empty()) {
-      return InvalidArgument("node " + unlabelled.front() + " has no " + kGpuProductLabel +
-                             " label (set by GPU Feature Discovery / the GPU Operator)");
-    }
-    if (gpu_products.empty()) {
-      return InvalidArgument("no node matches spec.nodeSelector/spec.nodes");
-    }
-    if (gpu_products.size() > 1) {
-      std::string models;
-      for (const auto& m : gpu_products) models += (models.empty() ? "" : ", ") + m;
-      return InvalidArgument("the selected nodes have different GPU models (" + models +
-                             "): select one with spec.nodeSelector " + kGpuProductLabel);
-    }
-    return std::vector<std::string>{*gpu_products.begin()};
-  };
   options.profile_list = [&]() -> Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> {
     ASSIGN_OR_RETURN(Json list, client.ListAll(ProfilesResource(), "", kube::ListOptions{}));
     std::vector<spec::Loaded<v1alpha1::PerfProfile>> out;
@@ -256,7 +274,65 @@ Result<ResolvedPlan> ResolvePlan(kube::Client& client, const Json& obj, bool fix
     }
     return out;
   };
-  ASSIGN_OR_RETURN(worker::Plan plan, worker::BuildPlan(loaded, options));
+  // `profile: auto` (or neither a profile nor tests): the GPU model is the selected nodes' (GFD's
+  // label, else the cloud's own labels), and the candidates are the cluster's PerfProfiles. One
+  // validation certifies one model: mixed models are refused, naming which nodes have which.
+  const std::string named = obj.value("spec", Json::object()).value("profile", "");
+  const bool profile_named = !named.empty() && named != "auto";
+  std::map<std::string, std::string> model_keys;  // key -> the model as first seen
+  std::set<std::string> labels_read;
+  for (const auto& [node, m] : models.known) {
+    model_keys.emplace(ModelKey(m.model), m.model);
+    labels_read.insert(m.label);
+  }
+  options.gpu_names = [&]() -> Result<std::vector<std::string>> {
+    // A named profile is checked below, node by node, so the message can name them.
+    if (profile_named) return Status(Code::kUnavailable, "checked per node");
+    if (!models.unknown.empty()) {
+      std::string which;
+      int count = 0;
+      for (const auto& [node, why] : models.unknown) {
+        if (++count <= 3)
+          which += (which.empty() ? "" : "; ") + std::string("node ") + node + ": " + why;
+      }
+      if (count > 3) which += "; and " + std::to_string(count - 3) + " more nodes";
+      std::string available = "none";
+      if (auto all = options.profile_list(); all.ok()) {
+        std::vector<kernels::ProfileCandidate> candidates;
+        for (const auto& p : *all) {
+          const auto& gm = p.doc.spec().gpumodels();
+          candidates.push_back({p.doc.metadata().name(), {gm.begin(), gm.end()}});
+        }
+        available = kernels::DescribeProfiles(candidates);
+      }
+      return InvalidArgument(which + "; profiles: " + available + "; label the node " +
+                             kGpuProductLabel +
+                             " (GPU Feature Discovery), leave it out with spec.nodeSelector, or "
+                             "name a profile with spec.profile");
+    }
+    if (model_keys.empty()) {
+      return InvalidArgument("no node matches spec.nodeSelector/spec.nodes");
+    }
+    if (model_keys.size() > 1) {
+      std::string names;
+      for (const auto& [key, m] : model_keys) names += (names.empty() ? "" : ", ") + m;
+      std::string selectors;
+      for (const auto& l : labels_read) selectors += (selectors.empty() ? "" : " or ") + l;
+      return InvalidArgument(
+          "the selected nodes have different GPU models (" + names +
+          "): select one with spec.nodeSelector " + selectors +
+          ", or split the validation, one per model: " + DescribeModels(models.known));
+    }
+    return std::vector<std::string>{model_keys.begin()->second};
+  };
+  auto built = worker::BuildPlan(loaded, options);
+  // A model with no profile: say which nodes have it and how it was read.
+  if (!built.ok() && !profile_named && !models.known.empty() && models.unknown.empty() &&
+      model_keys.size() == 1) {
+    return Status(built.status().code(),
+                  built.status().message() + " (" + DescribeModels(models.known) + ")");
+  }
+  ASSIGN_OR_RETURN(worker::Plan plan, std::move(built));
   if (profile_named && profiles.count(plan.profile) != 0) {
     RETURN_IF_ERROR(
         CheckNamedProfileFitsNodes(plan.profile, profiles[plan.profile], node_products));
@@ -505,6 +581,10 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
   }
   // A node perfgate failed must still be testable, or it could never pass again.
   tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  // GPU node pools keep other pods off with this taint (GKE sets nvidia.com/gpu=present by
+  // default); a pod that requests GPUs tolerates it, as the ExtendedResourceToleration admission
+  // plugin would add.
+  tolerations.push_back({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}});
   Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", pod_name};
   if (config_.enableFixtures) command.push_back("--enable-fixtures");
   auto field_env = [](const std::string& n, const std::string& path) {
@@ -1194,28 +1274,35 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
   std::sort(selected.begin(), selected.end());
   // What `profile: auto` picks by: the selected nodes' GPU models.
-  std::set<std::string> gpu_products;
-  std::vector<std::string> unlabelled;
-  std::map<std::string, std::string> node_products;
+  SelectedModels models;
   for (const auto& n : selected) {
     auto it = nodes.find(n);
     if (it == nodes.end()) continue;  // named but missing: that node's ERROR, later
-    const std::string product = Label(it->second, kGpuProductLabel);
-    node_products[n] = product;
-    if (product.empty()) {
-      unlabelled.push_back(n);
+    auto model = GpuModelOfNode(it->second["metadata"]
+                                    .value("labels", Json::object())
+                                    .get<std::map<std::string, std::string>>());
+    if (model.ok()) {
+      models.known[n] = *model;
     } else {
-      gpu_products.insert(product);
+      models.unknown[n] = model.status().message();
     }
   }
 
   // The plan: validated exactly as the worker will read it.
-  auto plan =
-      ResolvePlan(*client_, obj, config_.enableFixtures, gpu_products, unlabelled, node_products);
+  auto plan = ResolvePlan(*client_, obj, config_.enableFixtures, models);
   if (plan.ok()) {
     Status fits =
         CheckGpusPerNodeFits(static_cast<int>(spec.value("gpusPerNode", 0)), selected, nodes);
     if (!fits.ok()) plan = fits;
+  }
+  // Which model each node has and how it was read (GFD's label or the cloud's), once per run;
+  // an invalid spec's status keeps it too, to show what the message is about.
+  if (!models.known.empty()) {
+    status["gpuModels"] = Cut(DescribeModels(models.known), 1000);
+    if (old_status.value("run", "") != run ||
+        old_status.value("gpuModels", "") != status["gpuModels"].get<std::string>()) {
+      Event(obj, "Normal", "GpuModels", status["gpuModels"].get<std::string>());
+    }
   }
   if (!plan.ok()) {
     if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {

@@ -617,6 +617,214 @@ TEST_F(E2E, AutoPicksShippedProfilesFromGfdLabels) {
   EXPECT_NE(msg.find("h200-sxm-141gb (H200, !NVL)"), std::string::npos) << msg;
 }
 
+// A GPU node as a managed cloud labels it: the cloud's own labels, none of GPU Feature
+// Discovery's (kube-sim writes them on every node; they are taken off again, as kubectl would).
+void AddCloudNode(kubesim::KubeSim& sim, const std::string& name,
+                  const std::map<std::string, std::string>& labels, Json taints = Json::array()) {
+  kubesim::NodeSpec node;
+  node.name = name;
+  node.labels = labels;
+  node.taints = std::move(taints);
+  ASSERT_TRUE(sim.AddNode(node).ok()) << name;
+  auto r = Kubectl(sim, {"label", "node", name, "nvidia.com/gpu.product-",
+                         "nvidia.com/gpu.present-", "nvidia.com/gpu.count-"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+}
+
+// GKE's GPU node pools carry this taint by default.
+Json GkeGpuTaint() {
+  return Json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}});
+}
+
+// Worker pods the scheduler placed, by node.
+std::set<std::string> ScheduledNodes(const std::vector<Json>& pods) {
+  std::set<std::string> out;
+  for (const auto& p : pods) {
+    const std::string node = p["spec"].value("nodeName", "");
+    if (!node.empty()) out.insert(node);
+  }
+  return out;
+}
+
+// Without GPU Feature Discovery, `profile: auto` reads each cloud's own labels: a GKE pool (with
+// GKE's default GPU taint), an EKS node group and an AKS pool each get their model's built-in
+// profile, say how the model was read, and their workers are scheduled past the GPU taints.
+TEST_F(E2E, AutoResolvesFromGkeEksAndAksLabelsWithoutGfd) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  for (const char* n : {"gke-a3-0", "gke-a3-1"}) {
+    AddCloudNode(*sim_, n,
+                 {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"},
+                  {"cloud.google.com/gke-nodepool", "a3"},
+                  {"node.kubernetes.io/instance-type", "a3-highgpu-8g"}},
+                 GkeGpuTaint());
+  }
+  // An EKS node group tainted as GPU node groups often are (EKS sets no taint by default).
+  AddCloudNode(*sim_, "eks-p5en-0",
+               {{"eks.amazonaws.com/nodegroup", "gpu"},
+                {"node.kubernetes.io/instance-type", "p5en.48xlarge"}},
+               Json::array({{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}}));
+  AddCloudNode(*sim_, "aks-nd-0",
+               {{"kubernetes.azure.com/accelerator", "nvidia"},
+                {"kubernetes.azure.com/agentpool", "gpu"},
+                {"node.kubernetes.io/instance-type", "Standard_ND96amsr_A100_v4"}});
+
+  struct Pool {
+    std::string validation, selectorKey, selectorValue, profile, gpuModels;
+    std::set<std::string> nodes;
+  };
+  const std::vector<Pool> pools = {
+      {"gke",
+       "cloud.google.com/gke-accelerator",
+       "nvidia-h100-80gb",
+       "h100-sxm-80gb",
+       "NVIDIA H100 80GB HBM3: gke-a3-0, gke-a3-1 (GKE label "
+       "cloud.google.com/gke-accelerator=nvidia-h100-80gb)",
+       {"gke-a3-0", "gke-a3-1"}},
+      {"eks",
+       "node.kubernetes.io/instance-type",
+       "p5en.48xlarge",
+       "h200-sxm-141gb",
+       "NVIDIA H200: eks-p5en-0 (EKS instance type node.kubernetes.io/instance-type=p5en.48xlarge)",
+       {"eks-p5en-0"}},
+      {"aks",
+       "kubernetes.azure.com/accelerator",
+       "nvidia",
+       "a100-sxm-80gb",
+       "NVIDIA A100-SXM4-80GB: aks-nd-0 (AKS VM size "
+       "node.kubernetes.io/instance-type=Standard_ND96amsr_A100_v4)",
+       {"aks-nd-0"}},
+  };
+  for (const Pool& p : pools) {
+    Apply(SpecHead(p.validation) + "  profile: auto\n  nodeSelector:\n    " + p.selectorKey +
+          ": \"" + p.selectorValue + "\"\n");
+  }
+  for (const Pool& p : pools) {
+    EXPECT_TRUE(Eventually(
+        [&] {
+          auto v = sim_->Get("perfgate.io", "perfvalidations", "", p.validation);
+          return v.ok() && !v->value("status", Json::object()).value("profile", "").empty() &&
+                 ScheduledNodes(Pods(p.validation)) == p.nodes;
+        },
+        30))
+        << p.validation << ": " << Validation(p.validation).dump(2);
+    Json v = Validation(p.validation);
+    EXPECT_EQ(v["status"].value("profile", ""), p.profile) << v.dump(2);
+    EXPECT_EQ(v["status"].value("gpuModels", ""), p.gpuModels) << v.dump(2);
+    EXPECT_NE(v["status"].value("verdict", ""), "InvalidSpec") << v.dump(2);
+  }
+  // The way each model was read is also an event on the validation.
+  bool event = false;
+  for (const auto& e : sim_->List("", "events", "default")) {
+    event |= e.value("reason", "") == "GpuModels" &&
+             e["involvedObject"].value("name", "") == "gke" &&
+             e.value("message", "").find("GKE label cloud.google.com/gke-accelerator") !=
+                 std::string::npos;
+  }
+  EXPECT_TRUE(event);
+}
+
+// A model no built-in profile is for, a node whose labels name no model, and two models in one
+// validation are each refused before any pod, naming the nodes, the labels read and the profiles.
+TEST_F(E2E, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  AddCloudNode(*sim_, "eks-p4d-0", {{"node.kubernetes.io/instance-type", "p4d.24xlarge"}});
+  AddCloudNode(*sim_, "gke-l4-0",
+               {{"cloud.google.com/gke-accelerator", "nvidia-l4"},
+                {"node.kubernetes.io/instance-type", "g2-standard-8"}},
+               GkeGpuTaint());
+  AddCloudNode(*sim_, "gke-a3-0", {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"}},
+               GkeGpuTaint());
+  auto refused = [&](const std::string& name, const std::string& body) {
+    Apply(SpecHead(name) + "  profile: auto\n" + body);
+    EXPECT_TRUE(WaitComplete(name, 30));
+    Json v = Validation(name);
+    EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "InvalidSpec") << v.dump(2);
+    EXPECT_TRUE(Pods(name).empty()) << name;
+    return Condition(v, "Ready").value("message", "");
+  };
+
+  const std::string a100 = refused("p4d", "  nodes: [eks-p4d-0]\n");
+  EXPECT_NE(a100.find("GPU \"NVIDIA A100-SXM4-40GB\" is not a model of any profile"),
+            std::string::npos)
+      << a100;
+  EXPECT_NE(
+      a100.find("eks-p4d-0 (EKS instance type node.kubernetes.io/instance-type=p4d.24xlarge)"),
+      std::string::npos)
+      << a100;
+  EXPECT_NE(a100.find("a100-sxm-80gb (A100-SXM4-80GB, A100-SXM-80GB)"), std::string::npos) << a100;
+
+  const std::string l4 = refused("l4", "  nodes: [gke-l4-0]\n");
+  EXPECT_NE(l4.find("node gke-l4-0: no label names a GPU model perfgate knows (read "
+                    "nvidia.com/gpu.product (absent), cloud.google.com/gke-accelerator=nvidia-l4, "
+                    "node.kubernetes.io/instance-type=g2-standard-8)"),
+            std::string::npos)
+      << l4;
+  EXPECT_NE(l4.find("profiles: a100-sxm-80gb"), std::string::npos) << l4;
+
+  // A named profile is checked against the model GKE's label names.
+  Apply(SpecHead("named") + "  profile: h200-sxm-141gb\n  nodes: [gke-a3-0]\n");
+  EXPECT_TRUE(WaitComplete("named", 30));
+  Json named = Validation("named");
+  EXPECT_EQ(Condition(named, "Ready").value("reason", ""), "InvalidSpec") << named.dump(2);
+  EXPECT_NE(Condition(named, "Ready")
+                .value("message", "")
+                .find("1 selected node has another model: gke-a3-0 (NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << named.dump(2);
+  EXPECT_EQ(named["status"].value("gpuModels", ""),
+            "NVIDIA H100 80GB HBM3: gke-a3-0 (GKE label "
+            "cloud.google.com/gke-accelerator=nvidia-h100-80gb)");
+  EXPECT_TRUE(Pods("named").empty());
+
+  const std::string mixed = refused("mixed", "  nodes: [eks-p4d-0, gke-a3-0]\n");
+  EXPECT_NE(mixed.find("different GPU models (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << mixed;
+  EXPECT_NE(mixed.find("split the validation, one per model: NVIDIA A100-SXM4-40GB: eks-p4d-0 (EKS "
+                       "instance type node.kubernetes.io/instance-type=p4d.24xlarge); NVIDIA H100 "
+                       "80GB HBM3: gke-a3-0 (GKE label "
+                       "cloud.google.com/gke-accelerator=nvidia-h100-80gb)"),
+            std::string::npos)
+      << mixed;
+}
+
+// The README's cluster example, applied as it is, on a GKE cluster without GPU Feature
+// Discovery: it selects every node with allocatable GPUs (not the CPU node), checks its profile
+// against the model GKE's label names, and its workers get past GKE's default GPU taint.
+TEST_F(E2E, ReadmeClusterExampleWorksWithoutGfd) {
+  auto applied = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/profiles"});
+  ASSERT_EQ(applied.exitCode, 0) << applied.err;
+  auto removed = Kubectl(*sim_, {"delete", "nodes", "node-0", "node-1", "node-2", "node-3"});
+  ASSERT_EQ(removed.exitCode, 0) << removed.err;
+  for (const char* n : {"gke-a3u-0", "gke-a3u-1"}) {
+    AddCloudNode(*sim_, n,
+                 {{"cloud.google.com/gke-accelerator", "nvidia-h200-141gb"},
+                  {"node.kubernetes.io/instance-type", "a3-ultragpu-8g"}},
+                 GkeGpuTaint());
+  }
+  kubesim::NodeSpec cpu;
+  cpu.name = "gke-cpu-0";
+  cpu.gpus = 0;
+  ASSERT_TRUE(sim_->AddNode(cpu).ok());
+  auto r = Kubectl(*sim_, {"label", "node", "gke-cpu-0", "nvidia.com/gpu.product-",
+                           "nvidia.com/gpu.present-", "nvidia.com/gpu.count-"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+
+  auto example = Kubectl(
+      *sim_, {"apply", "-f", std::string(PERFGATE_SOURCE_DIR) + "/examples/h200-node.yaml"});
+  ASSERT_EQ(example.exitCode, 0) << example.err;
+  const std::set<std::string> gpu_nodes = {"gke-a3u-0", "gke-a3u-1"};
+  EXPECT_TRUE(
+      Eventually([&] { return ScheduledNodes(Pods("h200-node-acceptance")) == gpu_nodes; }, 30))
+      << Validation("h200-node-acceptance").dump(2);
+  Json v = Validation("h200-node-acceptance");
+  EXPECT_EQ(v["status"].value("profile", ""), "h200-sxm-141gb") << v.dump(2);
+  EXPECT_NE(v["status"].value("gpuModels", "").find("GKE label"), std::string::npos) << v.dump(2);
+  EXPECT_EQ(Pods("h200-node-acceptance").size(), 2u);
+}
+
 // A validation of the NCCL CPU stand-in as one gang over every GPU node; the operator, not the
 // spec, must make the sampling fixed (sequential stopping could desynchronise the ranks).
 std::string GangSpec(const std::string& name, const std::string& shape,
