@@ -100,7 +100,7 @@ TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
   for (const auto& t : report->tests()) {
     if (t.type() == "host-stream") {
       host = true;
-      EXPECT_GE(t.samples(), 5);
+      EXPECT_GE(t.samples(), 3);  // the example's minRepeats
       EXPECT_EQ(t.verdict(), perfgate::v1alpha1::PASS) << t.reason();
       ASSERT_GT(t.metrics_size(), 0);
       // Host memory of any machine of this decade: 1 GB/s .. 2 TB/s.
