@@ -220,6 +220,45 @@ data: {k: v}
   EXPECT_FALSE(sim_->Get("", "namespaces", "", "perfgate-system").ok());
 }
 
+// Label values are validated as apimachinery's ValidateLabels does, on create and on update,
+// whatever the kind: a name (253 characters) does not always fit into a label (63).
+TEST_F(KubectlTest, LabelValuesLongerThan63OrMalformedAreInvalid) {
+  ApplyCrd();
+  const std::string long_value(64, 'a');
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"},
+                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plan, namespace: default, "
+                   "labels: {perfgate.io/validation: " +
+                       long_value + "}}\ndata: {k: v}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("ConfigMap \"plan\" is invalid: metadata.labels: Invalid value: \"" +
+                               long_value + "\": must be no more than 63 characters"));
+  EXPECT_FALSE(sim_->Get("", "configmaps", "default", "plan").ok());
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: a, "
+              "labels: {team: " +
+                  long_value + "}}\nspec: {level: quick}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("metadata.labels: Invalid value: \"" + long_value +
+                               "\": must be no more than 63 characters"));
+  // On update (a patch; kubectl label would refuse it before sending): a value that does not
+  // end alphanumeric.
+  auto label_node = [&](const std::string& value) {
+    return Kubectl(*sim_, {"patch", "node", "node-0", "--type=merge", "-p",
+                           R"({"metadata":{"labels":{"perfgate.io/verdict":")" + value + "\"}}}"});
+  };
+  r = label_node("passed-");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("metadata.labels: Invalid value: \"passed-\": a valid label must be an empty "
+                "string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+                "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+                "'12345', regex used for validation is "
+                "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+  r = label_node(std::string(63, 'b'));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
 // ValidatingAdmissionPolicies are enforced as kube-apiserver enforces them: a binding with
 // Deny, the resource rules and namespace selector, match conditions, variables, the message
 // (or messageExpression) and reason of the first failed validation, and failurePolicy on an
