@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "common/labels.h"
 #include "common/spec.h"
 #include "common/time.h"
 #include "kernels/cuda/profile_select.h"
@@ -72,6 +73,15 @@ std::string Label(const Json& obj, const std::string& key) {
   const Json labels = obj.value("metadata", Json::object()).value("labels", Json::object());
   auto it = labels.find(key);
   return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The node a worker pod is for: its required affinity names it in full (the label may be
+// shortened, common/labels.h).
+std::string PodNode(const Json& pod) {
+  const std::string node = Str(
+      pod,
+      "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0"_json_pointer);
+  return node.empty() ? Label(pod, "perfgate.io/node") : node;
 }
 
 bool Terminal(const Json& pod) {
@@ -532,8 +542,8 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
         {"labels",
          {{"app.kubernetes.io/name", "perfgate-worker"},
           {"app.kubernetes.io/managed-by", "perfgate-operator"},
-          {"perfgate.io/validation", name},
-          {"perfgate.io/node", node},
+          {"perfgate.io/validation", LabelValue(name)},
+          {"perfgate.io/node", LabelValue(node)},
           {"perfgate.io/run", run}}},
         {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
       {"spec",
@@ -633,7 +643,7 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
                {{"name", gang_id},
                 {"namespace", config_.nameSpace},
                 {"labels",
-                 {{"perfgate.io/validation", Str(obj, "/metadata/name"_json_pointer)},
+                 {{"perfgate.io/validation", LabelValue(Str(obj, "/metadata/name"_json_pointer))},
                   {"perfgate.io/run", run}}},
                 {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
               {"spec",
@@ -649,7 +659,7 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
 std::string Reconciler::BusyWith(const std::string& validation, const std::string& node) const {
   for (const auto& p : caches_.podsOn(node)) {
     std::string v = Label(p, "perfgate.io/validation");
-    if (v != validation && !Terminal(p) &&
+    if (v != LabelValue(validation) && !Terminal(p) &&
         Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
       return v;
     }
@@ -864,26 +874,27 @@ Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
                                        const std::string& node, const std::string& pod_name,
                                        const std::string& reason) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
-  Json result = {
-      {"apiVersion", "perfgate.io/v1alpha1"},
-      {"kind", "PerfResult"},
-      {"metadata",
-       {{"name", pod_name},
-        {"namespace", config_.nameSpace},
-        {"labels",
-         {{"perfgate.io/validation", name}, {"perfgate.io/node", node}, {"perfgate.io/run", run}}},
-        {"ownerReferences", OwnerReferences(obj, /*controller=*/false)}}},
-      {"spec",
-       {{"validation", name},
-        {"nodeName", node},
-        {"run", run},
-        {"writtenBy", "operator"},
-        {"worst", Cut(reason, 200)},
-        {"report",
-         {{"validation", name},
-          {"verdict", "ERROR"},
-          {"reason", Cut(reason, 2048)},
-          {"completionTime", FormatRfc3339(now_())}}}}}};
+  const Json labels = {{"perfgate.io/validation", LabelValue(name)},
+                       {"perfgate.io/node", LabelValue(node)},
+                       {"perfgate.io/run", run}};
+  Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
+                 {"kind", "PerfResult"},
+                 {"metadata",
+                  {{"name", pod_name},
+                   {"namespace", config_.nameSpace},
+                   {"labels", labels},
+                   {"ownerReferences", OwnerReferences(obj, /*controller=*/false)}}},
+                 {"spec",
+                  {{"validation", name},
+                   {"nodeName", node},
+                   {"run", run},
+                   {"writtenBy", "operator"},
+                   {"worst", Cut(reason, 200)},
+                   {"report",
+                    {{"validation", name},
+                     {"verdict", "ERROR"},
+                     {"reason", Cut(reason, 2048)},
+                     {"completionTime", FormatRfc3339(now_())}}}}}};
   auto created = client_->Create(ResultsResource(), config_.nameSpace, result);
   if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
   metrics_.resultsWrittenByOperator++;
@@ -1146,8 +1157,15 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (status.value("run", "") != run) {
     RETURN_IF_ERROR(CleanOldRuns(obj, run, static_cast<int>(policy.value("keepResults", 0))));
     status = {{"run", run}, {"startTime", now}};
-    Event(obj, "Normal", "Started", "run " + run + " started");
-    Logger()->info("{}: run {} started", name, run);
+    bool announce = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      announce = started_announced_.insert(name + "/" + run).second;
+    }
+    if (announce) {
+      Event(obj, "Normal", "Started", "run " + run + " started");
+      Logger()->info("{}: run {} started", name, run);
+    }
   }
   status["observedGeneration"] = gen;
   // Complete for this run: nothing left to do (node actions were applied before).
@@ -1278,12 +1296,13 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (config_maps_written_.count(config_map) == 0) {
+      const Json labels = {{"perfgate.io/validation", LabelValue(name)}, {"perfgate.io/run", run}};
       Json cm = {{"apiVersion", "v1"},
                  {"kind", "ConfigMap"},
                  {"metadata",
                   {{"name", config_map},
                    {"namespace", config_.nameSpace},
-                   {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
+                   {"labels", labels},
                    {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
                  {"data", {{"plan.yaml", plan->text}}}};
       auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, cm);
@@ -1301,7 +1320,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
   std::map<std::string, Json> pods;
   for (auto& p : caches_.podsOf(name)) {
-    if (Label(p, "perfgate.io/run") == run) pods[Label(p, "perfgate.io/node")] = p;
+    if (Label(p, "perfgate.io/run") == run) pods[PodNode(p)] = p;
   }
   // Another validation's live worker on `node`, or "".
   auto busy_with = [&](const std::string& node) { return BusyWith(name, node); };

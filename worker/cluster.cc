@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/labels.h"
 #include "common/report.h"
 
 namespace perfgate::worker {
@@ -101,8 +102,8 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
                          {{"name", target.resultName},
                           {"namespace", target.nameSpace},
                           {"labels",
-                           {{"perfgate.io/validation", target.validationName},
-                            {"perfgate.io/node", target.nodeName},
+                           {{"perfgate.io/validation", LabelValue(target.validationName)},
+                            {"perfgate.io/node", LabelValue(target.nodeName)},
                             {"perfgate.io/run", target.run}}}}},
                         {"spec",
                          {{"validation", target.validationName},

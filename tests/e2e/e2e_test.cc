@@ -7,10 +7,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -399,6 +401,51 @@ TEST_F(E2E, LaterPassRemovesOnlyPerfgateTaint) {
   auto taints = Node("node-1")["spec"].value("taints", Json::array());
   ASSERT_EQ(taints.size(), 1u) << taints.dump();
   EXPECT_EQ(taints[0].value("key", ""), "team");
+}
+
+// Names are up to 253 characters, label values only 63: a validation and a node with longer
+// names run and pass like any other, with one Started event, and every label stays valid.
+TEST_F(E2E, ValidationAndNodeWithNamesLongerThan63Characters) {
+  const std::string node = "gpu-7.rack-42.zone-b.datacenter-east.gpu-fleet.example-cloud.internal";
+  const std::string name =
+      "nightly-acceptance-of-the-h200-fleet-after-the-driver-upgrade-in-zone-b";
+  ASSERT_GT(node.size(), 63u);
+  ASSERT_GT(name.size(), 63u);
+  kubesim::NodeSpec spec;
+  spec.name = node;
+  ASSERT_TRUE(sim_->AddNode(spec).ok());
+  std::string yaml = SyntheticSpec(name, "");
+  const std::string selector = "  nodeSelector:\n    nvidia.com/gpu.present: \"true\"\n";
+  yaml.replace(yaml.find(selector), selector.size(), "  nodes: [" + node + ", node-0]\n");
+  Apply(yaml);
+  ASSERT_TRUE(WaitComplete(name, 60));
+  Json v = Validation(name);
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "2/2");
+  std::set<std::string> nodes;
+  for (const auto& r : sim_->List("perfgate.io", "perfresults", kNs)) {
+    nodes.insert(r["spec"].value("nodeName", ""));
+    EXPECT_EQ(r["spec"].value("writtenBy", "worker"), "worker") << r.dump(2);
+  }
+  EXPECT_EQ(nodes, (std::set<std::string>{node, "node-0"}));
+  EXPECT_EQ(VerdictLabel(Node(node)), "passed");
+  int started = 0;
+  for (const auto& e : sim_->List("", "events", "default")) {
+    started += e.value("reason", "") == "Started" && e["involvedObject"].value("name", "") == name;
+  }
+  EXPECT_EQ(started, 1);
+  // Selection by label still finds this validation's objects, under its shortened value.
+  auto labels = Kubectl(*sim_, {"get", "perfresults", "-n", kNs, "-o",
+                                "jsonpath={.items[*].metadata.labels.perfgate\\.io/validation}"});
+  ASSERT_EQ(labels.exitCode, 0) << labels.err;
+  ASSERT_FALSE(labels.out.empty());
+  std::istringstream values(labels.out);
+  for (std::string value; values >> value;) {
+    EXPECT_LE(value.size(), 63u) << value;
+    auto listed = Kubectl(*sim_, {"get", "perfresults", "-n", kNs, "-l",
+                                  "perfgate.io/validation=" + value, "-o", "name"});
+    EXPECT_EQ(std::count(listed.out.begin(), listed.out.end(), '\n'), 2) << listed.out;
+  }
 }
 
 // Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion
