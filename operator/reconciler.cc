@@ -936,7 +936,14 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
   if (!previous.empty() && previous != run) {
     const std::string cm = ObjectName({name, previous, "plan"});
     auto st = client_->Delete(ConfigMapsResource(), config_.nameSpace, cm);
-    if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
+    // Refused (an older chart's Role grants no delete): the plan goes with its validation
+    // anyway, and a new run must not wait on a clean-up.
+    if (!st.ok() && st.status().code() == Code::kPermissionDenied) {
+      Logger()->warn("{}: previous plan {} left for garbage collection: {}", name, cm,
+                     st.status().message());
+    } else if (!st.ok() && st.status().code() != Code::kNotFound) {
+      return st.status();
+    }
   }
   return Status::Ok();
 }
