@@ -515,6 +515,11 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
   }
   // A node perfgate failed must still be testable, or it could never pass again.
   tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  // Nor could a node perfgate cordoned: selection already decides which cordoned nodes are
+  // tested (perfgate's own cordon, includeCordoned, named nodes), so the pod must run there.
+  tolerations.push_back({{"key", "node.kubernetes.io/unschedulable"},
+                         {"operator", "Exists"},
+                         {"effect", "NoSchedule"}});
   Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", pod_name};
   if (config_.enableFixtures) command.push_back("--enable-fixtures");
   auto field_env = [](const std::string& n, const std::string& path) {

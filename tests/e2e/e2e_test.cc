@@ -448,6 +448,24 @@ TEST_F(E2E, ValidationAndNodeWithNamesLongerThan63Characters) {
   }
 }
 
+// A node perfgate failed, tainted and cordoned is re-tested by the next validation that selects
+// it (its worker tolerates the cordon), and a PASS lifts both the taint and the cordon.
+TEST_F(E2E, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
+  Apply(SyntheticSpec("cordon", "node-2=50", "    onFailure: taintAndCordon\n"));
+  ASSERT_TRUE(WaitComplete("cordon"));
+  ASSERT_TRUE(HasPerfgateTaint(Node("node-2")));
+  ASSERT_TRUE(Node("node-2")["spec"].value("unschedulable", false));
+  Apply(SyntheticSpec("retest", "", "    onFailure: taintAndCordon\n"));
+  ASSERT_TRUE(WaitComplete("retest"));
+  Json v = Validation("retest");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "4/4");
+  Json node = Node("node-2");
+  EXPECT_FALSE(HasPerfgateTaint(node)) << node.dump(2);
+  EXPECT_FALSE(node["spec"].value("unschedulable", false)) << node.dump(2);
+  EXPECT_EQ(VerdictLabel(node), "passed");
+}
+
 // Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion
 // through the finalizer.
 TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
