@@ -1020,14 +1020,15 @@ Status Reconciler::UndoNodeActions(const std::string& validation) {
   for (const auto& node : caches_.nodes()) {
     const Json ann = node["metadata"].value("annotations", Json::object());
     if (ann.value(kVerdictByAnnotation, "") != validation) continue;
-    // A FAIL taint outlives its validation: a bad GPU stays bad until a later run passes.
-    if (ann.contains(kTaintedByAnnotation)) continue;
+    // This validation's FAIL taint outlives it: a bad GPU stays bad until a later run passes.
+    // Another validation's taint does not keep this one's verdict label.
+    if (ann.value(kTaintedByAnnotation, "") == validation) continue;
     const std::string name = Str(node, "/metadata/name"_json_pointer);
     for (int attempt = 0; attempt < 5; ++attempt) {
       auto got = client_->Get(kube::NodesResource(), "", name);
       if (!got.ok()) break;
       Json n = *got;
-      n["metadata"]["labels"].erase(kVerdictLabel);
+      if (n["metadata"].contains("labels")) n["metadata"]["labels"].erase(kVerdictLabel);
       n["metadata"]["annotations"].erase(kVerdictByAnnotation);
       auto updated = client_->Update(kube::NodesResource(), "", n);
       if (updated.ok() || updated.status().code() != Code::kAborted) break;

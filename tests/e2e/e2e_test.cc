@@ -466,6 +466,28 @@ TEST_F(E2E, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
   EXPECT_EQ(VerdictLabel(node), "passed");
 }
 
+// Deleting every validation leaves no verdict label behind, also where the node carries
+// another validation's FAIL taint (which stays, by design, until a later run passes the node).
+TEST_F(E2E, DeletingEveryValidationLeavesNoVerdictLabel) {
+  Apply(SyntheticSpec("tainter", "node-2=50", "    onFailure: taint\n"));
+  ASSERT_TRUE(WaitComplete("tainter"));
+  Apply(SyntheticSpec("watcher", "node-2=50", "    onFailure: none\n"));
+  ASSERT_TRUE(WaitComplete("watcher"));
+  ASSERT_EQ(VerdictLabel(Node("node-2")), "failed");
+  for (const char* v : {"tainter", "watcher"}) {
+    auto del = Kubectl(*sim_, {"delete", "pval", v, "--timeout=30s"});
+    ASSERT_EQ(del.exitCode, 0) << del.err;
+  }
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
+    Json node = Node(n);
+    EXPECT_EQ(VerdictLabel(node), "") << node.dump(2);
+    EXPECT_FALSE(
+        node["metadata"].value("annotations", Json::object()).contains("perfgate.io/verdict-by"))
+        << node.dump(2);
+  }
+  EXPECT_TRUE(HasPerfgateTaint(Node("node-2")));
+}
+
 // Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion
 // through the finalizer.
 TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
