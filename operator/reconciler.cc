@@ -967,6 +967,8 @@ Status Reconciler::ApplyNodeAction(const std::string& node, const std::string& v
       }
       n = *got;
     }
+    // A Node may be stored without a spec (or labels, annotations): read them as empty.
+    if (!n.contains("spec") || !n["spec"].is_object()) n["spec"] = Json::object();
     Json before = n;
     Json& meta = n["metadata"];
     if (!meta.contains("labels")) meta["labels"] = Json::object();
@@ -1213,7 +1215,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     if (!explicitly && NodeGpus(node) <= 0) continue;
     // A cordon perfgate set itself does not exclude the node (it must be re-testable).
     bool cordoned =
-        node["spec"].value("unschedulable", false) &&
+        node.value("spec", Json::object()).value("unschedulable", false) &&
         !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
     if (!explicitly && cordoned && !include_cordoned) continue;
     selected.push_back(n);

@@ -488,6 +488,31 @@ TEST_F(E2E, DeletingEveryValidationLeavesNoVerdictLabel) {
   EXPECT_TRUE(HasPerfgateTaint(Node("node-2")));
 }
 
+// A Node stored without a spec (the API allows it) is selected, tested and labelled like any
+// other; the operator neither crashes nor stalls on it.
+TEST_F(E2E, NodeWithoutSpecIsTestedLikeAnyOther) {
+  Apply(R"(apiVersion: v1
+kind: Node
+metadata:
+  name: bare
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/gpu.product: NVIDIA-H200}
+status:
+  capacity: {cpu: "64", memory: 2113929216Ki, pods: "110", nvidia.com/gpu: "8"}
+  allocatable: {cpu: "64", memory: 2113929216Ki, pods: "110", nvidia.com/gpu: "8"}
+  conditions: [{type: Ready, status: "True"}]
+)");
+  ASSERT_FALSE(Node("bare").contains("spec")) << Node("bare").dump(2);
+  Apply(SyntheticSpec("bare", "", "    onFailure: taintAndCordon\n"));
+  ASSERT_TRUE(WaitComplete("bare", 60));
+  Json v = Validation("bare");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "5/5");
+  EXPECT_EQ(VerdictLabel(Node("bare")), "passed");
+  auto del = Kubectl(*sim_, {"delete", "pval", "bare", "--timeout=30s"});
+  ASSERT_EQ(del.exitCode, 0) << del.err;
+  EXPECT_EQ(VerdictLabel(Node("bare")), "");
+}
+
 // Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion
 // through the finalizer.
 TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
