@@ -808,6 +808,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
                    {{"name", info.name}, {"group", t.group}, {"kind", t.plural}});
       }
     }
+    if (opts.ownerReferencesPermissionEnforcement) {
+      if (auto denied = EnforceOwnerReferencePermissions(t, info.ns, obj_name, *user, obj, old)) {
+        return denied;
+      }
+    }
     if (t.key() == "admissionregistration.k8s.io/validatingadmissionpolicies") {
       std::vector<FieldError> errs;
       for (const auto& e : CheckPolicyExpressions(obj)) {

@@ -259,6 +259,63 @@ TEST_F(KubectlTest, LabelValuesLongerThan63OrMalformedAreInvalid) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
+// OwnerReferencesPermissionEnforcement (Options::ownerReferencesPermissionEnforcement, as in
+// OpenShift): a user who may only create results may own one by a validation, but may not set
+// blockOwnerDeletion on it without update on the validation's finalizers.
+TEST(KubectlOwnerReferences, BlockOwnerDeletionNeedsUpdateOnTheOwnersFinalizers) {
+  Options o;
+  o.ownerReferencesPermissionEnforcement = true;
+  KubeSim sim(o);
+  ASSERT_TRUE(sim.Start().ok());
+  for (const char* crd : {"/perfvalidation-crd.yaml", "/perfresult-crd.yaml"}) {
+    auto r = Kubectl(sim, {"apply", "-f", kTestdata + crd});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+  auto r = Kubectl(sim, {"apply", "-f", "-"}, R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: writer, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: writer, namespace: default}
+rules: [{apiGroups: [perfgate.io], resources: [perfresults], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: writer, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: writer}
+subjects: [{kind: ServiceAccount, name: writer, namespace: default}]
+)");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(Eventually([&] {
+    return Kubectl(sim, {"apply", "-f", "-"},
+                   "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: "
+                   "owner}\nspec: {level: quick}\n")
+               .exitCode == 0;
+  }));
+  const std::string uid =
+      (*sim.Get("perfgate.io", "perfvalidations", "", "owner"))["metadata"].value("uid", "");
+  r = Kubectl(sim, {"create", "token", "writer"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string token = r.out.substr(0, r.out.find('\n'));
+  auto create = [&](const std::string& name, const std::string& block) {
+    return Kubectl(
+        sim, {"--token=" + token, "create", "-f", "-"},
+        "apiVersion: perfgate.io/v1alpha1\nkind: PerfResult\nmetadata:\n  name: " + name +
+            "\n  namespace: default\n  ownerReferences:\n  - {apiVersion: "
+            "perfgate.io/v1alpha1, kind: PerfValidation, name: owner, uid: " +
+            uid + block + "}\nspec: {nodeName: node-0, verdict: PASS}\n");
+  };
+  r = create("blocking", ", blockOwnerDeletion: true");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("perfresults.perfgate.io \"blocking\" is forbidden: cannot set "
+                               "blockOwnerDeletion if an ownerReference refers to a resource you "
+                               "can't set finalizers on"));
+  EXPECT_FALSE(sim.Get("perfgate.io", "perfresults", "default", "blocking").ok());
+  r = create("owned", "");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
 // ValidatingAdmissionPolicies are enforced as kube-apiserver enforces them: a binding with
 // Deny, the resource rules and namespace selector, match conditions, variables, the message
 // (or messageExpression) and reason of the first failed validation, and failurePolicy on an
