@@ -23,7 +23,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_kube_sim "$WORK_DIR" --nodes 4 --gpus-per-node 8 --image-map "$image=$WORKER_BIN"
+# With OwnerReferencesPermissionEnforcement (on by default in OpenShift): a worker may not
+# set blockOwnerDeletion on its result, having no rights on the validation's finalizers.
+start_kube_sim "$WORK_DIR" --nodes 4 --gpus-per-node 8 --image-map "$image=$WORKER_BIN" \
+  --owner-references-permission-enforcement
 install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" --set worker.image.tag=e2e \
   --set metrics.perNode=true
 operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
