@@ -563,7 +563,12 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
                {{{"matchFields",
                   {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}}}}}}}}}}}},
         {"tolerations", tolerations},
-        {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"runAsGroup", 65532}}},
+        // Pod Security "restricted" (docs/operator.md): what a gang adds on top is named there.
+        {"securityContext",
+         {{"runAsNonRoot", true},
+          {"runAsUser", 65532},
+          {"runAsGroup", 65532},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
         {"containers",
          {{{"name", "worker"},
            {"image", config_.workerImage},

@@ -513,6 +513,38 @@ status:
   EXPECT_EQ(VerdictLabel(Node("bare")), "");
 }
 
+// A single-node worker pod meets Pod Security "restricted", so the chart's namespace can
+// enforce it: seccomp RuntimeDefault, non-root with a numeric uid, no privilege escalation,
+// every capability dropped, no host namespaces, only configMap volumes.
+TEST_F(E2E, WorkerPodsMeetRestrictedPodSecurity) {
+  Apply(SyntheticSpec("restricted", ""));
+  ASSERT_TRUE(WaitComplete("restricted"));
+  auto pods = Pods("restricted");
+  ASSERT_EQ(pods.size(), 4u);
+  for (const auto& p : pods) {
+    const Json& spec = p["spec"];
+    const Json psc = spec.value("securityContext", Json::object());
+    EXPECT_EQ(psc.value("seccompProfile", Json::object()).value("type", ""), "RuntimeDefault");
+    EXPECT_TRUE(psc.value("runAsNonRoot", false));
+    EXPECT_GT(psc.value("runAsUser", 0), 0);
+    EXPECT_FALSE(spec.value("hostNetwork", false));
+    EXPECT_FALSE(spec.value("hostIPC", false));
+    EXPECT_FALSE(spec.value("hostPID", false));
+    for (const auto& v : spec.value("volumes", Json::array())) {
+      EXPECT_TRUE(v.contains("configMap") || v.contains("emptyDir") || v.contains("projected"))
+          << v.dump();
+    }
+    for (const auto& c : spec.value("containers", Json::array())) {
+      const Json csc = c.value("securityContext", Json::object());
+      EXPECT_FALSE(csc.value("allowPrivilegeEscalation", true)) << c.dump();
+      EXPECT_FALSE(csc.value("privileged", false));
+      const Json caps = csc.value("capabilities", Json::object());
+      EXPECT_EQ(caps.value("drop", Json::array()), Json::array({"ALL"}));
+      EXPECT_TRUE(caps.value("add", Json::array()).empty()) << caps.dump();
+    }
+  }
+}
+
 // Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion
 // through the finalizer.
 TEST_F(E2E, SuspendRerunKeepResultsAndDelete) {
