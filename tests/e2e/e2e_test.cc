@@ -514,11 +514,16 @@ status:
 }
 
 // A single-node worker pod meets Pod Security "restricted", so the chart's namespace can
-// enforce it: seccomp RuntimeDefault, non-root with a numeric uid, no privilege escalation,
-// every capability dropped, no host namespaces, only configMap volumes.
+// enforce it (and here does: kube-sim applies the namespace's level): seccomp RuntimeDefault,
+// non-root with a numeric uid, no privilege escalation, every capability dropped, no host
+// namespaces, only configMap volumes.
 TEST_F(E2E, WorkerPodsMeetRestrictedPodSecurity) {
+  auto label =
+      Kubectl(*sim_, {"label", "namespace", kNs, "pod-security.kubernetes.io/enforce=restricted"});
+  ASSERT_EQ(label.exitCode, 0) << label.err;
   Apply(SyntheticSpec("restricted", ""));
   ASSERT_TRUE(WaitComplete("restricted"));
+  EXPECT_EQ(Condition(Validation("restricted"), "Passed").value("status", ""), "True");
   auto pods = Pods("restricted");
   ASSERT_EQ(pods.size(), 4u);
   for (const auto& p : pods) {

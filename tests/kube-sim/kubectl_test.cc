@@ -316,6 +316,54 @@ subjects: [{kind: ServiceAccount, name: writer, namespace: default}]
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
+// Pod Security Admission from the namespace's pod-security.kubernetes.io/enforce label, in the
+// plugin's words: restricted refuses a pod that sets nothing, baseline refuses an added
+// IPC_LOCK, and a pod that meets restricted is admitted.
+TEST_F(KubectlTest, PodSecurityLevelsFromNamespaceLabels) {
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"}, R"(apiVersion: v1
+kind: Namespace
+metadata: {name: strict, labels: {pod-security.kubernetes.io/enforce: restricted}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: base, labels: {pod-security.kubernetes.io/enforce: baseline}}
+)");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(Eventually([&] {
+    return sim_->Get("", "serviceaccounts", "strict", "default").ok() &&
+           sim_->Get("", "serviceaccounts", "base", "default").ok();
+  }));
+  auto pod = [](const std::string& ns, const std::string& pod_sc, const std::string& sc) {
+    return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: " + ns +
+           "}\nspec:\n  securityContext: " + pod_sc +
+           "\n  containers:\n  - {name: worker, image: busybox:1.36, securityContext: " + sc +
+           "}\n";
+  };
+  r = Kubectl(*sim_, {"apply", "-f", "-"}, pod("strict", "{}", "{}"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\": "
+                "allowPrivilegeEscalation != false (container \"worker\" must set "
+                "securityContext.allowPrivilegeEscalation=false), unrestricted capabilities "
+                "(container \"worker\" must set securityContext.capabilities.drop=[\"ALL\"]), "
+                "runAsNonRoot != true (pod or container \"worker\" must set "
+                "securityContext.runAsNonRoot=true), seccompProfile (pod or container \"worker\" "
+                "must set securityContext.seccompProfile.type to \"RuntimeDefault\" or "
+                "\"Localhost\")"));
+  r = Kubectl(*sim_, {"apply", "-f", "-"}, pod("base", "{}", "{capabilities: {add: [IPC_LOCK]}}"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("pods \"p\" is forbidden: violates PodSecurity "
+                               "\"baseline:latest\": non-default capabilities (container "
+                               "\"worker\" must not include \"IPC_LOCK\" in "
+                               "securityContext.capabilities.add)"));
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              pod("strict",
+                  "{runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}",
+                  "{allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
 // ValidatingAdmissionPolicies are enforced as kube-apiserver enforces them: a binding with
 // Deny, the resource rules and namespace selector, match conditions, variables, the message
 // (or messageExpression) and reason of the first failed validation, and failurePolicy on an
