@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/labels.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
@@ -35,6 +36,7 @@
 
 namespace {
 
+using perfgate::LabelValue;
 using perfgate::Status;
 using perfgate::op::Json;
 namespace kube = perfgate::kube;
@@ -242,7 +244,14 @@ int main(int argc, char** argv) {
 
   kube::WorkQueue queue;
   auto enqueue_obj = [&queue](const Json& o) { queue.Add(o["metadata"].value("name", "")); };
+  // By the owner reference, which names the validation in full (the label may be shortened).
   auto enqueue_owner = [&queue](const Json& o) {
+    for (const auto& ref : o["metadata"].value("ownerReferences", Json::array())) {
+      if (ref.value("kind", "") == "PerfValidation" && !ref.value("name", "").empty()) {
+        queue.Add(ref.value("name", ""));
+        return;
+      }
+    }
     auto labels = o["metadata"].value("labels", Json::object());
     if (labels.contains("perfgate.io/validation")) {
       queue.Add(labels["perfgate.io/validation"].get<std::string>());
@@ -275,9 +284,11 @@ int main(int argc, char** argv) {
   rc.gangRendezvousHost = flags.gangRendezvousHost;
   op::Caches caches{
       [nodes] { return nodes->List(); },
-      [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(v); },
-      [&pods_by_node](const std::string& n) { return pods_by_node.Get(n); },
-      [&results_by_validation](const std::string& v) { return results_by_validation.Get(v); }};
+      [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(LabelValue(v)); },
+      [&pods_by_node](const std::string& n) { return pods_by_node.Get(LabelValue(n)); },
+      [&results_by_validation](const std::string& v) {
+        return results_by_validation.Get(LabelValue(v));
+      }};
   op::Reconciler reconciler(client, caches, rc);
 
   std::atomic<bool> synced{false};

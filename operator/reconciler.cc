@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "common/labels.h"
 #include "common/spec.h"
 #include "common/time.h"
 #include "kernels/cuda/profile_select.h"
@@ -73,6 +74,15 @@ std::string Label(const Json& obj, const std::string& key) {
   const Json labels = obj.value("metadata", Json::object()).value("labels", Json::object());
   auto it = labels.find(key);
   return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The node a worker pod is for: its required affinity names it in full (the label may be
+// shortened, common/labels.h).
+std::string PodNode(const Json& pod) {
+  const std::string node = Str(
+      pod,
+      "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0"_json_pointer);
+  return node.empty() ? Label(pod, "perfgate.io/node") : node;
 }
 
 bool Terminal(const Json& pod) {
@@ -581,6 +591,11 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
   }
   // A node perfgate failed must still be testable, or it could never pass again.
   tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  // Nor could a node perfgate cordoned: selection already decides which cordoned nodes are
+  // tested (perfgate's own cordon, includeCordoned, named nodes), so the pod must run there.
+  tolerations.push_back({{"key", "node.kubernetes.io/unschedulable"},
+                         {"operator", "Exists"},
+                         {"effect", "NoSchedule"}});
   // GPU node pools keep other pods off with this taint (GKE sets nvidia.com/gpu=present by
   // default); a pod that requests GPUs tolerates it, as the ExtendedResourceToleration admission
   // plugin would add.
@@ -612,8 +627,8 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
         {"labels",
          {{"app.kubernetes.io/name", "perfgate-worker"},
           {"app.kubernetes.io/managed-by", "perfgate-operator"},
-          {"perfgate.io/validation", name},
-          {"perfgate.io/node", node},
+          {"perfgate.io/validation", LabelValue(name)},
+          {"perfgate.io/node", LabelValue(node)},
           {"perfgate.io/run", run}}},
         {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
       {"spec",
@@ -628,7 +643,12 @@ Json Reconciler::BuildPod(const Json& obj, const std::string& run, const std::st
                {{{"matchFields",
                   {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}}}}}}}}}}}}},
         {"tolerations", tolerations},
-        {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"runAsGroup", 65532}}},
+        // Pod Security "restricted" (docs/operator.md): what a gang adds on top is named there.
+        {"securityContext",
+         {{"runAsNonRoot", true},
+          {"runAsUser", 65532},
+          {"runAsGroup", 65532},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
         {"containers",
          {{{"name", "worker"},
            {"image", config_.workerImage},
@@ -713,7 +733,7 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
                {{"name", gang_id},
                 {"namespace", config_.nameSpace},
                 {"labels",
-                 {{"perfgate.io/validation", Str(obj, "/metadata/name"_json_pointer)},
+                 {{"perfgate.io/validation", LabelValue(Str(obj, "/metadata/name"_json_pointer))},
                   {"perfgate.io/run", run}}},
                 {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
               {"spec",
@@ -729,7 +749,7 @@ Status Reconciler::CreateGangService(const Json& obj, const std::string& run,
 std::string Reconciler::BusyWith(const std::string& validation, const std::string& node) const {
   for (const auto& p : caches_.podsOn(node)) {
     std::string v = Label(p, "perfgate.io/validation");
-    if (v != validation && !Terminal(p) &&
+    if (v != LabelValue(validation) && !Terminal(p) &&
         Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
       return v;
     }
@@ -944,26 +964,27 @@ Status Reconciler::WriteOperatorResult(const Json& obj, const std::string& run,
                                        const std::string& node, const std::string& pod_name,
                                        const std::string& reason) {
   const std::string name = Str(obj, "/metadata/name"_json_pointer);
-  Json result = {
-      {"apiVersion", "perfgate.io/v1alpha1"},
-      {"kind", "PerfResult"},
-      {"metadata",
-       {{"name", pod_name},
-        {"namespace", config_.nameSpace},
-        {"labels",
-         {{"perfgate.io/validation", name}, {"perfgate.io/node", node}, {"perfgate.io/run", run}}},
-        {"ownerReferences", OwnerReferences(obj, /*controller=*/false)}}},
-      {"spec",
-       {{"validation", name},
-        {"nodeName", node},
-        {"run", run},
-        {"writtenBy", "operator"},
-        {"worst", Cut(reason, 200)},
-        {"report",
-         {{"validation", name},
-          {"verdict", "ERROR"},
-          {"reason", Cut(reason, 2048)},
-          {"completionTime", FormatRfc3339(now_())}}}}}};
+  const Json labels = {{"perfgate.io/validation", LabelValue(name)},
+                       {"perfgate.io/node", LabelValue(node)},
+                       {"perfgate.io/run", run}};
+  Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
+                 {"kind", "PerfResult"},
+                 {"metadata",
+                  {{"name", pod_name},
+                   {"namespace", config_.nameSpace},
+                   {"labels", labels},
+                   {"ownerReferences", OwnerReferences(obj, /*controller=*/false)}}},
+                 {"spec",
+                  {{"validation", name},
+                   {"nodeName", node},
+                   {"run", run},
+                   {"writtenBy", "operator"},
+                   {"worst", Cut(reason, 200)},
+                   {"report",
+                    {{"validation", name},
+                     {"verdict", "ERROR"},
+                     {"reason", Cut(reason, 2048)},
+                     {"completionTime", FormatRfc3339(now_())}}}}}};
   auto created = client_->Create(ResultsResource(), config_.nameSpace, result);
   if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
   metrics_.resultsWrittenByOperator++;
@@ -1005,7 +1026,14 @@ Status Reconciler::CleanOldRuns(const Json& obj, const std::string& run, int kee
   if (!previous.empty() && previous != run) {
     const std::string cm = ObjectName({name, previous, "plan"});
     auto st = client_->Delete(ConfigMapsResource(), config_.nameSpace, cm);
-    if (!st.ok() && st.status().code() != Code::kNotFound) return st.status();
+    // Refused (an older chart's Role grants no delete): the plan goes with its validation
+    // anyway, and a new run must not wait on a clean-up.
+    if (!st.ok() && st.status().code() == Code::kPermissionDenied) {
+      Logger()->warn("{}: previous plan {} left for garbage collection: {}", name, cm,
+                     st.status().message());
+    } else if (!st.ok() && st.status().code() != Code::kNotFound) {
+      return st.status();
+    }
   }
   return Status::Ok();
 }
@@ -1024,6 +1052,8 @@ Status Reconciler::ApplyNodeAction(const std::string& node, const std::string& v
       }
       n = *got;
     }
+    // A Node may be stored without a spec (or labels, annotations): read them as empty.
+    if (!n.contains("spec") || !n["spec"].is_object()) n["spec"] = Json::object();
     Json before = n;
     Json& meta = n["metadata"];
     if (!meta.contains("labels")) meta["labels"] = Json::object();
@@ -1077,14 +1107,15 @@ Status Reconciler::UndoNodeActions(const std::string& validation) {
   for (const auto& node : caches_.nodes()) {
     const Json ann = node["metadata"].value("annotations", Json::object());
     if (ann.value(kVerdictByAnnotation, "") != validation) continue;
-    // A FAIL taint outlives its validation: a bad GPU stays bad until a later run passes.
-    if (ann.contains(kTaintedByAnnotation)) continue;
+    // This validation's FAIL taint outlives it: a bad GPU stays bad until a later run passes.
+    // Another validation's taint does not keep this one's verdict label.
+    if (ann.value(kTaintedByAnnotation, "") == validation) continue;
     const std::string name = Str(node, "/metadata/name"_json_pointer);
     for (int attempt = 0; attempt < 5; ++attempt) {
       auto got = client_->Get(kube::NodesResource(), "", name);
       if (!got.ok()) break;
       Json n = *got;
-      n["metadata"]["labels"].erase(kVerdictLabel);
+      if (n["metadata"].contains("labels")) n["metadata"]["labels"].erase(kVerdictLabel);
       n["metadata"]["annotations"].erase(kVerdictByAnnotation);
       auto updated = client_->Update(kube::NodesResource(), "", n);
       if (updated.ok() || updated.status().code() != Code::kAborted) break;
@@ -1226,8 +1257,15 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (status.value("run", "") != run) {
     RETURN_IF_ERROR(CleanOldRuns(obj, run, static_cast<int>(policy.value("keepResults", 0))));
     status = {{"run", run}, {"startTime", now}};
-    Event(obj, "Normal", "Started", "run " + run + " started");
-    Logger()->info("{}: run {} started", name, run);
+    bool announce = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      announce = started_announced_.insert(name + "/" + run).second;
+    }
+    if (announce) {
+      Event(obj, "Normal", "Started", "run " + run + " started");
+      Logger()->info("{}: run {} started", name, run);
+    }
   }
   status["observedGeneration"] = gen;
   // Complete for this run: nothing left to do (node actions were applied before).
@@ -1262,7 +1300,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     if (!explicitly && NodeGpus(node) <= 0) continue;
     // A cordon perfgate set itself does not exclude the node (it must be re-testable).
     bool cordoned =
-        node["spec"].value("unschedulable", false) &&
+        node.value("spec", Json::object()).value("unschedulable", false) &&
         !node["metadata"].value("annotations", Json::object()).contains(kCordonedByAnnotation);
     if (!explicitly && cordoned && !include_cordoned) continue;
     selected.push_back(n);
@@ -1365,12 +1403,13 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (config_maps_written_.count(config_map) == 0) {
+      const Json labels = {{"perfgate.io/validation", LabelValue(name)}, {"perfgate.io/run", run}};
       Json cm = {{"apiVersion", "v1"},
                  {"kind", "ConfigMap"},
                  {"metadata",
                   {{"name", config_map},
                    {"namespace", config_.nameSpace},
-                   {"labels", {{"perfgate.io/validation", name}, {"perfgate.io/run", run}}},
+                   {"labels", labels},
                    {"ownerReferences", OwnerReferences(obj, /*controller=*/true)}}},
                  {"data", {{"plan.yaml", plan->text}}}};
       auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, cm);
@@ -1388,7 +1427,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
   std::map<std::string, Json> pods;
   for (auto& p : caches_.podsOf(name)) {
-    if (Label(p, "perfgate.io/run") == run) pods[Label(p, "perfgate.io/node")] = p;
+    if (Label(p, "perfgate.io/run") == run) pods[PodNode(p)] = p;
   }
   // Another validation's live worker on `node`, or "".
   auto busy_with = [&](const std::string& node) { return BusyWith(name, node); };

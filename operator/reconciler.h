@@ -172,6 +172,9 @@ class Reconciler {
   ReconcileMetrics metrics_;
   std::mutex mu_;
   std::set<std::string> config_maps_written_;
+  // "<validation>/<run>" whose Started event went out: a reconcile that fails and retries
+  // before the new run reaches the status must not announce the run again.
+  std::set<std::string> started_announced_;
   std::atomic<uint64_t> event_seq_{0};
 };
 

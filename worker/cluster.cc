@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/labels.h"
 #include "common/report.h"
 
 namespace perfgate::worker {
@@ -101,8 +102,8 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
                          {{"name", target.resultName},
                           {"namespace", target.nameSpace},
                           {"labels",
-                           {{"perfgate.io/validation", target.validationName},
-                            {"perfgate.io/node", target.nodeName},
+                           {{"perfgate.io/validation", LabelValue(target.validationName)},
+                            {"perfgate.io/node", LabelValue(target.nodeName)},
                             {"perfgate.io/run", target.run}}}}},
                         {"spec",
                          {{"validation", target.validationName},
@@ -110,13 +111,15 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
                           {"run", target.run},
                           {"worst", WorstFigure(report)},
                           {"report", report_json}}}};
+  // Owned, so it goes with its validation, but without blockOwnerDeletion: that needs update on
+  // the validation's finalizers (OwnerReferencesPermissionEnforcement), which a worker that
+  // may only create results does not have.
   if (!target.validationUid.empty()) {
     obj["metadata"]["ownerReferences"] =
         nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
                                 {"kind", "PerfValidation"},
                                 {"name", target.validationName},
-                                {"uid", target.validationUid},
-                                {"blockOwnerDeletion", true}}});
+                                {"uid", target.validationUid}}});
   }
   return obj.dump();
 }

@@ -23,7 +23,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_kube_sim "$WORK_DIR" --nodes 4 --gpus-per-node 8 --image-map "$image=$WORKER_BIN"
+# With OwnerReferencesPermissionEnforcement (on by default in OpenShift): a worker may not
+# set blockOwnerDeletion on its result, having no rights on the validation's finalizers.
+start_kube_sim "$WORK_DIR" --nodes 4 --gpus-per-node 8 --image-map "$image=$WORKER_BIN" \
+  --owner-references-permission-enforcement
 install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" --set worker.image.tag=e2e \
   --set metrics.perNode=true
 operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
@@ -61,6 +64,45 @@ for node in node-0 node-1 node-2 node-3; do
   label="$(kubectl get node "$node" -o 'jsonpath={.metadata.labels.perfgate\.io/verdict}')"
   [ "$label" = passed ] || fail "$node labelled '$label', want passed"
 done
+
+# Every way to start a new run under the chart's roles: a rerun token, a suspend and resume,
+# a spec edit. Each new run deletes the previous run's plan ConfigMap, which the operator's
+# Role must allow, or the new run never starts.
+# complete_new_run NAME RUN_BEFORE: waits until NAME has completed a run other than RUN_BEFORE
+# for its current generation, and passed.
+complete_new_run() {
+  local i status
+  for i in $(seq 300); do
+    status="$(kubectl get pval "$1" -o 'jsonpath={.metadata.generation} {.status.observedGeneration} {.status.run} {.status.completionTime}')"
+    read -r gen observed run done_at <<<"$status"
+    if [ "$gen" = "$observed" ] && [ "$run" != "$2" ] && [ -n "${done_at:-}" ]; then
+      passed="$(kubectl get pval "$1" -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+      [ "$passed" = True ] || { kubectl get pval "$1" -o yaml >&2; fail "$1 run $run: Passed=$passed"; }
+      return 0
+    fi
+    sleep 0.2
+  done
+  tail -20 "$WORK_DIR/operator.log" >&2
+  kubectl get pval "$1" -o yaml >&2
+  fail "$1: no new completed run after $2 in 60 s"
+}
+run_of() { kubectl get pval "$1" -o 'jsonpath={.status.run}'; }
+before="$(run_of smoke)"
+kubectl annotate --overwrite pval smoke perfgate.io/rerun=1 >/dev/null || fail "annotate rerun"
+complete_new_run smoke "$before"
+before="$(run_of smoke)"
+kubectl patch pval smoke --type=merge -p '{"spec":{"suspend":true}}' >/dev/null || fail "suspend"
+kubectl wait pval/smoke --for=jsonpath='{.status.verdict}'=Suspended --timeout=30s >/dev/null \
+  || { tail -20 "$WORK_DIR/operator.log" >&2; fail "smoke not Suspended in 30 s"; }
+suspended_run="$(run_of smoke)"
+kubectl patch pval smoke --type=merge -p '{"spec":{"suspend":false}}' >/dev/null || fail "resume"
+complete_new_run smoke "$suspended_run"
+before="$(run_of smoke)"
+kubectl patch pval smoke --type=merge -p '{"spec":{"sampling":{"minRepeats":6}}}' >/dev/null \
+  || fail "edit the spec"
+complete_new_run smoke "$before"
+plans="$(kubectl -n perfgate-system get configmaps -l perfgate.io/validation=smoke -o name | wc -l)"
+[ "$plans" = 1 ] || fail "smoke: $plans plan ConfigMaps after four runs, want 1 (the newest run's)"
 
 # Scenario 2 of tests/e2e: one slow node. Exercises the node update (verdict label, taint) and
 # the event in "default" under the chart's roles.

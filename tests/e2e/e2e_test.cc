@@ -7,10 +7,12 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -397,6 +399,153 @@ TEST_F(E2E, LaterPassRemovesOnlyPerfgateTaint) {
   auto taints = Node("node-1")["spec"].value("taints", Json::array());
   ASSERT_EQ(taints.size(), 1u) << taints.dump();
   EXPECT_EQ(taints[0].value("key", ""), "team");
+}
+
+// Names are up to 253 characters, label values only 63: a validation and a node with longer
+// names run and pass like any other, with one Started event, and every label stays valid.
+TEST_F(E2E, ValidationAndNodeWithNamesLongerThan63Characters) {
+  const std::string node = "gpu-7.rack-42.zone-b.datacenter-east.gpu-fleet.example-cloud.internal";
+  const std::string name =
+      "nightly-acceptance-of-the-h200-fleet-after-the-driver-upgrade-in-zone-b";
+  ASSERT_GT(node.size(), 63u);
+  ASSERT_GT(name.size(), 63u);
+  kubesim::NodeSpec spec;
+  spec.name = node;
+  ASSERT_TRUE(sim_->AddNode(spec).ok());
+  std::string yaml = SyntheticSpec(name, "");
+  const std::string selector = "  nodeSelector:\n    nvidia.com/gpu.present: \"true\"\n";
+  yaml.replace(yaml.find(selector), selector.size(), "  nodes: [" + node + ", node-0]\n");
+  Apply(yaml);
+  ASSERT_TRUE(WaitComplete(name, 60));
+  Json v = Validation(name);
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "2/2");
+  std::set<std::string> nodes;
+  for (const auto& r : sim_->List("perfgate.io", "perfresults", kNs)) {
+    nodes.insert(r["spec"].value("nodeName", ""));
+    EXPECT_EQ(r["spec"].value("writtenBy", "worker"), "worker") << r.dump(2);
+  }
+  EXPECT_EQ(nodes, (std::set<std::string>{node, "node-0"}));
+  EXPECT_EQ(VerdictLabel(Node(node)), "passed");
+  int started = 0;
+  for (const auto& e : sim_->List("", "events", "default")) {
+    started += e.value("reason", "") == "Started" && e["involvedObject"].value("name", "") == name;
+  }
+  EXPECT_EQ(started, 1);
+  // Selection by label still finds this validation's objects, under its shortened value.
+  auto labels = Kubectl(*sim_, {"get", "perfresults", "-n", kNs, "-o",
+                                "jsonpath={.items[*].metadata.labels.perfgate\\.io/validation}"});
+  ASSERT_EQ(labels.exitCode, 0) << labels.err;
+  ASSERT_FALSE(labels.out.empty());
+  std::istringstream values(labels.out);
+  for (std::string value; values >> value;) {
+    EXPECT_LE(value.size(), 63u) << value;
+    auto listed = Kubectl(*sim_, {"get", "perfresults", "-n", kNs, "-l",
+                                  "perfgate.io/validation=" + value, "-o", "name"});
+    EXPECT_EQ(std::count(listed.out.begin(), listed.out.end(), '\n'), 2) << listed.out;
+  }
+}
+
+// A node perfgate failed, tainted and cordoned is re-tested by the next validation that selects
+// it (its worker tolerates the cordon), and a PASS lifts both the taint and the cordon.
+TEST_F(E2E, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
+  Apply(SyntheticSpec("cordon", "node-2=50", "    onFailure: taintAndCordon\n"));
+  ASSERT_TRUE(WaitComplete("cordon"));
+  ASSERT_TRUE(HasPerfgateTaint(Node("node-2")));
+  ASSERT_TRUE(Node("node-2")["spec"].value("unschedulable", false));
+  Apply(SyntheticSpec("retest", "", "    onFailure: taintAndCordon\n"));
+  ASSERT_TRUE(WaitComplete("retest"));
+  Json v = Validation("retest");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "4/4");
+  Json node = Node("node-2");
+  EXPECT_FALSE(HasPerfgateTaint(node)) << node.dump(2);
+  EXPECT_FALSE(node["spec"].value("unschedulable", false)) << node.dump(2);
+  EXPECT_EQ(VerdictLabel(node), "passed");
+}
+
+// Deleting every validation leaves no verdict label behind, also where the node carries
+// another validation's FAIL taint (which stays, by design, until a later run passes the node).
+TEST_F(E2E, DeletingEveryValidationLeavesNoVerdictLabel) {
+  Apply(SyntheticSpec("tainter", "node-2=50", "    onFailure: taint\n"));
+  ASSERT_TRUE(WaitComplete("tainter"));
+  Apply(SyntheticSpec("watcher", "node-2=50", "    onFailure: none\n"));
+  ASSERT_TRUE(WaitComplete("watcher"));
+  ASSERT_EQ(VerdictLabel(Node("node-2")), "failed");
+  for (const char* v : {"tainter", "watcher"}) {
+    auto del = Kubectl(*sim_, {"delete", "pval", v, "--timeout=30s"});
+    ASSERT_EQ(del.exitCode, 0) << del.err;
+  }
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) {
+    Json node = Node(n);
+    EXPECT_EQ(VerdictLabel(node), "") << node.dump(2);
+    EXPECT_FALSE(
+        node["metadata"].value("annotations", Json::object()).contains("perfgate.io/verdict-by"))
+        << node.dump(2);
+  }
+  EXPECT_TRUE(HasPerfgateTaint(Node("node-2")));
+}
+
+// A Node stored without a spec (the API allows it) is selected, tested and labelled like any
+// other; the operator neither crashes nor stalls on it.
+TEST_F(E2E, NodeWithoutSpecIsTestedLikeAnyOther) {
+  Apply(R"(apiVersion: v1
+kind: Node
+metadata:
+  name: bare
+  labels: {nvidia.com/gpu.present: "true", nvidia.com/gpu.product: NVIDIA-H200}
+status:
+  capacity: {cpu: "64", memory: 2113929216Ki, pods: "110", nvidia.com/gpu: "8"}
+  allocatable: {cpu: "64", memory: 2113929216Ki, pods: "110", nvidia.com/gpu: "8"}
+  conditions: [{type: Ready, status: "True"}]
+)");
+  ASSERT_FALSE(Node("bare").contains("spec")) << Node("bare").dump(2);
+  Apply(SyntheticSpec("bare", "", "    onFailure: taintAndCordon\n"));
+  ASSERT_TRUE(WaitComplete("bare", 60));
+  Json v = Validation("bare");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "5/5");
+  EXPECT_EQ(VerdictLabel(Node("bare")), "passed");
+  auto del = Kubectl(*sim_, {"delete", "pval", "bare", "--timeout=30s"});
+  ASSERT_EQ(del.exitCode, 0) << del.err;
+  EXPECT_EQ(VerdictLabel(Node("bare")), "");
+}
+
+// A single-node worker pod meets Pod Security "restricted", so the chart's namespace can
+// enforce it (and here does: kube-sim applies the namespace's level): seccomp RuntimeDefault,
+// non-root with a numeric uid, no privilege escalation, every capability dropped, no host
+// namespaces, only configMap volumes.
+TEST_F(E2E, WorkerPodsMeetRestrictedPodSecurity) {
+  auto label =
+      Kubectl(*sim_, {"label", "namespace", kNs, "pod-security.kubernetes.io/enforce=restricted"});
+  ASSERT_EQ(label.exitCode, 0) << label.err;
+  Apply(SyntheticSpec("restricted", ""));
+  ASSERT_TRUE(WaitComplete("restricted"));
+  EXPECT_EQ(Condition(Validation("restricted"), "Passed").value("status", ""), "True");
+  auto pods = Pods("restricted");
+  ASSERT_EQ(pods.size(), 4u);
+  for (const auto& p : pods) {
+    const Json& spec = p["spec"];
+    const Json psc = spec.value("securityContext", Json::object());
+    EXPECT_EQ(psc.value("seccompProfile", Json::object()).value("type", ""), "RuntimeDefault");
+    EXPECT_TRUE(psc.value("runAsNonRoot", false));
+    EXPECT_GT(psc.value("runAsUser", 0), 0);
+    EXPECT_FALSE(spec.value("hostNetwork", false));
+    EXPECT_FALSE(spec.value("hostIPC", false));
+    EXPECT_FALSE(spec.value("hostPID", false));
+    for (const auto& v : spec.value("volumes", Json::array())) {
+      EXPECT_TRUE(v.contains("configMap") || v.contains("emptyDir") || v.contains("projected"))
+          << v.dump();
+    }
+    for (const auto& c : spec.value("containers", Json::array())) {
+      const Json csc = c.value("securityContext", Json::object());
+      EXPECT_FALSE(csc.value("allowPrivilegeEscalation", true)) << c.dump();
+      EXPECT_FALSE(csc.value("privileged", false));
+      const Json caps = csc.value("capabilities", Json::object());
+      EXPECT_EQ(caps.value("drop", Json::array()), Json::array({"ALL"}));
+      EXPECT_TRUE(caps.value("add", Json::array()).empty()) << caps.dump();
+    }
+  }
 }
 
 // Suspend, resume (a new generation), rerun by annotation with keepResults, and deletion

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "tests/kube-sim/cel.h"
@@ -235,6 +236,117 @@ std::vector<std::string> CheckPolicyExpressions(const Json& policy) {
     }
   }
   return errors;
+}
+
+std::string PodSecurityViolations(const Json& namespaceObject, const Json& pod,
+                                  std::string* level) {
+  const std::string enforce = namespaceObject.value("metadata", Json::object())
+                                  .value("labels", Json::object())
+                                  .value("pod-security.kubernetes.io/enforce", "privileged");
+  *level = enforce;
+  if (enforce != "baseline" && enforce != "restricted") return "";
+  const bool restricted = enforce == "restricted";
+  const Json spec = pod.value("spec", Json::object());
+  const Json psc = spec.value("securityContext", Json::object());
+  std::vector<Json> containers;
+  for (const char* k : {"initContainers", "containers"}) {
+    for (const auto& c : spec.value(k, Json::array())) containers.push_back(c);
+  }
+  // "container \"a\"" or "containers \"a\", \"b\"", as the admission plugin names them.
+  auto named = [](const std::vector<std::string>& names) {
+    std::string out = names.size() == 1 ? "container " : "containers ";
+    for (size_t i = 0; i < names.size(); ++i) out += (i ? ", \"" : "\"") + names[i] + "\"";
+    return out;
+  };
+  auto csc = [](const Json& c) { return c.value("securityContext", Json::object()); };
+  std::vector<std::string> reasons;
+  auto each = [&](auto bad) {
+    std::vector<std::string> names;
+    for (const auto& c : containers) {
+      if (bad(c)) names.push_back(c.value("name", ""));
+    }
+    return names;
+  };
+  if (restricted) {
+    auto names =
+        each([&](const Json& c) { return csc(c).value("allowPrivilegeEscalation", true); });
+    if (!names.empty()) {
+      reasons.push_back("allowPrivilegeEscalation != false (" + named(names) +
+                        " must set securityContext.allowPrivilegeEscalation=false)");
+    }
+  }
+  static const std::set<std::string> kBaselineCaps = {
+      "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
+      "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
+  std::vector<std::string> added;
+  std::vector<std::string> adders;
+  for (const auto& c : containers) {
+    bool any = false;
+    for (const auto& cap :
+         csc(c).value("capabilities", Json::object()).value("add", Json::array())) {
+      if (cap.is_string() && kBaselineCaps.count(cap.get<std::string>()) == 0) {
+        added.push_back(cap.get<std::string>());
+        any = true;
+      }
+    }
+    if (any) adders.push_back(c.value("name", ""));
+  }
+  if (!adders.empty()) {
+    std::string caps;
+    for (const auto& a : added) caps += (caps.empty() ? "\"" : ", \"") + a + "\"";
+    reasons.push_back("non-default capabilities (" + named(adders) + " must not include " + caps +
+                      " in securityContext.capabilities.add)");
+  }
+  if (restricted) {
+    auto names = each([&](const Json& c) {
+      const Json caps = csc(c).value("capabilities", Json::object());
+      bool drops_all = false;
+      for (const auto& d : caps.value("drop", Json::array())) drops_all |= d == "ALL";
+      return !drops_all;
+    });
+    if (!names.empty()) {
+      reasons.push_back("unrestricted capabilities (" + named(names) +
+                        " must set securityContext.capabilities.drop=[\"ALL\"])");
+    }
+  }
+  std::vector<std::string> host;
+  for (const char* k : {"hostNetwork", "hostPID", "hostIPC"}) {
+    if (spec.value(k, false)) host.push_back(std::string(k) + "=true");
+  }
+  if (!host.empty()) {
+    std::string joined;
+    for (const auto& h : host) joined += (joined.empty() ? "" : ", ") + h;
+    reasons.push_back("host namespaces (" + joined + ")");
+  }
+  {
+    auto names = each([&](const Json& c) { return csc(c).value("privileged", false); });
+    if (!names.empty()) {
+      reasons.push_back("privileged (" + named(names) +
+                        " must not set securityContext.privileged=true)");
+    }
+  }
+  if (restricted) {
+    const bool pod_non_root = psc.value("runAsNonRoot", false);
+    auto names = each([&](const Json& c) { return !csc(c).value("runAsNonRoot", pod_non_root); });
+    if (!names.empty()) {
+      reasons.push_back("runAsNonRoot != true (pod or " + named(names) +
+                        " must set securityContext.runAsNonRoot=true)");
+    }
+    const std::string pod_seccomp = psc.value("seccompProfile", Json::object()).value("type", "");
+    names = each([&](const Json& c) {
+      const std::string t =
+          csc(c).value("seccompProfile", Json::object()).value("type", pod_seccomp);
+      return t != "RuntimeDefault" && t != "Localhost";
+    });
+    if (!names.empty()) {
+      reasons.push_back("seccompProfile (pod or " + named(names) +
+                        " must set securityContext.seccompProfile.type to \"RuntimeDefault\" or "
+                        "\"Localhost\")");
+    }
+  }
+  std::string out;
+  for (const auto& r : reasons) out += (out.empty() ? "" : ", ") + r;
+  return out;
 }
 
 }  // namespace perfgate::kubesim

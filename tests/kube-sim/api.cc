@@ -808,6 +808,22 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
                    {{"name", info.name}, {"group", t.group}, {"kind", t.plural}});
       }
     }
+    if (t.key() == "/pods" && old == nullptr && info.subresource.empty()) {
+      const Json* ns_obj = FindObject(*FindType("", "namespaces"), "", info.ns);
+      std::string level;
+      const std::string why = ns_obj == nullptr ? "" : PodSecurityViolations(*ns_obj, obj, &level);
+      if (!why.empty()) {
+        return Err(403, "Forbidden",
+                   "pods \"" + obj_name + "\" is forbidden: violates PodSecurity \"" + level +
+                       ":latest\": " + why,
+                   {{"name", obj_name}, {"kind", "pods"}});
+      }
+    }
+    if (opts.ownerReferencesPermissionEnforcement) {
+      if (auto denied = EnforceOwnerReferencePermissions(t, info.ns, obj_name, *user, obj, old)) {
+        return denied;
+      }
+    }
     if (t.key() == "admissionregistration.k8s.io/validatingadmissionpolicies") {
       std::vector<FieldError> errs;
       for (const auto& e : CheckPolicyExpressions(obj)) {

@@ -173,4 +173,46 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
   return false;
 }
 
+std::optional<Outcome> KubeSim::Impl::EnforceOwnerReferencePermissions(
+    const ResourceType& t, const std::string& ns, const std::string& name, const UserInfo& user,
+    const Json& obj, const Json* old) {
+  auto refs = [](const Json* o) {
+    if (o == nullptr) return Json::array();
+    return o->value("metadata", Json::object()).value("ownerReferences", Json::array());
+  };
+  const Json now = refs(&obj);
+  const Json before = refs(old);
+  if (now == before) return std::nullopt;
+  auto forbidden = [&](const std::string& why) {
+    return Err(403, "Forbidden", t.qualified() + " \"" + name + "\" is forbidden: " + why,
+               {{"name", name}, {"group", t.group}, {"kind", t.plural}});
+  };
+  // Creating an object is as good as being able to delete it.
+  if (old != nullptr && !Authorize(user, "delete", t.group, t.plural, "", ns, name, "")) {
+    return forbidden("cannot set an ownerRef on a resource you can't delete: User \"" + user.name +
+                     "\" cannot delete resource \"" + t.plural + "\" in API group \"" + t.group +
+                     "\"");
+  }
+  for (const auto& ref : now) {
+    if (!ref.value("blockOwnerDeletion", false)) continue;
+    bool was_blocking = false;
+    for (const auto& b : before) {
+      was_blocking = was_blocking || (b.value("uid", "") == ref.value("uid", "") &&
+                                      b.value("blockOwnerDeletion", false));
+    }
+    if (was_blocking) continue;
+    const ResourceType* owner = FindTypeByKind(ref.value("apiVersion", ""), ref.value("kind", ""));
+    // As the plugin does, the owner is looked up in the dependent's namespace.
+    if (owner == nullptr || !Authorize(user, "update", owner->group, owner->plural, "finalizers",
+                                       ns, ref.value("name", ""), "")) {
+      const std::string res = owner == nullptr ? ref.value("kind", "") : owner->plural;
+      return forbidden(
+          "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set "
+          "finalizers on: User \"" +
+          user.name + "\" cannot update resource \"" + res + "/finalizers\"");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace perfgate::kubesim

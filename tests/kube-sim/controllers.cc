@@ -244,7 +244,11 @@ void KubeSim::Impl::RecordEventLocked(const Json& involved, const std::string& t
 
 Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
   const ResourceType& t = *FindType("", "nodes");
-  Json labels = {{"kubernetes.io/hostname", spec.name},
+  // The kubelet labels a node with its host name, which is at most 63 characters: for a longer
+  // node name (a fully qualified one), its first DNS label.
+  std::string hostname = spec.name;
+  if (hostname.size() > 63) hostname = hostname.substr(0, std::min<size_t>(hostname.find('.'), 63));
+  Json labels = {{"kubernetes.io/hostname", hostname},
                  {"kubernetes.io/os", "linux"},
                  {"kubernetes.io/arch", "amd64"},
                  {"nvidia.com/gpu.present", "true"},

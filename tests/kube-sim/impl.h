@@ -84,6 +84,13 @@ struct KubeSim::Impl {
   bool Authorize(const UserInfo& user, const std::string& verb, const std::string& group,
                  const std::string& resource, const std::string& subresource, const std::string& ns,
                  const std::string& name, const std::string& path);
+  // OwnerReferencesPermissionEnforcement (Options): the Forbidden outcome when `user` may not
+  // make the ownerReferences change from `old` (nullptr on create) to `obj`.
+  std::optional<Outcome> EnforceOwnerReferencePermissions(const ResourceType& t,
+                                                          const std::string& ns,
+                                                          const std::string& name,
+                                                          const UserInfo& user, const Json& obj,
+                                                          const Json* old);
   Result<std::string> IssueTokenLocked(const std::string& ns, const std::string& sa,
                                        const std::string& podName, int expirationSeconds,
                                        Json* claimsOut);

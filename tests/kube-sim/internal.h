@@ -147,5 +147,9 @@ std::optional<Outcome> EvaluateAdmissionPolicies(const std::map<std::string, Jso
 // "spec.validations[0].expression: CEL: ..." for each expression of a policy that does not
 // compile (the API server refuses such a policy).
 std::vector<std::string> CheckPolicyExpressions(const Json& policy);
+// Pod Security Admission: the reasons a new pod violates the level its namespace enforces
+// (label pod-security.kubernetes.io/enforce: baseline or restricted), joined as
+// kube-apiserver joins them after 'violates PodSecurity "<level>:latest": '; "" when admitted.
+std::string PodSecurityViolations(const Json& namespaceObject, const Json& pod, std::string* level);
 
 }  // namespace perfgate::kubesim

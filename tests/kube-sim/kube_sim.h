@@ -33,6 +33,10 @@ struct Options {
   std::string gpuProduct = "NVIDIA-H200";       // label nvidia.com/gpu.product
   std::map<std::string, std::string> imageMap;  // container image -> local binary
   bool scaleMode = false;                       // kubelet completes pods at once, no processes
+  // The OwnerReferencesPermissionEnforcement admission plugin (on by default in OpenShift):
+  // changing ownerReferences needs delete on the object (create excepted), and a new
+  // blockOwnerDeletion needs update on the owner's finalizers subresource.
+  bool ownerReferencesPermissionEnforcement = false;
   // Bounded event history for watches from a resourceVersion; each entry holds the object
   // before and after, so memory is about 2 x this x object size.
   size_t watchHistoryEvents = 4096;

@@ -220,6 +220,150 @@ data: {k: v}
   EXPECT_FALSE(sim_->Get("", "namespaces", "", "perfgate-system").ok());
 }
 
+// Label values are validated as apimachinery's ValidateLabels does, on create and on update,
+// whatever the kind: a name (253 characters) does not always fit into a label (63).
+TEST_F(KubectlTest, LabelValuesLongerThan63OrMalformedAreInvalid) {
+  ApplyCrd();
+  const std::string long_value(64, 'a');
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"},
+                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plan, namespace: default, "
+                   "labels: {perfgate.io/validation: " +
+                       long_value + "}}\ndata: {k: v}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("ConfigMap \"plan\" is invalid: metadata.labels: Invalid value: \"" +
+                               long_value + "\": must be no more than 63 characters"));
+  EXPECT_FALSE(sim_->Get("", "configmaps", "default", "plan").ok());
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: a, "
+              "labels: {team: " +
+                  long_value + "}}\nspec: {level: quick}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("metadata.labels: Invalid value: \"" + long_value +
+                               "\": must be no more than 63 characters"));
+  // On update (a patch; kubectl label would refuse it before sending): a value that does not
+  // end alphanumeric.
+  auto label_node = [&](const std::string& value) {
+    return Kubectl(*sim_, {"patch", "node", "node-0", "--type=merge", "-p",
+                           R"({"metadata":{"labels":{"perfgate.io/verdict":")" + value + "\"}}}"});
+  };
+  r = label_node("passed-");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("metadata.labels: Invalid value: \"passed-\": a valid label must be an empty "
+                "string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+                "and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+                "'12345', regex used for validation is "
+                "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"));
+  r = label_node(std::string(63, 'b'));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+// OwnerReferencesPermissionEnforcement (Options::ownerReferencesPermissionEnforcement, as in
+// OpenShift): a user who may only create results may own one by a validation, but may not set
+// blockOwnerDeletion on it without update on the validation's finalizers.
+TEST(KubectlOwnerReferences, BlockOwnerDeletionNeedsUpdateOnTheOwnersFinalizers) {
+  Options o;
+  o.ownerReferencesPermissionEnforcement = true;
+  KubeSim sim(o);
+  ASSERT_TRUE(sim.Start().ok());
+  for (const char* crd : {"/perfvalidation-crd.yaml", "/perfresult-crd.yaml"}) {
+    auto r = Kubectl(sim, {"apply", "-f", kTestdata + crd});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+  auto r = Kubectl(sim, {"apply", "-f", "-"}, R"(apiVersion: v1
+kind: ServiceAccount
+metadata: {name: writer, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: writer, namespace: default}
+rules: [{apiGroups: [perfgate.io], resources: [perfresults], verbs: [create]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: writer, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: writer}
+subjects: [{kind: ServiceAccount, name: writer, namespace: default}]
+)");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(Eventually([&] {
+    return Kubectl(sim, {"apply", "-f", "-"},
+                   "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: "
+                   "owner}\nspec: {level: quick}\n")
+               .exitCode == 0;
+  }));
+  const std::string uid =
+      (*sim.Get("perfgate.io", "perfvalidations", "", "owner"))["metadata"].value("uid", "");
+  r = Kubectl(sim, {"create", "token", "writer"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string token = r.out.substr(0, r.out.find('\n'));
+  auto create = [&](const std::string& name, const std::string& block) {
+    return Kubectl(
+        sim, {"--token=" + token, "create", "-f", "-"},
+        "apiVersion: perfgate.io/v1alpha1\nkind: PerfResult\nmetadata:\n  name: " + name +
+            "\n  namespace: default\n  ownerReferences:\n  - {apiVersion: "
+            "perfgate.io/v1alpha1, kind: PerfValidation, name: owner, uid: " +
+            uid + block + "}\nspec: {nodeName: node-0, verdict: PASS}\n");
+  };
+  r = create("blocking", ", blockOwnerDeletion: true");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("perfresults.perfgate.io \"blocking\" is forbidden: cannot set "
+                               "blockOwnerDeletion if an ownerReference refers to a resource you "
+                               "can't set finalizers on"));
+  EXPECT_FALSE(sim.Get("perfgate.io", "perfresults", "default", "blocking").ok());
+  r = create("owned", "");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+// Pod Security Admission from the namespace's pod-security.kubernetes.io/enforce label, in the
+// plugin's words: restricted refuses a pod that sets nothing, baseline refuses an added
+// IPC_LOCK, and a pod that meets restricted is admitted.
+TEST_F(KubectlTest, PodSecurityLevelsFromNamespaceLabels) {
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"}, R"(apiVersion: v1
+kind: Namespace
+metadata: {name: strict, labels: {pod-security.kubernetes.io/enforce: restricted}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: base, labels: {pod-security.kubernetes.io/enforce: baseline}}
+)");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(Eventually([&] {
+    return sim_->Get("", "serviceaccounts", "strict", "default").ok() &&
+           sim_->Get("", "serviceaccounts", "base", "default").ok();
+  }));
+  auto pod = [](const std::string& ns, const std::string& pod_sc, const std::string& sc) {
+    return "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: " + ns +
+           "}\nspec:\n  securityContext: " + pod_sc +
+           "\n  containers:\n  - {name: worker, image: busybox:1.36, securityContext: " + sc +
+           "}\n";
+  };
+  r = Kubectl(*sim_, {"apply", "-f", "-"}, pod("strict", "{}", "{}"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\": "
+                "allowPrivilegeEscalation != false (container \"worker\" must set "
+                "securityContext.allowPrivilegeEscalation=false), unrestricted capabilities "
+                "(container \"worker\" must set securityContext.capabilities.drop=[\"ALL\"]), "
+                "runAsNonRoot != true (pod or container \"worker\" must set "
+                "securityContext.runAsNonRoot=true), seccompProfile (pod or container \"worker\" "
+                "must set securityContext.seccompProfile.type to \"RuntimeDefault\" or "
+                "\"Localhost\")"));
+  r = Kubectl(*sim_, {"apply", "-f", "-"}, pod("base", "{}", "{capabilities: {add: [IPC_LOCK]}}"));
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("pods \"p\" is forbidden: violates PodSecurity "
+                               "\"baseline:latest\": non-default capabilities (container "
+                               "\"worker\" must not include \"IPC_LOCK\" in "
+                               "securityContext.capabilities.add)"));
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              pod("strict",
+                  "{runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}",
+                  "{allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
 // ValidatingAdmissionPolicies are enforced as kube-apiserver enforces them: a binding with
 // Deny, the resource rules and namespace selector, match conditions, variables, the message
 // (or messageExpression) and reason of the first failed validation, and failurePolicy on an

@@ -16,7 +16,8 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "kube-sim: %s\nusage: kube-sim --listen HOST:PORT --kubeconfig-out PATH "
                "[--nodes N] [--gpus-per-node G] [--gpu-product NAME] "
-               "[--image-map IMAGE=BINARY ...] [--scale-mode] [--work-dir DIR] [--verbose]\n",
+               "[--image-map IMAGE=BINARY ...] [--scale-mode] [--work-dir DIR] [--verbose]\n"
+               "       [--owner-references-permission-enforcement]\n",
                why);
   return 2;
 }
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
       opts.imageMap[v.substr(0, eq)] = v.substr(eq + 1);
     } else if (a == "--scale-mode") {
       opts.scaleMode = true;
+    } else if (a == "--owner-references-permission-enforcement") {
+      opts.ownerReferencesPermissionEnforcement = true;
     } else if (a == "--work-dir") {
       opts.workDir = next();
     } else if (a == "--verbose") {
