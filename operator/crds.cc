@@ -98,7 +98,8 @@ Json ScalarSchema(const FieldDescriptor* f) {
     case FieldDescriptor::CPPTYPE_MESSAGE:
       return MessageSchema(f->message_type());
     default:
-      // 64-bit integers: proto3 JSON writes them as strings (see DESIGN.md); none are allowed.
+      // 64-bit integers: proto3 JSON writes them as strings (a CRD field of type integer rejects
+      // them); none are allowed.
       return {{"x-kubernetes-int-or-string", true}};
   }
 }

@@ -1,7 +1,7 @@
 // The PerfValidation reconciler: level-triggered and idempotent. Each call reads the
 // validation (from the API), its pods and PerfResults and the nodes (from the caches), and
 // moves the world one step towards "every selected node has a PerfResult for this run and
-// the status, node labels and taints say what they mean" (DESIGN.md's two tables).
+// the status, node labels and taints say what they mean" (docs/operator.md, "Verdict words").
 #pragma once
 
 #include <atomic>

@@ -412,8 +412,8 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
     for (auto& r : results) *report.add_tests() = std::move(r);
   }
 
-  // Overall verdict (DESIGN.md): FAIL beats ERROR beats INCONCLUSIVE; nothing measured never
-  // passes; skips pass unless the policy says otherwise.
+  // Overall verdict (docs/operator.md, "Verdict words"): FAIL beats ERROR beats INCONCLUSIVE;
+  // nothing measured never passes; skips pass unless the policy says otherwise.
   int counts[6] = {0};
   for (const auto& r : report.tests()) counts[r.verdict()]++;
   report.set_passed(counts[v1alpha1::PASS]);

@@ -35,8 +35,8 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& options);
 std::string StopReason(const verdict::Sampling& sampling, int n, bool out_of_time,
                        const verdict::Assessment* assessment);
 
-// Local exit codes (DESIGN.md): 0 passed, 1 a threshold failed, 3 inconclusive or error.
-// (2, invalid input, is decided before a run.)
+// Local exit codes (docs/operator.md, "Verdict words"): 0 passed, 1 a threshold failed, 3
+// inconclusive or error. (2, invalid input, is decided before a run.)
 int ExitCode(const v1alpha1::Report& report);
 
 // Host identity: hostname, CPU model and cores, memory, kernel, CUDA versions, GPUs.

@@ -1,5 +1,5 @@
 -- Argo CD resource health for perfgate.io/PerfValidation (Lua 5.1, as Argo CD runs it).
--- Reads the conditions DESIGN.md defines (docs/gitops.md):
+-- Reads the conditions docs/gitops.md defines:
 --   Progressing  no status yet, status.observedGeneration (or a condition's) behind
 --                metadata.generation, or the run has not completed
 --   Suspended    spec.suspend is true and the run has not completed
