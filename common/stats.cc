@@ -313,9 +313,10 @@ int BernoulliMixtureCriticalCount(int n, double p0, double alpha) {
   return hi;
 }
 
-Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence) {
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double alpha_low,
+                                    double alpha_high) {
   Interval iv;
-  iv.confidence = confidence;
+  iv.confidence = 1 - alpha_low - alpha_high;
   iv.method = "confidence-sequence";
   const int n = static_cast<int>(samples.size());
   if (n == 0) {
@@ -324,19 +325,20 @@ Interval QuantileConfidenceSequence(std::span<const double> samples, double q, d
     return iv;
   }
   const std::vector<double> sorted = Sorted(samples);
-  const double alpha_side = (1 - confidence) / 2;
   // Upper end: "Q >= theta" is rejected once the count strictly below theta reaches
   // s*, i.e. for every theta above X_(s*).
-  const int s_star = BernoulliMixtureCriticalCount(n, q, alpha_side);
+  const int s_star = BernoulliMixtureCriticalCount(n, q, alpha_high);
   iv.high = s_star <= n ? sorted[s_star - 1] : kInf;
   // Lower end, mirrored: the count strictly above theta, null probability 1 - q.
-  const int t_star = BernoulliMixtureCriticalCount(n, 1 - q, alpha_side);
+  const int t_star = BernoulliMixtureCriticalCount(n, 1 - q, alpha_low);
   iv.low = t_star <= n ? sorted[n - t_star] : -kInf;
   return iv;
 }
 
-double MeanLookConfidence(double confidence, int looks) {
-  return 1 - (1 - confidence) / std::max(1, looks);
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence) {
+  Interval iv = QuantileConfidenceSequence(samples, q, (1 - confidence) / 2, (1 - confidence) / 2);
+  iv.confidence = confidence;
+  return iv;
 }
 
 }  // namespace perfgate::stats

@@ -67,12 +67,13 @@ Interval QuantileInterval(std::span<const double> samples, double q, double conf
 double BernoulliMixtureLogEvidence(int n, int count, double p0);
 // The smallest count in 1..n whose evidence reaches log(1/alpha); n + 1 when none does.
 int BernoulliMixtureCriticalCount(int n, double p0, double alpha);
-// Two-sided confidence sequence for the q-quantile (each side (1 - confidence) / 2): covers
-// the true quantile at every n simultaneously, for i.i.d. samples of any distribution. Ends
-// are order statistics; an end the samples cannot bound yet is -inf / +inf.
+// Confidence sequence for the q-quantile: covers the true quantile at every n simultaneously,
+// for i.i.d. samples of any distribution, its low end above the quantile with probability at
+// most alpha_low and its high end below it with at most alpha_high. Ends are order
+// statistics; an end the samples cannot bound yet is -inf / +inf.
+Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double alpha_low,
+                                    double alpha_high);
+// The same with each end at (1 - confidence) / 2.
 Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence);
-// The confidence of each look's Student-t interval when `looks` looks share the error budget
-// of `confidence` (Bonferroni over looks: valid whichever look sampling stops at).
-double MeanLookConfidence(double confidence, int looks);
 
 }  // namespace perfgate::stats

@@ -139,18 +139,10 @@ Verdict SignVerdict(std::span<const double> sorted, double q, Op op, double boun
       stats::BernoulliMixtureCriticalCount(n, 1 - p_against, budget.pass_alpha));
 }
 
-// The sign rule's confidence sequence for the q-quantile, each end at its own error: the
-// upper end is the s*-th smallest sample (s* the critical count of samples below it), the
-// lower end mirrors it; an end the samples cannot bound yet is -inf / +inf.
+// The sign rule's confidence sequence for the q-quantile, each end at its own error.
 stats::Interval SignInterval(std::span<const double> sorted, double q, const EndAlphas& alphas) {
-  stats::Interval iv;
+  stats::Interval iv = stats::QuantileConfidenceSequence(sorted, q, alphas.low, alphas.high);
   iv.method = kRuleSign;
-  iv.confidence = 1 - alphas.low - alphas.high;
-  const int n = static_cast<int>(sorted.size());
-  const int s_star = stats::BernoulliMixtureCriticalCount(n, q, alphas.high);
-  iv.high = s_star <= n ? sorted[s_star - 1] : kInf;
-  const int t_star = stats::BernoulliMixtureCriticalCount(n, 1 - q, alphas.low);
-  iv.low = t_star <= n ? sorted[n - t_star] : -kInf;
   return iv;
 }
 

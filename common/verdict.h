@@ -57,11 +57,10 @@ struct Outcome {
 };
 
 // The rules' names, as reports and reasons print them.
-inline constexpr const char* kRuleT = "t-log";         // Student-t on log figures, at looks
-inline constexpr const char* kRuleTRaw = "t";          // Student-t on the figures, at looks
-inline constexpr const char* kRuleSign = "sign";       // signs against the bound, anytime
-inline constexpr const char* kRulePoint = "point";     // min/max of the samples taken
-inline constexpr const char* kRuleFixedN = "fixed-n";  // one look at the planned n
+inline constexpr const char* kRuleT = "t-log";      // Student-t on log figures, at looks
+inline constexpr const char* kRuleTRaw = "t";       // Student-t on the figures, at looks
+inline constexpr const char* kRuleSign = "sign";    // signs against the bound, anytime
+inline constexpr const char* kRulePoint = "point";  // min/max of the samples taken
 
 using MetricSamples = std::map<std::string, std::vector<double>>;
 
