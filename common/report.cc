@@ -16,6 +16,12 @@ namespace {
 
 std::string Fixed(double v) { return FormatFigure(v); }
 
+std::string PadRight(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
+
+}  // namespace
+
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -57,12 +63,6 @@ double StatisticValue(const v1alpha1::Summary& s, const std::string& statistic) 
   if (statistic == "ciHigh") return s.meanci().high();
   return s.median();
 }
-
-std::string PadRight(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
-}
-
-}  // namespace
 
 std::string FormatFigure(double v) {
   if (std::isnan(v)) return "-";

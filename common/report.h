@@ -15,6 +15,12 @@ std::string VerdictName(v1alpha1::Verdict v);
 // below 0.0001 in four significant digits ("1e+300", not 300 digits); "-" when not a number.
 std::string FormatFigure(double v);
 
+// The value of `statistic` ("median", "p05", "ciLow", ...; "median" for an unknown name).
+double StatisticValue(const v1alpha1::Summary& s, const std::string& statistic);
+
+// Text made safe inside XML or HTML elements and attribute values.
+std::string XmlEscape(const std::string& s);
+
 // The table `perfgate-worker run` ends with: test, device, metric, statistic, value, bound,
 // verdict; then one line per non-passing test with its reason; then the overall verdict.
 std::string FormatTable(const v1alpha1::Report& report);

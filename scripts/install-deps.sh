@@ -14,6 +14,8 @@ packages=(
   # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap.
   golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
   lua5.1 lua-cjson debootstrap curl python3
+  # The HTML report's browser test.
+  chromium fonts-dejavu-core
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,96 @@
+// Many nodes' reports read into one list: the input of `perfgate report` (and of anything
+// else that looks at a fleet). Reads report JSON files (`perfgate-worker run --report-json`),
+// PerfResult objects and lists of them (`kubectl get perfresults -o json`), and folders of
+// such files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "perfgate/v1alpha1/report.pb.h"
+
+namespace perfgate::fleet {
+
+// One node's result in one run.
+struct NodeReport {
+  std::string node;        // the PerfResult's nodeName, else the report's hostname
+  std::string validation;  // the validation (or local spec) it ran for
+  std::string run;         // the run id ("g3"); empty for a local report
+  std::string source;      // the file it came from, for messages
+  v1alpha1::Report report;
+};
+
+// Every node report in `text`: a Report, a PerfResult or a List of PerfResults (JSON).
+// `source` names the text in errors.
+Result<std::vector<NodeReport>> ParseReports(const std::string& text, const std::string& source);
+
+// Every node report under `paths`: files as ParseReports reads them, folders by their *.json
+// files (recursively, sorted by name). A file that is not one of the three kinds is an error
+// that names it; an empty result is an error too.
+Result<std::vector<NodeReport>> LoadReports(const std::vector<std::string>& paths);
+
+// The GPU model of a report ("NVIDIA H200"), "" when it ran on no GPU.
+std::string GpuModel(const v1alpha1::Report& report);
+
+// One figure of one node: a threshold's observed statistic (with its bound and verdict), or
+// for a metric no threshold checks, its median. Figures of size-swept metrics
+// ("busBandwidthGBps@1MiB") without a threshold are left out: they are curves (NcclCurves).
+struct Figure {
+  std::string node;
+  std::string model;  // GPU model, "" on a machine without GPUs
+  std::string test;   // the test's name in the spec
+  std::string device;
+  std::string metric;
+  std::string unit;
+  std::string statistic;  // "median", "p05", ...
+  std::string op;         // ">=", "<=", ... ("" without a threshold)
+  double value = 0;
+  double bound = 0;  // meaningful when op is set
+  bool higherIsBetter = true;
+  v1alpha1::Verdict verdict = v1alpha1::VERDICT_UNSPECIFIED;  // the threshold's; unset without
+};
+std::vector<Figure> Figures(const std::vector<NodeReport>& reports);
+
+// Which figures belong together: test, metric, statistic and op.
+std::string GroupKey(const Figure& f);
+
+// A node whose figure lags its peers: among the figures of the same group and GPU model (from
+// at least 8 nodes), its robust z-score (distance from the median in units of 1.4826 x the
+// median absolute deviation of the figures on the worse side of the median, so a skewed
+// figure such as a minimum over pairs is judged by its own tail) is on the worse side by at
+// least `z`, and by at least the
+// Bonferroni bound for the group (the normal quantile 1 - 0.01 / figures, so a healthy group of
+// any size flags nothing 99% of the time), and it is at least `min_gap` (a fraction) worse than
+// the median. A figure that fails its own threshold is a failure and not listed. Sorted worst
+// first.
+struct Lagging {
+  Figure figure;
+  double peerMedian = 0;
+  double ratio = 0;  // figure / peerMedian
+  double z = 0;      // robust z, signed so that negative is worse
+};
+std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z = 3.5,
+                                 double min_gap = 0.03);
+
+// A node's peer-to-peer matrix from the p2p test's details ("pair gpu0->gpu1": "peer 389.1 GB/s,
+// no peer 21.0 GB/s"): the best of the two, GB/s, by ordered pair. Empty without a p2p test.
+struct P2pMatrix {
+  std::string node;
+  int gpus = 0;                           // ordinals 0..gpus-1
+  std::vector<std::vector<double>> gbps;  // [src][dst]; NaN on the diagonal and where unknown
+};
+std::vector<P2pMatrix> P2pMatrices(const std::vector<NodeReport>& reports);
+
+// A node's bus bandwidth against message size for one collective test (out of place).
+struct NcclCurve {
+  std::string node;
+  std::string test;
+  std::vector<std::pair<double, double>> points;  // (bytes, median busbw GB/s), by bytes
+};
+std::vector<NcclCurve> NcclCurves(const std::vector<NodeReport>& reports);
+
+// "128MiB" -> 134217728; -1 when it is not such a size.
+double ParseSize(const std::string& label);
+
+}  // namespace perfgate::fleet
