@@ -35,6 +35,7 @@ Result<NodeReport> FromPerfResult(const Json& obj, const std::string& source) {
   out.node = StringAt(*spec, "nodeName");
   out.validation = StringAt(*spec, "validation");
   out.run = StringAt(*spec, "run");
+  out.worst = StringAt(*spec, "worst");
   out.source = source;
   out.report = std::move(report);
   if (out.node.empty()) out.node = out.report.identity().hostname();

@@ -18,6 +18,7 @@ struct NodeReport {
   std::string validation;  // the validation (or local spec) it ran for
   std::string run;         // the run id ("g3"); empty for a local report
   std::string source;      // the file it came from, for messages
+  std::string worst;       // a PerfResult's spec.worst: the figure closest to failing
   v1alpha1::Report report;
 };
 

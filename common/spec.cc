@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -84,7 +85,7 @@ Result<json> ToJson(const YAML::Node& node, const std::string& path, SourceMap* 
         case ScalarKind::kNull:
           return json(nullptr);
         case ScalarKind::kBool:
-          return json(s[0] == 't' || s[0] == 'T');
+          return json(*PlainBool(s));
         case ScalarKind::kInt:
           return json(std::strtoll(s.c_str(), nullptr, 10));
         case ScalarKind::kFloat: {
@@ -144,7 +145,7 @@ Result<json> ScalarToJson(const YAML::Node& node, const pb::FieldDescriptor* fie
       if (kind != ScalarKind::kBool) {
         return where.Error(path, "expected true or false, got " + Describe(node));
       }
-      return json(s[0] == 't' || s[0] == 'T');
+      return json(*PlainBool(s));
     case pb::FieldDescriptor::CPPTYPE_INT32: {
       if (kind != ScalarKind::kInt) {
         return where.Error(path, "expected an integer, got " + Describe(node));
@@ -346,14 +347,24 @@ Result<Loaded<Doc>> ParseAs(std::string_view text, const std::string& source,
 
 }  // namespace
 
+std::optional<bool> PlainBool(const std::string& s) {
+  // goyaml.v2's booleans (YAML 1.1), which kubectl's sigs.k8s.io/yaml reads plain scalars with:
+  // `n:` as a key reaches the API server as "false".
+  static const std::set<std::string> kTrue = {"y",    "Y",    "yes", "Yes", "YES", "true",
+                                              "True", "TRUE", "on",  "On",  "ON"};
+  static const std::set<std::string> kFalse = {"n",     "N",     "no",  "No",  "NO", "false",
+                                               "False", "FALSE", "off", "Off", "OFF"};
+  if (kTrue.count(s)) return true;
+  if (kFalse.count(s)) return false;
+  return std::nullopt;
+}
+
 ScalarKind ClassifyPlainScalar(const std::string& s) {
   static const std::regex kInt(R"([-+]?[0-9]+)");
   static const std::regex kFloat(
       R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))");
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return ScalarKind::kNull;
-  if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE") {
-    return ScalarKind::kBool;
-  }
+  if (PlainBool(s).has_value()) return ScalarKind::kBool;
   if (std::regex_match(s, kInt)) return ScalarKind::kInt;
   if (std::regex_match(s, kFloat)) return ScalarKind::kFloat;
   return ScalarKind::kString;

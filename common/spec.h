@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -58,8 +59,11 @@ Result<Loaded<v1alpha1::PerfProfile>> ParseProfile(std::string_view text,
 // The API group/version of every perfgate document.
 inline constexpr std::string_view kApiVersion = "perfgate.io/v1alpha1";
 
-// How a YAML scalar reads (YAML 1.2 core schema as Kubernetes' sigs.k8s.io/yaml sees it).
+// How a plain YAML scalar reads as kubectl reads it (sigs.k8s.io/yaml over goyaml.v2, so YAML
+// 1.1 booleans: y, n, yes, no, on, off in their three cases besides true and false).
 enum class ScalarKind { kNull, kBool, kInt, kFloat, kString };
 ScalarKind ClassifyPlainScalar(const std::string& s);
+// The boolean a plain scalar reads as, if it is one.
+std::optional<bool> PlainBool(const std::string& s);
 
 }  // namespace perfgate::spec

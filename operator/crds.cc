@@ -223,7 +223,12 @@ void Emit(YAML::Emitter& e, const Json& j) {
     case Json::value_t::object:
       e << YAML::BeginMap;
       for (auto it = j.begin(); it != j.end(); ++it) {
-        e << YAML::Key << it.key() << YAML::Value;
+        // A key kubectl would read as something else (`n` is goyaml.v2's false) is quoted too.
+        if (NeedsQuotes(it.key())) {
+          e << YAML::Key << YAML::DoubleQuoted << it.key() << YAML::Value;
+        } else {
+          e << YAML::Key << it.key() << YAML::Value;
+        }
         Emit(e, it.value());
       }
       e << YAML::EndMap;

@@ -108,10 +108,15 @@ TEST(Crds, UserTypedEnumsAndMinimumsAreEnforced) {
 
 // Reads YAML as Kubernetes does (YAML 1.2 core schema: plain `True` is a boolean, quoted
 // "True" a string).
+// The JSON kubectl sends for a YAML document: plain scalars as goyaml.v2 reads them, keys too
+// (a key that reads as a boolean becomes "true" or "false", as sigs.k8s.io/yaml writes it).
 nlohmann::json FromYaml(const YAML::Node& n) {
   if (n.IsMap()) {
     nlohmann::json o = nlohmann::json::object();
-    for (const auto& kv : n) o[kv.first.as<std::string>()] = FromYaml(kv.second);
+    for (const auto& kv : n) {
+      const nlohmann::json key = FromYaml(kv.first);
+      o[key.is_string() ? key.get<std::string>() : key.dump()] = FromYaml(kv.second);
+    }
     return o;
   }
   if (n.IsSequence()) {
@@ -126,7 +131,7 @@ nlohmann::json FromYaml(const YAML::Node& n) {
     case spec::ScalarKind::kNull:
       return nullptr;
     case spec::ScalarKind::kBool:
-      return s == "true" || s == "True" || s == "TRUE";
+      return *spec::PlainBool(s);
     case spec::ScalarKind::kInt:
       return std::stoll(s);
     case spec::ScalarKind::kFloat:

@@ -1,0 +1,236 @@
+#include "cli/summary.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include "common/report.h"
+#include "common/time.h"
+#include "operator/gpu_model.h"
+
+namespace perfgate::summary {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string LabelOf(const Json& node, const std::string& key) {
+  const Json* labels = nullptr;
+  if (node.contains("metadata") && node["metadata"].contains("labels")) {
+    labels = &node["metadata"]["labels"];
+  }
+  if (labels == nullptr || !labels->is_object() || !labels->contains(key)) return "";
+  const Json& v = (*labels)[key];
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::map<std::string, std::string> Labels(const Json& node) {
+  std::map<std::string, std::string> out;
+  if (!node.contains("metadata") || !node["metadata"].contains("labels")) return out;
+  for (const auto& [k, v] : node["metadata"]["labels"].items()) {
+    if (v.is_string()) out[k] = v.get<std::string>();
+  }
+  return out;
+}
+
+bool IsGpuNode(const Json& node) {
+  if (!LabelOf(node, "perfgate.io/verdict").empty()) return true;
+  const Json::json_pointer p("/status/allocatable/nvidia.com~1gpu");
+  if (!node.contains(p)) return false;
+  const Json& v = node[p];
+  if (v.is_string()) return !v.get<std::string>().empty() && v.get<std::string>() != "0";
+  return v.is_number() && v.get<double>() > 0;
+}
+
+std::string CompletedAt(const fleet::NodeReport& r) {
+  return !r.report.completiontime().empty() ? r.report.completiontime() : r.report.starttime();
+}
+
+std::string WhyOf(const fleet::NodeReport& r) {
+  if (r.report.verdict() != v1alpha1::PASS && !r.report.reason().empty()) {
+    return r.report.reason();
+  }
+  return r.worst;
+}
+
+std::string Pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s + " " : s + std::string(w - s.size() + 1, ' ');
+}
+
+// Columns as kubectl prints them: upper-case headers, each as wide as its widest cell.
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::ostringstream os;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += i + 1 == row.size() ? row[i] : Pad(row[i], widths[i] + 1);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << "\n";
+  }
+  return os.str();
+}
+
+Json ToJson(const FleetSummary& s) {
+  Json out = {{"nodes", Json::array()}, {"byModel", Json::object()}, {"lagging", Json::array()}};
+  for (const auto& n : s.nodes) {
+    out["nodes"].push_back({{"node", n.node},
+                            {"model", n.model},
+                            {"verdict", n.verdict.empty() ? "NEVER" : n.verdict},
+                            {"validation", n.validation},
+                            {"run", n.run},
+                            {"why", n.why},
+                            {"lastValidated", n.lastValidated},
+                            {"stale", n.stale}});
+  }
+  for (const auto& [model, counts] : s.byModel) out["byModel"][model] = counts;
+  for (const auto& l : s.lagging) {
+    out["lagging"].push_back({{"node", l.figure.node},
+                              {"device", l.figure.device},
+                              {"test", l.figure.test},
+                              {"metric", l.figure.metric},
+                              {"statistic", l.figure.statistic},
+                              {"figure", l.figure.value},
+                              {"peerMedian", l.peerMedian},
+                              {"ratio", l.ratio},
+                              {"robustZ", l.z}});
+  }
+  return out;
+}
+
+void EmitYaml(YAML::Emitter& e, const Json& j) {
+  if (j.is_object()) {
+    e << YAML::BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      e << YAML::Key << k << YAML::Value;
+      EmitYaml(e, v);
+    }
+    e << YAML::EndMap;
+  } else if (j.is_array()) {
+    e << YAML::BeginSeq;
+    for (const auto& v : j) EmitYaml(e, v);
+    e << YAML::EndSeq;
+  } else if (j.is_string()) {
+    e << YAML::DoubleQuoted << j.get<std::string>();
+  } else if (j.is_boolean()) {
+    e << j.get<bool>();
+  } else if (j.is_number_integer()) {
+    e << j.get<long long>();
+  } else if (j.is_number()) {
+    e << j.get<double>();
+  } else {
+    e << YAML::Null;
+  }
+}
+
+}  // namespace
+
+FleetSummary Summarize(const std::vector<Json>& nodes,
+                       const std::vector<fleet::NodeReport>& results,
+                       std::chrono::system_clock::time_point now, std::chrono::hours stale_after) {
+  std::map<std::string, const fleet::NodeReport*> latest;
+  for (const auto& r : results) {
+    auto [it, added] = latest.emplace(r.node, &r);
+    if (!added && CompletedAt(r) > CompletedAt(*it->second)) it->second = &r;
+  }
+  FleetSummary s;
+  std::vector<fleet::NodeReport> current;
+  for (const Json& node : nodes) {
+    if (!IsGpuNode(node)) continue;
+    NodeLine line;
+    line.node = node.value("/metadata/name"_json_pointer, std::string());
+    if (auto model = op::GpuModelOfNode(Labels(node)); model.ok()) line.model = model->model;
+    if (auto it = latest.find(line.node); it != latest.end()) {
+      const fleet::NodeReport& r = *it->second;
+      if (std::string m = fleet::GpuModel(r.report); !m.empty()) line.model = m;
+      line.verdict = report::VerdictName(r.report.verdict());
+      line.validation = r.validation;
+      line.run = r.run;
+      line.why = WhyOf(r);
+      line.lastValidated = CompletedAt(r);
+      const auto at = ParseRfc3339(line.lastValidated);
+      line.stale = !at || now - *at > stale_after;
+      current.push_back(r);
+    }
+    // GPU Feature Discovery writes "NVIDIA-H200" where CUDA says "NVIDIA H200": one model.
+    std::replace(line.model.begin(), line.model.end(), '-', ' ');
+    std::replace(line.model.begin(), line.model.end(), '_', ' ');
+    if (line.model.empty()) line.model = "unknown";
+    auto& counts = s.byModel[line.model];
+    ++counts[line.verdict.empty() ? "NEVER" : line.verdict];
+    if (line.stale) ++counts["STALE"];
+    s.nodes.push_back(std::move(line));
+  }
+  std::sort(s.nodes.begin(), s.nodes.end(),
+            [](const NodeLine& a, const NodeLine& b) { return a.node < b.node; });
+  s.lagging = fleet::FindLagging(fleet::Figures(current));
+  return s;
+}
+
+std::string Format(const FleetSummary& s, const std::string& output) {
+  if (output == "json") return ToJson(s).dump(2) + "\n";
+  if (output == "yaml") {
+    YAML::Emitter e;
+    EmitYaml(e, ToJson(s));
+    return std::string(e.c_str()) + "\n";
+  }
+  const bool wide = output == "wide";
+  std::ostringstream os;
+  std::vector<std::vector<std::string>> models = {
+      {"GPU MODEL", "NODES", "PASS", "FAIL", "INCONCLUSIVE", "ERROR", "NEVER", "STALE"}};
+  for (const auto& [model, c] : s.byModel) {
+    int total = 0;
+    for (const auto& [word, n] : c) total += word == "STALE" ? 0 : n;
+    auto count = [&](const char* w) {
+      auto it = c.find(w);
+      return std::to_string(it == c.end() ? 0 : it->second);
+    };
+    models.push_back({model, std::to_string(total), count("PASS"), count("FAIL"),
+                      count("INCONCLUSIVE"), count("ERROR"), count("NEVER"), count("STALE")});
+  }
+  os << Table(models);
+
+  std::vector<std::vector<std::string>> bad = {{"NODE", "VERDICT", "VALIDATION", "WHY"}};
+  if (wide) bad[0] = {"NODE", "VERDICT", "VALIDATION", "RUN", "MODEL", "LAST VALIDATED", "WHY"};
+  for (const auto& n : s.nodes) {
+    if (n.verdict.empty() || n.verdict == "PASS") continue;
+    if (wide) {
+      bad.push_back({n.node, n.verdict, n.validation, n.run, n.model, n.lastValidated, n.why});
+    } else {
+      bad.push_back({n.node, n.verdict, n.validation, n.why});
+    }
+  }
+  if (bad.size() > 1) os << "\nNot passing:\n" << Table(bad);
+
+  if (!s.lagging.empty()) {
+    std::vector<std::vector<std::string>> lag = {
+        {"NODE", "DEVICE", "TEST", "METRIC", "FIGURE", "PEERS", "RATIO"}};
+    if (wide) lag[0].push_back("ROBUST Z");
+    for (const auto& l : s.lagging) {
+      lag.push_back({l.figure.node, l.figure.device, l.figure.test, l.figure.metric,
+                     report::FormatFigure(l.figure.value), report::FormatFigure(l.peerMedian),
+                     report::FormatFigure(l.ratio)});
+      if (wide) lag.back().push_back(report::FormatFigure(l.z));
+    }
+    os << "\nLagging their peers (passing, 3% or more below the median of their GPU model):\n"
+       << Table(lag);
+  }
+
+  std::vector<std::vector<std::string>> never = {{"NODE", "MODEL"}};
+  std::vector<std::vector<std::string>> stale = {{"NODE", "VERDICT", "LAST VALIDATED"}};
+  for (const auto& n : s.nodes) {
+    if (n.verdict.empty()) never.push_back({n.node, n.model});
+    if (n.stale) stale.push_back({n.node, n.verdict, n.lastValidated});
+  }
+  if (never.size() > 1) os << "\nNever validated:\n" << Table(never);
+  if (stale.size() > 1) os << "\nValidated too long ago:\n" << Table(stale);
+  return os.str();
+}
+
+}  // namespace perfgate::summary

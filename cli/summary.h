@@ -1,0 +1,46 @@
+// The fleet summary `kubectl perfgate summary` prints: every GPU node with its latest result,
+// counts by GPU model and verdict, the nodes that did not pass and why, the figures that lag
+// their peers, and the nodes never validated or validated too long ago.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/fleet.h"
+
+namespace perfgate::summary {
+
+// One GPU node and its latest result.
+struct NodeLine {
+  std::string node;
+  std::string model;  // from the latest result, else the node's labels; words apart by spaces
+  std::string verdict;     // PASS, FAIL, INCONCLUSIVE, ERROR; "" when never validated
+  std::string validation;  // of the latest result
+  std::string run;
+  std::string why;            // the result's worst figure or reason
+  std::string lastValidated;  // RFC 3339 completion time of the latest result
+  bool stale = false;         // the latest result is older than the staleness limit
+};
+
+struct FleetSummary {
+  std::vector<NodeLine> nodes;  // by name
+  // Model -> verdict word ("PASS", ..., "NEVER", "STALE") -> nodes.
+  std::map<std::string, std::map<std::string, int>> byModel;
+  std::vector<fleet::Lagging> lagging;  // among the latest results
+};
+
+// `nodes`: Node objects (the GPU nodes: allocatable nvidia.com/gpu above zero, or a perfgate
+// verdict label); `results`: PerfResults of any validations and runs. A node's latest result is
+// the one that completed last.
+FleetSummary Summarize(const std::vector<nlohmann::json>& nodes,
+                       const std::vector<fleet::NodeReport>& results,
+                       std::chrono::system_clock::time_point now, std::chrono::hours stale_after);
+
+// kubectl-style output: "" (the tables), "wide" (more columns), "json", "yaml".
+std::string Format(const FleetSummary& s, const std::string& output);
+
+}  // namespace perfgate::summary

@@ -1,0 +1,152 @@
+// kubectl perfgate against kube-sim, through the real kubectl's plugin mechanism: the fleet
+// summary, the report of a validation, and a rerun.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/report.h"
+#include "common/time.h"
+#include "tests/cli/fleet_fixture.h"
+#include "tests/kube-sim/test_util.h"
+
+namespace perfgate {
+namespace {
+
+using kubesim::testing::Kubectl;
+using Json = nlohmann::json;
+
+class KubectlPlugin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // kubectl finds kubectl-perfgate (a link to perfgate) on the PATH.
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+    setenv("PATH", (std::string(PERFGATE_CLI_DIR) + ":" + (path ? path : "")).c_str(), 1);
+    kubesim::Options o;
+    o.nodes = 12;
+    o.gpuProduct = "NVIDIA-H200";
+    // A folder of the test's own, kept after Stop(): the dead-server test runs kubectl then.
+    o.workDir = ::testing::TempDir() + "/kubectl-plugin-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(o.workDir);
+    std::filesystem::create_directories(o.workDir);
+    sim_ = std::make_unique<kubesim::KubeSim>(o);
+    ASSERT_TRUE(sim_->Start().ok());
+    auto crds = Kubectl(*sim_, {"apply", "-f", PERFGATE_CRDS_DIR});
+    ASSERT_EQ(crds.exitCode, 0) << crds.err;
+    ASSERT_EQ(Kubectl(*sim_, {"create", "namespace", "perfgate-system"}).exitCode, 0);
+    auto v = Kubectl(*sim_, {"apply", "-f", "-"},
+                     "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n"
+                     "  name: fleet\nspec:\n  profile: h200-sxm-141gb\n");
+    ASSERT_EQ(v.exitCode, 0) << v.err;
+    auto obj = sim_->Get("perfgate.io", "perfvalidations", "", "fleet");
+    ASSERT_TRUE(obj.ok());
+    (*obj)["status"] = {{"run", "g1"}, {"verdict", "Failed"}};
+    ASSERT_TRUE(sim_->Update("perfgate.io", "perfvalidations", *obj, true).ok());
+
+    // Results for node-0 .. node-9 (node-10 and node-11 never validated): node-0 and node-1
+    // fail, node-2 is 8% slow in GEMM, node-9's result is 60 days old.
+    const auto now = std::chrono::system_clock::now();
+    auto fleet = testing::Fleet(10, 2, 1);
+    for (int i = 0; i < 10; ++i) {
+      auto& r = fleet[i].report;
+      const std::string node = "node-" + std::to_string(i);
+      r.mutable_identity()->set_hostname(node);
+      r.set_completiontime(
+          FormatRfc3339(now - (i == 9 ? std::chrono::hours(24 * 60) : std::chrono::hours(1))));
+      auto json = report::ToJson(r);
+      ASSERT_TRUE(json.ok());
+      Json pres = {{"apiVersion", "perfgate.io/v1alpha1"},
+                   {"kind", "PerfResult"},
+                   {"metadata",
+                    {{"name", "fleet-g1-" + node},
+                     {"namespace", "perfgate-system"},
+                     {"labels",
+                      {{"perfgate.io/validation", "fleet"},
+                       {"perfgate.io/node", node},
+                       {"perfgate.io/run", "g1"}}}}},
+                   {"spec",
+                    {{"validation", "fleet"},
+                     {"nodeName", node},
+                     {"run", "g1"},
+                     {"worst", "hbm-stream gpu0 triadBandwidthGBps median 4310 >= 3840"},
+                     {"report", Json::parse(*json)}}}};
+      auto created = sim_->Create("perfgate.io", "perfresults", pres);
+      ASSERT_TRUE(created.ok()) << created.status().message();
+    }
+  }
+  void TearDown() override { sim_->Stop(); }
+
+  std::unique_ptr<kubesim::KubeSim> sim_;
+};
+
+TEST_F(KubectlPlugin, SummaryCountsNodesByModelAndVerdictAndNamesTheOnesToLookAt) {
+  auto r = Kubectl(*sim_, {"perfgate", "summary"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // 12 GPU nodes: 8 pass, 2 fail, 2 never validated, 1 stale (node-9).
+  EXPECT_NE(r.out.find("NVIDIA H200  12     8     2     0             0      2      1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Not passing:"), std::string::npos);
+  EXPECT_NE(r.out.find("node-0  FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node-1  FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Lagging their peers"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node-2  gpu0    gemm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Never validated:\nNODE     MODEL\nnode-10  NVIDIA H200\nnode-11"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Validated too long ago:\nNODE    VERDICT  LAST VALIDATED\nnode-9"),
+            std::string::npos)
+      << r.out;
+
+  auto json = Kubectl(*sim_, {"perfgate", "summary", "-o", "json"});
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  const Json doc = Json::parse(json.out);
+  ASSERT_EQ(doc["nodes"].size(), 12u);
+  EXPECT_EQ(doc["nodes"][2]["verdict"], "NEVER");  // node-10, sorted by name
+  EXPECT_EQ(doc["byModel"]["NVIDIA H200"]["FAIL"], 2);
+  EXPECT_EQ(doc["lagging"].size(), 16u);  // node-2: 8 GPUs x bf16 and fp8
+
+  auto yaml = Kubectl(*sim_, {"perfgate", "summary", "-o", "yaml", "--stale", "2000h"});
+  ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
+  EXPECT_NE(yaml.out.find("byModel:\n  NVIDIA H200:\n"), std::string::npos) << yaml.out;
+  EXPECT_EQ(yaml.out.find("STALE"), std::string::npos) << "60 days is within 2000 hours";
+}
+
+TEST_F(KubectlPlugin, ReportOfAValidationAndARerun) {
+  const std::string html = sim_->workDir() + "/fleet.html";
+  auto r = Kubectl(*sim_, {"perfgate", "report", "--validation", "fleet", "-o", html});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string text = kubesim::testing::Slurp(html);
+  int rows = 0;
+  for (auto at = text.find("<tr class=\"node-row\">"); at != std::string::npos;
+       at = text.find("<tr class=\"node-row\">", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 10);
+  EXPECT_NE(text.find("<title>perfgate: fleet</title>"), std::string::npos);
+
+  auto missing = Kubectl(*sim_, {"perfgate", "report", "--validation", "nope", "-o", html});
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_NE(missing.err.find("perfvalidation nope"), std::string::npos) << missing.err;
+
+  auto rerun = Kubectl(*sim_, {"perfgate", "rerun", "fleet"});
+  ASSERT_EQ(rerun.exitCode, 0) << rerun.err;
+  auto obj = sim_->Get("perfgate.io", "perfvalidations", "", "fleet");
+  ASSERT_TRUE(obj.ok());
+  EXPECT_TRUE((*obj)["metadata"]["annotations"].contains("perfgate.io/rerun"));
+  auto none = Kubectl(*sim_, {"perfgate", "rerun", "nope"});
+  EXPECT_EQ(none.exitCode, 1);
+  EXPECT_NE(none.err.find("perfvalidation nope"), std::string::npos) << none.err;
+}
+
+TEST_F(KubectlPlugin, ADeadApiServerIsNamed) {
+  sim_->Stop();
+  auto r = Kubectl(*sim_, {"perfgate", "summary"});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("perfgate summary: "), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace perfgate
