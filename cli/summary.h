@@ -17,7 +17,7 @@ namespace perfgate::summary {
 // One GPU node and its latest result.
 struct NodeLine {
   std::string node;
-  std::string model;  // from the latest result, else the node's labels; words apart by spaces
+  std::string model;       // from the latest result, else the node's labels; words apart by spaces
   std::string verdict;     // PASS, FAIL, INCONCLUSIVE, ERROR; "" when never validated
   std::string validation;  // of the latest result
   std::string run;

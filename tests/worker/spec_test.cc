@@ -104,8 +104,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "    - a\n",
                 "bad.yaml:4: spec.policy: expected a mapping, got a list"},
         BadSpec{"BoolGarbage",
-                "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  suspend: yes\n",
-                "bad.yaml:4: spec.suspend: expected true or false, got \"yes\""},
+                "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  suspend: maybe\n",
+                "bad.yaml:4: spec.suspend: expected true or false, got \"maybe\""},
+        // kubectl reads `on` as a boolean (goyaml.v2): a string field refuses it as the API
+        // server would.
+        BadSpec{"YamlOneOneBoolForAString",
+                "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  profile: on\n",
+                "bad.yaml:4: spec.profile: expected a string, got the boolean on (quote it to make "
+                "it a string)"},
         BadSpec{"MalformedYaml",
                 "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  tests: [a,\n",
                 "bad.yaml:5:1: malformed YAML"},
@@ -151,6 +157,20 @@ TEST(SpecLoad, ClassifiesPlainScalarsLikeKubernetes) {
   EXPECT_EQ(ClassifyPlainScalar("~"), ScalarKind::kNull);
   EXPECT_EQ(ClassifyPlainScalar("bf16"), ScalarKind::kString);
   EXPECT_EQ(ClassifyPlainScalar("1.2.3"), ScalarKind::kString);
+  // goyaml.v2's YAML 1.1 booleans, which kubectl reads specs and CRDs with.
+  for (const char* b : {"y", "N", "yes", "No", "ON", "off"}) {
+    EXPECT_EQ(ClassifyPlainScalar(b), ScalarKind::kBool) << b;
+  }
+  EXPECT_EQ(PlainBool("Yes"), true);
+  EXPECT_EQ(PlainBool("n"), false);
+  EXPECT_EQ(PlainBool("nope"), std::nullopt);
+}
+
+TEST(SpecLoad, YamlOneOneBooleansReadAsKubectlReadsThem) {
+  auto loaded = ParseValidation(
+      "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nspec:\n  suspend: yes\n", "y.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_TRUE(loaded->doc.spec().suspend());
 }
 
 TEST(SpecLoad, QuotedNumbersAreStrings) {
