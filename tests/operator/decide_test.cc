@@ -251,9 +251,6 @@ Decision RunToCompletion(World* w,
     EXPECT_TRUE(d.retry.ok()) << d.retry.message();
     w->Apply(d);
     if (d.status && !d.status->value("completionTime", "").empty()) return d;
-    for (const auto& p : d.pods) {
-      (void)p;
-    }
     std::set<std::string> runs;
     for (const auto& p : w->pods) runs.insert(Label(p, kRunLabel));
     for (const auto& r : runs) w->FinishRound(r, verdict_of);
@@ -792,7 +789,6 @@ TEST(DecideScenario, GangPairsFailOnlyTheirOwnPair) {
 TEST(DecideScenario, GangPairsNameTheSlowNodeAsSuspect) {
   World w("narrow", GangSpec("pairs"));
   w.Apply(w.Decide());
-  auto slow = [](const std::string& n) { return n == "node-2" ? "FAIL" : "PASS"; };
   for (const char* n : {"node-0", "node-1"}) w.Finish(n, "PASS");
   for (const char* n : {"node-2", "node-3"}) w.Finish(n, "FAIL");
   Decision d = w.Decide();
@@ -812,7 +808,6 @@ TEST(DecideScenario, GangPairsNameTheSlowNodeAsSuspect) {
   w.FinishRound("g1-probe", [&](const std::string& n) {
     return n == "node-0" || n == "node-2" ? "FAIL" : "PASS";
   });
-  (void)slow;
   d = w.Decide();
   EXPECT_TRUE(d.pods.empty());
   EXPECT_EQ(d.status->value("suspectNodes", Json::array()), Json::array({"node-2"}));
