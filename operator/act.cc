@@ -99,7 +99,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   if (d.planConfigMap) {
     const std::string cm = Name(*d.planConfigMap);
     std::lock_guard<std::mutex> lock(mu_);
-    if (config_maps_written_.count(cm) == 0) {
+    if (!config_maps_written_.contains(cm)) {
       auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, *d.planConfigMap);
       if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
       config_maps_written_.insert(cm);

@@ -44,6 +44,7 @@ void DecideCleanUp(const Snapshot& s, int keep_results, Decision* d) {
     newest[rr] = std::max(newest[rr], Str(r, "/metadata/creationTimestamp"_json_pointer));
   }
   std::vector<std::pair<std::string, std::string>> runs;
+  runs.reserve(newest.size());
   for (const auto& [r, t] : newest) runs.emplace_back(t, r);
   std::sort(runs.rbegin(), runs.rend());
   std::set<std::string> keep;
@@ -51,7 +52,7 @@ void DecideCleanUp(const Snapshot& s, int keep_results, Decision* d) {
     keep.insert(runs[i].second);
   }
   for (const Json* r : old) {
-    if (keep.count(BaseRun(Label(*r, kRunLabel))) == 0) d->deleteResults.push_back(Name(*r));
+    if (!keep.contains(BaseRun(Label(*r, kRunLabel)))) d->deleteResults.push_back(Name(*r));
   }
   const std::string previous = Str(s.validation, "/status/run"_json_pointer);
   if (!previous.empty() && previous != s.run) {
@@ -253,7 +254,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
           if (std::find(g.begin(), g.end(), node) == g.end()) continue;
           for (const auto& peer : g) {
             whole &= outcomes[outcome_of[peer]].verdict.empty() &&
-                     (starting.count(peer) != 0 || pods.count(peer) != 0);
+                     (starting.contains(peer) || pods.contains(peer));
           }
         }
         if (!whole) continue;

@@ -81,10 +81,10 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
       const std::string reason = "narrowing gang of " + std::to_string(group.size()) + ": " + error;
       for (const auto& n : group) {
         const std::string pod_name = ObjectName({id, n});
-        if (results.count(pod_name) != 0) continue;
+        if (results.contains(pod_name)) continue;
         d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->nameSpace, stage_run, n,
                                                   pod_name, reason, now),
-                              pods.count(pod_name) != 0 ? pod_name : ""});
+                              pods.contains(pod_name) ? pod_name : ""});
       }
       verdicts[i] = verdict == "FAIL" ? "FAIL" : "ERROR";
       continue;
@@ -96,7 +96,7 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
     if (ctx.suspended || missing.empty()) continue;
     // A round starts whole, on nodes no other validation is using (as the main run does).
     const bool busy = std::any_of(group.begin(), group.end(),
-                                  [&](const std::string& n) { return s.busyWith.count(n) != 0; });
+                                  [&](const std::string& n) { return s.busyWith.contains(n); });
     if (busy && missing.size() == group.size()) continue;
     // Every member at once (a create that failed last time is made now, at the same address).
     for (size_t r = 0; r < group.size(); ++r) {
@@ -196,7 +196,7 @@ void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string
         const std::string pod_name = ObjectName({ctx.owner.name, ctx.run, n});
         d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->nameSpace, ctx.run, n,
                                                   pod_name, gang_reason, now),
-                              nodes_with_pods.count(n) != 0 ? pod_name : ""});
+                              nodes_with_pods.contains(n) ? pod_name : ""});
       }
       o.verdict = cause->verdict;
       o.reason = gang_reason;

@@ -193,7 +193,7 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
                   built.status().message() + " (" + DescribeModels(models.known) + ")");
   }
   ASSIGN_OR_RETURN(worker::Plan plan, std::move(built));
-  if (profile_named && profiles.count(plan.profile) != 0) {
+  if (profile_named && profiles.contains(plan.profile)) {
     RETURN_IF_ERROR(
         CheckNamedProfileFitsNodes(plan.profile, profiles[plan.profile], node_products));
   }
@@ -201,7 +201,7 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
   v1alpha1::PerfValidation resolved = loaded.doc;
   auto* spec = resolved.mutable_spec();
   // plan.profile: the one named, or the one `auto` picked.
-  if (!plan.profile.empty() && profiles.count(plan.profile) != 0) {
+  if (!plan.profile.empty() && profiles.contains(plan.profile)) {
     const auto& ps = profiles[plan.profile].doc.spec();
     const auto& level = spec->level() == "full" ? ps.full() : ps.quick();
     FillSampling(level.sampling(), spec->mutable_sampling());

@@ -47,7 +47,7 @@ std::vector<std::string> SelectNodes(const v1alpha1::PerfValidationSpec& spec,
   const std::set<std::string> named(spec.nodes().begin(), spec.nodes().end());
   for (const auto& [n, node] : nodes) {
     if (!NodeSelected(spec, node)) continue;
-    const bool explicitly = named.count(n) != 0;
+    const bool explicitly = named.contains(n);
     if (!explicitly && NodeGpus(node) <= 0) continue;
     // A cordon perfgate set itself does not exclude the node (it must be re-testable).
     const Json meta = node.value("metadata", Json::object());

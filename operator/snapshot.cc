@@ -107,7 +107,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   std::set<std::string> nodes_with_pods;  // of this run
   for (auto& p : s.pods) {
     if (p.run == s.run) nodes_with_pods.insert(p.node);
-    if (!p.terminal || BaseRun(p.run) != s.run || cached_results.count(p.name) != 0) continue;
+    if (!p.terminal || BaseRun(p.run) != s.run || cached_results.contains(p.name)) continue;
     // The result may be written but not yet in the cache: ask the API.
     p.resultInApi = client.Get(ResultsResource(), config.nameSpace, p.name).ok();
     if (p.resultInApi || p.run != s.run || p.phase != "Failed" ||
@@ -126,7 +126,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   const bool gang = !spec.gang().shape().empty();
   const std::string own = LabelValue(name);
   for (const auto& node : SelectNodes(spec, s.nodes)) {
-    if (!gang && (nodes_with_pods.count(node) != 0 || nodes_with_results.count(node) != 0)) {
+    if (!gang && (nodes_with_pods.contains(node) || nodes_with_results.contains(node))) {
       continue;
     }
     for (const auto& p : caches.podsOn(node)) {
