@@ -99,12 +99,9 @@ std::string WhyNoResult(const PodView& pod, int timeout_seconds) {
   return reason;
 }
 
-// The run's nodes, pods and results: what each node has, what to start, and the status.
-void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
-               const ResolvedPlan& plan, const std::vector<std::string>& selected,
-               const Json& old_status, Json status, Decision* d) {
+// What every pod of the run shares.
+RunContext ContextOf(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
-  const std::string now = FormatRfc3339(now_tp);
   RunContext ctx;
   ctx.snapshot = &s;
   ctx.config = &config;
@@ -117,32 +114,42 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
                                                               : config.defaultNodeTimeoutSeconds;
   ctx.port = spec.gang().port() > 0 ? spec.gang().port() : 29500;
   ctx.suspended = spec.suspend();
-  ctx.now = now_tp;
-  d->planConfigMap =
-      BuildPlanConfigMap(ctx.owner, config.nameSpace, s.run, ctx.configMap, plan.text);
+  ctx.now = now;
+  return ctx;
+}
 
-  // What each node has: a result, a pod, or nothing yet.
-  std::map<std::string, const Json*> results;
+// The run's pods by node.
+std::map<std::string, const PodView*> PodsOfRun(const Snapshot& s) {
+  std::map<std::string, const PodView*> pods;
+  for (const auto& p : s.pods) {
+    if (p.run == s.run) pods[p.node] = &p;
+  }
+  return pods;
+}
+
+// Where the nodes stand before gangs are considered.
+struct NodeStates {
+  std::vector<std::string> toStart;  // neither a result nor a pod, and free
+  int active = 0;                    // pods running or waiting to be scheduled
+  std::chrono::milliseconds requeue{0};
+};
+
+// Each selected node's outcome from its result, else from its pod (the operator's ERROR for a
+// missing node, too few GPUs, a worker that ended without a result, a pod unscheduled past
+// the timeout), into d->outcomes in selected order.
+NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& selected,
+                         const std::map<std::string, const PodView*>& pods, Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  const ReconcilerConfig& config = *ctx.config;
+  const std::string now = FormatRfc3339(ctx.now);
+  std::map<std::string, const Json*> results;  // this run's, by node
   for (const auto& r : s.results) {
     if (Label(r, kRunLabel) == s.run) {
       results[r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel))] = &r;
     }
   }
-  std::map<std::string, const PodView*> pods;
-  std::set<std::string> nodes_with_pods;
-  for (const auto& p : s.pods) {
-    if (p.run == s.run) {
-      pods[p.node] = &p;
-      nodes_with_pods.insert(p.node);
-    }
-  }
-  int parallelism = spec.policy().parallelism();
-  if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
-
+  NodeStates st;
   std::vector<NodeOutcome>& outcomes = d->outcomes;
-  std::vector<std::string> to_start;
-  int active = 0;
-  std::chrono::milliseconds requeue{0};
   auto record_error = [&](const std::string& node, const std::string& pod_name,
                           const std::string& reason) {
     d->results.push_back(
@@ -173,7 +180,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       if (auto busy = s.busyWith.find(node); busy != s.busyWith.end()) {
         d->waiting.push_back(node + " (busy with validation " + busy->second + ")");
       } else {
-        to_start.push_back(node);
+        st.toStart.push_back(node);
       }
       outcomes.push_back({node, "", "", "", ""});
       continue;
@@ -181,7 +188,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     const PodView& pod = *pod_it->second;
     if (pod.terminal) {
       if (pod.resultInApi) {
-        requeue = std::chrono::milliseconds(200);
+        st.requeue = std::chrono::milliseconds(200);
         outcomes.push_back({node, "", "", "", ""});
         continue;
       }
@@ -191,7 +198,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     // Not finished: never scheduled for too long is an ERROR (a scheduling problem, not a bad GPU).
     if (!pod.scheduled) {
       auto created = ParseRfc3339(Str(pod.object, "/metadata/creationTimestamp"_json_pointer));
-      Clock::duration age = created ? now_tp - *created : Clock::duration(0);
+      Clock::duration age = created ? ctx.now - *created : Clock::duration(0);
       std::string why;
       for (const auto& c :
            pod.object.value("status", Json::object()).value("conditions", Json::array())) {
@@ -207,13 +214,63 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       }
       auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(config.schedulingTimeout - age);
-      if (requeue.count() == 0 || left < requeue) requeue = left + std::chrono::milliseconds(100);
+      if (st.requeue.count() == 0 || left < st.requeue) {
+        st.requeue = left + std::chrono::milliseconds(100);
+      }
       // Reported, not fought over: e.g. "Insufficient nvidia.com/gpu" while other pods hold them.
       if (!why.empty()) d->waiting.push_back(node + " (unscheduled: " + why + ")");
     }
-    active++;
+    st.active++;
     outcomes.push_back({node, "", "", "", ""});
   }
+  return st;
+}
+
+// Every node decided: node verdicts, the complete status and (the first time) the events that
+// announce it.
+void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
+                      const std::string& now, Decision* d) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  const std::vector<NodeOutcome>& outcomes = d->outcomes;
+  for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict});
+  d->onFailure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
+  const bool fresh = status.value("completionTime", "").empty();
+  status = CompleteStatus(status, old_status, outcomes, s.generation, now);
+  if (fresh) {
+    for (const auto& o : outcomes) {
+      if (o.verdict != "PASS") {
+        d->events.push_back(
+            {"Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason, true, ""});
+      }
+    }
+    if (const Json suspects = status.value("suspectNodes", Json::array()); !suspects.empty()) {
+      std::string names;
+      for (const auto& n : suspects) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+      d->events.push_back(
+          {"Warning", "SuspectNodes", "narrowed down by pairs: " + names, true, ""});
+    }
+    d->events.push_back({status.value("verdict", "") == "Passed" ? "Normal" : "Warning",
+                         "Completed", status.value("message", ""), true, ""});
+  }
+  d->status = status;
+}
+
+// The run's nodes, pods and results: what each node has, what to start, and the status.
+void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
+               const ResolvedPlan& plan, const std::vector<std::string>& selected,
+               const Json& old_status, Json status, Decision* d) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  const std::string now = FormatRfc3339(now_tp);
+  const RunContext ctx = ContextOf(s, config, now_tp);
+  d->planConfigMap =
+      BuildPlanConfigMap(ctx.owner, config.nameSpace, s.run, ctx.configMap, plan.text);
+  const std::map<std::string, const PodView*> pods = PodsOfRun(s);
+  std::set<std::string> nodes_with_pods;
+  for (const auto& [node, pod] : pods) nodes_with_pods.insert(node);
+  NodeStates st = ClassifyNodes(ctx, selected, pods, d);
+  std::vector<NodeOutcome>& outcomes = d->outcomes;
+  int parallelism = spec.policy().parallelism();
+  if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
 
   // Gangs: rank order is the sorted node order; one verdict per gang.
   std::map<std::string, GangMember> members;
@@ -242,9 +299,9 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
 
   if (!ctx.suspended) {
-    std::set<std::string> starting(to_start.begin(), to_start.end());
+    std::set<std::string> starting(st.toStart.begin(), st.toStart.end());
     std::set<std::string> services;
-    for (const auto& node : to_start) {
+    for (const auto& node : st.toStart) {
       const std::string pod_name = ObjectName({s.name, s.run, node});
       if (plan.gang) {
         if (!outcomes[outcome_of[node]].verdict.empty()) continue;
@@ -263,11 +320,11 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
         d->pods.push_back(GangPod(ctx, s.run, node, pod_name, m));
         continue;
       }
-      if (active >= parallelism) break;
+      if (st.active >= parallelism) break;
       const PodParams p{
           s.run, node, pod_name, ctx.configMap, PodGpus(ctx, node), ctx.timeoutSeconds};
       d->pods.push_back({BuildPod(ctx.owner, spec, config, p), ""});
-      active++;
+      st.active++;
     }
     // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
     // worker is Ready before the rendezvous.
@@ -301,27 +358,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
 
   const int pending = CountOutcomes(outcomes, &status);
   if (pending == 0) {
-    for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict});
-    d->onFailure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
-    const bool fresh = status.value("completionTime", "").empty();
-    status = CompleteStatus(status, old_status, outcomes, s.generation, now);
-    if (fresh) {
-      for (const auto& o : outcomes) {
-        if (o.verdict != "PASS") {
-          d->events.push_back(
-              {"Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason, true, ""});
-        }
-      }
-      if (const Json suspects = status.value("suspectNodes", Json::array()); !suspects.empty()) {
-        std::string names;
-        for (const auto& n : suspects) names += (names.empty() ? "" : ", ") + n.get<std::string>();
-        d->events.push_back(
-            {"Warning", "SuspectNodes", "narrowed down by pairs: " + names, true, ""});
-      }
-      d->events.push_back({status.value("verdict", "") == "Passed" ? "Normal" : "Warning",
-                           "Completed", status.value("message", ""), true, ""});
-    }
-    d->status = status;
+    DecideCompletion(s, old_status, std::move(status), now, d);
     return;
   }
   std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(pending)) + " of " +
@@ -329,13 +366,13 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   if (!d->waiting.empty()) {
     msg += "; waiting for " + d->waiting.front() +
            (d->waiting.size() > 1 ? " and " + std::to_string(d->waiting.size() - 1) + " more" : "");
-    if (requeue.count() == 0 || requeue > std::chrono::seconds(5)) {
-      requeue = std::chrono::seconds(5);
+    if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(5)) {
+      st.requeue = std::chrono::seconds(5);
     }
   }
   d->status = RunningStatus(status, old_status, ctx.suspended,
                             ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
-  d->requeueAfter = requeue;
+  d->requeueAfter = st.requeue;
 }
 
 }  // namespace
