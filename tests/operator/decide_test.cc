@@ -1144,6 +1144,36 @@ TEST(DecideEdge, GangKeepsTheAddressOfPodsAlreadyMade) {
   EXPECT_TRUE(d.pods[0].rendezvousGang.empty());
 }
 
+// A narrowing round whose pod is never scheduled ends its gang with the operator's ERROR
+// (the scheduled peer's pod deleted first), and the round's other gangs go on; the pair that
+// did not pass still holds the suspects, so the probes start.
+TEST(DecideEdge, NarrowingRoundPodNeverScheduledEndsItsGang) {
+  World w("round", GangSpec("all"));
+  w.Apply(w.Decide());
+  for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "FAIL");
+  w.Apply(w.Decide());  // the pairs round
+  // (node-0, node-1) pass; node-2 runs; node-3's pod is never scheduled.
+  for (auto& p : w.pods) {
+    const PodView v = ViewOfPod(p);
+    if (v.run != "g1-pairs" || v.node == "node-3") continue;
+    p["spec"]["nodeName"] = v.node;
+    p["status"]["phase"] = v.node == "node-2" ? "Running" : "Succeeded";
+    if (v.node != "node-2") w.results.push_back(w.ResultOf("g1-pairs", v.node, v.name, "PASS", ""));
+  }
+  w.now = kT0 + seconds(3);
+  const Decision d = w.Decide();
+  std::map<std::string, const ResultWrite*> by_node;
+  for (const auto& r : d.results) by_node[r.result["spec"]["nodeName"]] = &r;
+  ASSERT_EQ(by_node.size(), 2u);
+  EXPECT_EQ(by_node["node-3"]->result["spec"]["report"].value("reason", ""),
+            "narrowing gang of 2: pod on node-3 not scheduled within 3s");
+  EXPECT_EQ(Label(by_node["node-3"]->result, kRunLabel), "g1-pairs");
+  EXPECT_FALSE(by_node["node-2"]->deletePodFirst.empty());  // it would wait for its peer
+  // The errored pair holds the suspects: each runs again beside a node that passed.
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");
+}
+
 // Decide is pure: the same snapshot and time give the same decision.
 TEST(DecideEdge, SameSnapshotSameDecision) {
   World w("pure", GangSpec("pairs"), Nodes(3));
