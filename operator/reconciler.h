@@ -12,6 +12,8 @@
 
 #include "common/result.h"
 #include "kube/client.h"
+// What callers of the reconciler use: its config, caches and metrics, and the naming and
+// selection rules its tests check.
 #include "operator/act.h"
 #include "operator/config.h"
 #include "operator/gangs.h"
