@@ -1,0 +1,251 @@
+#include "operator/act.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
+
+#include "common/time.h"
+#include "operator/log.h"
+#include "operator/names.h"
+#include "operator/node_actions.h"
+
+namespace perfgate::op {
+namespace {
+
+// Runs fn(0..n-1) on up to 8 threads; the first error wins (the rest still run: each call is
+// idempotent and the next reconcile retries).
+Status ForEachConcurrently(size_t n, const std::function<Status(size_t)>& fn) {
+  constexpr size_t kThreads = 8;
+  if (n <= 1) return n == 1 ? fn(0) : Status::Ok();
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      Status st = fn(i);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!st.ok() && first.ok()) first = st;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::min(n, kThreads); ++t) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return first;
+}
+
+// A loopback port nobody listens on right now (bound to port 0, then released): the
+// rendezvous port of a gang whose pods are all local processes (kube-sim).
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+bool Ignorable(const Status& st, Code code) { return st.ok() || st.code() == code; }
+
+}  // namespace
+
+Actor::Actor(std::shared_ptr<kube::Client> client, const ReconcilerConfig& config,
+             ReconcileMetrics& metrics, std::function<std::chrono::system_clock::time_point()> now)
+    : client_(std::move(client)), config_(config), metrics_(metrics), now_(std::move(now)) {}
+
+Status Actor::Delete(const kube::GroupVersionResource& gvr, const std::string& name) {
+  auto st = client_->Delete(gvr, config_.nameSpace, name);
+  return st.ok() || st.status().code() == Code::kNotFound ? Status::Ok() : st.status();
+}
+
+Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
+  Json obj = s.validation;
+  const Json finalizers = obj["metadata"].value("finalizers", Json::array());
+  if (d.addFinalizer) {
+    Json with = finalizers;
+    with.push_back(kFinalizer);
+    auto patched = client_->Patch(
+        ValidationsResource(), "", s.name, kube::PatchType::kMerge,
+        {{"metadata",
+          {{"finalizers", with},
+           {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+    if (!patched.ok()) return patched.status();
+    obj = *patched;
+  }
+  for (const auto& pod : d.deletePods) RETURN_IF_ERROR(Delete(kube::PodsResource(), pod));
+  for (const auto& r : d.deleteResults) RETURN_IF_ERROR(Delete(ResultsResource(), r));
+  if (!d.deletePlan.empty()) {
+    Status st = Delete(ConfigMapsResource(), d.deletePlan);
+    // Refused (an older chart's Role grants no delete): the plan goes with its validation
+    // anyway, and a new run must not wait on a clean-up.
+    if (st.code() == Code::kPermissionDenied) {
+      Logger()->warn("{}: previous plan {} left for garbage collection: {}", s.name, d.deletePlan,
+                     st.message());
+    } else {
+      RETURN_IF_ERROR(st);
+    }
+  }
+  SendEvents(s, d, /*after_status=*/false);
+  if (d.planConfigMap) {
+    const std::string cm = Name(*d.planConfigMap);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!config_maps_written_.contains(cm)) {
+      auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, *d.planConfigMap);
+      if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
+      config_maps_written_.insert(cm);
+    }
+  }
+  for (const auto& w : d.results) {
+    if (!w.deletePodFirst.empty()) RETURN_IF_ERROR(Delete(kube::PodsResource(), w.deletePodFirst));
+    auto created = client_->Create(ResultsResource(), config_.nameSpace, w.result);
+    if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
+    metrics_.resultsWrittenByOperator++;
+  }
+  for (const auto& pod : d.deletePodsAfterResults) (void)Delete(kube::PodsResource(), pod);
+  for (const auto& svc : d.services) {
+    auto created = client_->Create(ServicesResource(), config_.nameSpace, svc);
+    if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
+  }
+  RETURN_IF_ERROR(CreatePods(d.pods));
+  RETURN_IF_ERROR(ForEachConcurrently(d.nodeVerdicts.size(), [&](size_t i) -> Status {
+    const NodeVerdict& v = d.nodeVerdicts[i];
+    auto it = s.nodes.find(v.node);
+    return MarkNode(v.node, v.verdict, s.name, d.onFailure,
+                    it == s.nodes.end() ? nullptr : &it->second);
+  }));
+  for (const auto& node : d.releaseNodes) ReleaseNode(node);
+  if (d.removeFinalizer) {
+    Json kept = Json::array();
+    for (const auto& f : finalizers) {
+      if (f != kFinalizer) kept.push_back(f);
+    }
+    auto patched = client_->Patch(
+        ValidationsResource(), "", s.name, kube::PatchType::kMerge,
+        {{"metadata",
+          {{"finalizers", kept},
+           {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+    if (!Ignorable(patched.status(), Code::kNotFound)) return patched.status();
+    Logger()->info("{}: finalized", s.name);
+  }
+  return obj;
+}
+
+Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
+  // A gang whose address is still to be chosen meets at one free port, the same for every rank.
+  std::map<std::string, std::string> addresses;
+  std::vector<Json> ready;
+  for (const auto& p : pods) {
+    Json pod = p.pod;
+    if (!p.rendezvousGang.empty()) {
+      auto [it, fresh] = addresses.emplace(p.rendezvousGang, "");
+      if (fresh) {
+        it->second = config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
+      }
+      for (auto& e : pod["spec"]["containers"][0]["env"]) {
+        if (e.value("name", "") == "NCCL_COMM_ID") e["value"] = it->second;
+      }
+    }
+    ready.push_back(std::move(pod));
+  }
+  // Concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000 round trips.
+  return ForEachConcurrently(ready.size(), [&](size_t i) -> Status {
+    auto created = client_->Create(kube::PodsResource(), config_.nameSpace, ready[i]);
+    if (!Ignorable(created.status(), Code::kAlreadyExists)) {
+      metrics_.errors++;
+      return created.status();
+    }
+    if (created.ok()) metrics_.podsCreated++;
+    return Status::Ok();
+  });
+}
+
+Status Actor::MarkNode(const std::string& node, const std::string& verdict,
+                       const std::string& validation, const std::string& on_failure,
+                       const Json* cached) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Json n;
+    if (attempt == 0 && cached != nullptr) {
+      n = *cached;
+    } else {
+      auto got = client_->Get(kube::NodesResource(), "", node);
+      if (!got.ok()) {
+        return got.status().code() == Code::kNotFound ? Status::Ok() : got.status();
+      }
+      n = *got;
+    }
+    if (!op::MarkNode(&n, verdict, validation, on_failure)) return Status::Ok();
+    auto updated = client_->Update(kube::NodesResource(), "", n);
+    if (updated.ok()) return Status::Ok();
+    if (updated.status().code() != Code::kAborted) return updated.status();
+  }
+  return Status(Code::kAborted, "node " + node + ": too many update conflicts");
+}
+
+void Actor::ReleaseNode(const std::string& node) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto got = client_->Get(kube::NodesResource(), "", node);
+    if (!got.ok()) return;
+    Json n = *got;
+    op::ReleaseNode(&n);
+    auto updated = client_->Update(kube::NodesResource(), "", n);
+    if (updated.ok() || updated.status().code() != Code::kAborted) return;
+  }
+}
+
+Status Actor::Report(const Json& validation, const Json& status) {
+  if (validation.value("status", Json::object()) == status) return Status::Ok();
+  Json updated = validation;
+  updated["status"] = status;
+  auto r = client_->UpdateStatus(ValidationsResource(), "", updated);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+void Actor::SendEvents(const Snapshot& s, const Decision& d, bool after_status) {
+  for (const auto& e : d.events) {
+    if (e.afterStatus != after_status) continue;
+    if (!e.onceKey.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!sent_once_.insert(e.onceKey).second) continue;
+    }
+    if (e.reason == "Started") Logger()->info("{}: {}", s.name, e.message);
+    if (e.reason == "Completed") {
+      Logger()->info("{}: run {} complete: {}", s.name, s.run, e.message);
+    }
+    const std::string now = FormatRfc3339(now_());
+    Json ev = {{"apiVersion", "v1"},
+               {"kind", "Event"},
+               {"metadata",
+                {{"name", s.name + "." +
+                              HashHex(now + e.reason + e.message + std::to_string(++event_seq_))},
+                 {"namespace", config_.eventNamespace}}},
+               {"involvedObject",
+                {{"apiVersion", "perfgate.io/v1alpha1"},
+                 {"kind", "PerfValidation"},
+                 {"name", s.name},
+                 {"uid", s.uid}}},
+               {"type", e.type},
+               {"reason", e.reason},
+               {"message", Cut(e.message, 1024)},
+               {"source", {{"component", "perfgate-operator"}}},
+               {"reportingComponent", "perfgate-operator"},
+               {"firstTimestamp", now},
+               {"lastTimestamp", now},
+               {"count", 1}};
+    auto created = client_->Create(kube::EventsResource(), config_.eventNamespace, ev);
+    if (!created.ok()) {
+      Logger()->warn("{}: event {}: {}", s.name, e.reason, created.status().message());
+    }
+  }
+}
+
+}  // namespace perfgate::op

@@ -1,0 +1,65 @@
+// Act and report: applies a Decision through the API client — deletes, creates, the operator's
+// results, node verdicts, events — and writes the status (the one place that does). Blocking;
+// every step is idempotent, so a reconcile that fails half-way is simply retried.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "common/result.h"
+#include "kube/client.h"
+#include "operator/actions.h"
+#include "operator/config.h"
+#include "operator/snapshot.h"
+
+namespace perfgate::op {
+
+// Counters the /metrics endpoint reads. Thread-safe.
+struct ReconcileMetrics {
+  std::atomic<uint64_t> reconciles{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> podsCreated{0};
+  std::atomic<uint64_t> resultsWrittenByOperator{0};
+};
+
+class Actor {
+ public:
+  Actor(std::shared_ptr<kube::Client> client, const ReconcilerConfig& config,
+        ReconcileMetrics& metrics, std::function<std::chrono::system_clock::time_point()> now);
+
+  // Applies everything in `d` except the status and the events sent after it: the finalizer,
+  // clean-up, the plan, operator results, Services and pods, node verdicts and releases.
+  // Returns the validation as it now stands (the finalizer patch changes its resourceVersion).
+  // Blocking; thread-safe for distinct validations.
+  Result<Json> Apply(const Snapshot& s, const Decision& d);
+  // Report: writes `status` unless the object carries it already. Blocking.
+  Status Report(const Json& validation, const Json& status);
+  // Sends the events of `d` that go out before (false) or after (true) the status. Failures
+  // are logged, not returned. Blocking.
+  void SendEvents(const Snapshot& s, const Decision& d, bool after_status);
+
+ private:
+  Status Delete(const kube::GroupVersionResource& gvr, const std::string& name);
+  Status CreatePods(const std::vector<PodCreate>& pods);
+  // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
+  Status MarkNode(const std::string& node, const std::string& verdict,
+                  const std::string& validation, const std::string& on_failure, const Json* cached);
+  void ReleaseNode(const std::string& node);
+
+  std::shared_ptr<kube::Client> client_;
+  const ReconcilerConfig& config_;
+  ReconcileMetrics& metrics_;
+  std::function<std::chrono::system_clock::time_point()> now_;
+  std::mutex mu_;
+  std::set<std::string> config_maps_written_;
+  // Events' onceKeys already sent (e.g. "<validation>/<run>" for Started).
+  std::set<std::string> sent_once_;
+  std::atomic<uint64_t> event_seq_{0};
+};
+
+}  // namespace perfgate::op

@@ -1,0 +1,95 @@
+// The Decision: what one reconcile wants done — objects to create and delete, results the
+// operator writes, node verdicts, events, the new status and when to look again. Plain data,
+// produced by Decide (operator/decide.h) and applied by Act (operator/act.h).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "operator/json_fields.h"
+
+namespace perfgate::op {
+
+// How one node stands in the current run.
+struct NodeOutcome {
+  std::string node;
+  std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR | "" (not yet)
+  std::string test;     // the first test that did not pass
+  std::string figure;
+  std::string reason;
+  // The operator wrote its result (never scheduled, crashed, timed out): no worker of it runs.
+  bool byOperator = false;
+};
+
+// A PerfResult the operator writes itself (an ERROR it decided).
+struct ResultWrite {
+  Json result;
+  // The node's pod, deleted before the result is written (a gang rank whose peer is gone:
+  // without this it would wait in NCCL until its watchdog fires). "" for none.
+  std::string deletePodFirst;
+};
+
+struct PodCreate {
+  Json pod;
+  // Non-empty: a gang rank whose NCCL_COMM_ID is still to be chosen at
+  // --gang-rendezvous-host; Act gives every rank of this gang id the same free port.
+  std::string rendezvousGang;
+};
+
+struct NodeVerdict {
+  std::string node;
+  std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR
+};
+
+struct EventAction {
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+  // Sent only once the status is written (so a failed write does not announce twice).
+  bool afterStatus = false;
+  // Non-empty: sent at most once per key by this operator process (a retried reconcile must
+  // not announce the same run again).
+  std::string onceKey;
+};
+
+struct Decision {
+  // Metadata.
+  bool addFinalizer = false;
+  bool removeFinalizer = false;  // after the deletions and node releases below
+
+  // Clean-up, first: pods of other runs (or all, when the validation is deleted), results of
+  // runs past policy.keepResults, the previous run's plan (a refused delete is tolerated).
+  std::vector<std::string> deletePods;
+  std::vector<std::string> deleteResults;
+  std::string deletePlan;
+
+  // The run's plan ConfigMap (created once; an existing one is kept).
+  std::optional<Json> planConfigMap;
+  std::vector<ResultWrite> results;
+  // Deleted after the results are written, failures ignored (a pod unscheduled too long).
+  std::vector<std::string> deletePodsAfterResults;
+  std::vector<Json> services;  // gangs' headless Services, before their pods
+  std::vector<PodCreate> pods;
+
+  // Node labels and taints (docs/operator.md, "Node actions"), with the policy's onFailure.
+  std::vector<NodeVerdict> nodeVerdicts;
+  std::string onFailure = "none";
+  // Nodes whose verdict label this (deleted) validation set: label and annotation removed.
+  std::vector<std::string> releaseNodes;
+
+  std::vector<EventAction> events;
+  // The status to write; nullopt: leave it as it is.
+  std::optional<Json> status;
+  // Per node, in selected-node order (empty before node outcomes are decided).
+  std::vector<NodeOutcome> outcomes;
+  // Why the run waits, if it waits (also in the status message).
+  std::vector<std::string> waiting;
+  std::chrono::milliseconds requeueAfter{0};
+  // Not OK: nothing is applied; the reconcile fails and is retried with backoff.
+  Status retry;
+};
+
+}  // namespace perfgate::op

@@ -1,0 +1,25 @@
+// What the operator is configured with (its flags): read by decide, pods and act alike.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace perfgate::op {
+
+struct ReconcilerConfig {
+  std::string nameSpace = "perfgate-system";
+  std::string workerImage = "ghcr.io/perfgate/perfgate-worker:latest";
+  std::string workerServiceAccount = "perfgate-worker";
+  bool enableFixtures = false;
+  // A worker pod still unscheduled after this long gives its node ERROR.
+  std::chrono::seconds schedulingTimeout{60};
+  // Default per-node timeout when the policy gives none.
+  int defaultNodeTimeoutSeconds = 3600;
+  // Non-empty: NCCL gangs meet at this host on a port free on the operator's machine, not at
+  // rank 0's headless Service (kube-sim: every pod is a local process and there is no DNS).
+  std::string gangRendezvousHost;
+  // Where events about cluster-scoped validations go.
+  std::string eventNamespace = "default";
+};
+
+}  // namespace perfgate::op

@@ -1,0 +1,453 @@
+#include "operator/decide.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/time.h"
+#include "operator/gangs.h"
+#include "operator/names.h"
+#include "operator/node_actions.h"
+#include "operator/plan.h"
+#include "operator/pods.h"
+#include "operator/selection.h"
+#include "operator/status.h"
+
+namespace perfgate::op {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+// The validation is being deleted: its pods go, the verdict labels it set go (its taints
+// stay), then the finalizer.
+Decision DecideDeletion(const Snapshot& s) {
+  Decision d;
+  if (!s.hasFinalizer) return d;
+  for (const auto& p : s.pods) d.deletePods.push_back(p.name);
+  d.releaseNodes = NodesToRelease(s.nodes, s.name);
+  d.removeFinalizer = true;
+  return d;
+}
+
+// A new run: other runs' pods go, results of runs past the newest `keep_results` go, and the
+// previous run's plan, no longer read by anyone.
+void DecideCleanUp(const Snapshot& s, int keep_results, Decision* d) {
+  for (const auto& p : s.pods) {
+    if (BaseRun(p.run) != s.run) d->deletePods.push_back(p.name);
+  }
+  std::map<std::string, std::string> newest;  // run -> newest creationTimestamp
+  std::vector<const Json*> old;
+  for (const auto& r : s.results) {
+    const std::string rr = BaseRun(Label(r, kRunLabel));
+    if (rr == s.run) continue;
+    old.push_back(&r);
+    newest[rr] = std::max(newest[rr], Str(r, "/metadata/creationTimestamp"_json_pointer));
+  }
+  std::vector<std::pair<std::string, std::string>> runs;
+  runs.reserve(newest.size());
+  for (const auto& [r, t] : newest) runs.emplace_back(t, r);
+  std::sort(runs.rbegin(), runs.rend());
+  std::set<std::string> keep;
+  for (size_t i = 0; i < runs.size() && static_cast<int>(i) < keep_results; ++i) {
+    keep.insert(runs[i].second);
+  }
+  for (const Json* r : old) {
+    if (!keep.contains(BaseRun(Label(*r, kRunLabel)))) d->deleteResults.push_back(Name(*r));
+  }
+  const std::string previous = Str(s.validation, "/status/run"_json_pointer);
+  if (!previous.empty() && previous != s.run) {
+    d->deletePlan = ObjectName({s.name, previous, "plan"});
+  }
+}
+
+// The outcome a PerfResult gives its node.
+NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
+  const Json spec = result.value("spec", Json::object());
+  const Json report = spec.value("report", Json::object());
+  NodeOutcome o{node, report.value("verdict", "ERROR"), "", spec.value("worst", ""),
+                report.value("reason", "")};
+  if (o.verdict == "VERDICT_UNSPECIFIED" || o.verdict.empty()) o.verdict = "ERROR";
+  o.byOperator = spec.value("writtenBy", "") == "operator";
+  for (const auto& t : report.value("tests", Json::array())) {
+    if (t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED") {
+      o.test = t.value("name", "");
+      break;
+    }
+  }
+  return o;
+}
+
+// Why a terminated worker left no result.
+std::string WhyNoResult(const PodView& pod, int timeout_seconds) {
+  if (pod.phase == "Succeeded") return "worker exited 0 without writing its PerfResult";
+  if (Str(pod.object, "/status/reason"_json_pointer) == "DeadlineExceeded") {
+    return "worker timed out: no result within policy.nodeTimeoutSeconds=" +
+           std::to_string(timeout_seconds) + "s (pod DeadlineExceeded)";
+  }
+  std::string reason =
+      "worker failed: exit code " + std::to_string(pod.terminated.value("exitCode", -1));
+  if (!pod.terminated.value("reason", "").empty()) {
+    reason += " (" + pod.terminated.value("reason", "") + ")";
+  }
+  std::string message = pod.terminationMessage;
+  if (message.empty() && pod.logTail) message = *pod.logTail;
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  if (!message.empty()) {
+    if (message.size() > 600) message = "..." + message.substr(message.size() - 600);
+    reason += ": " + message;
+  }
+  return reason;
+}
+
+// What every pod of the run shares.
+RunContext ContextOf(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  RunContext ctx;
+  ctx.snapshot = &s;
+  ctx.config = &config;
+  ctx.owner = {s.name, s.uid};
+  ctx.spec = &spec;
+  ctx.run = s.run;
+  ctx.configMap = ObjectName({s.name, s.run, "plan"});
+  ctx.specGpus = spec.gpuspernode();
+  ctx.timeoutSeconds = spec.policy().nodetimeoutseconds() > 0 ? spec.policy().nodetimeoutseconds()
+                                                              : config.defaultNodeTimeoutSeconds;
+  ctx.port = spec.gang().port() > 0 ? spec.gang().port() : 29500;
+  ctx.suspended = spec.suspend();
+  ctx.now = now;
+  return ctx;
+}
+
+// The run's pods by node.
+std::map<std::string, const PodView*> PodsOfRun(const Snapshot& s) {
+  std::map<std::string, const PodView*> pods;
+  for (const auto& p : s.pods) {
+    if (p.run == s.run) pods[p.node] = &p;
+  }
+  return pods;
+}
+
+// Where the nodes stand before gangs are considered.
+struct NodeStates {
+  std::vector<std::string> toStart;  // neither a result nor a pod, and free
+  int active = 0;                    // pods running or waiting to be scheduled
+  std::chrono::milliseconds requeue{0};
+};
+
+// Each selected node's outcome from its result, else from its pod (the operator's ERROR for a
+// missing node, too few GPUs, a worker that ended without a result, a pod unscheduled past
+// the timeout), into d->outcomes in selected order.
+NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& selected,
+                         const std::map<std::string, const PodView*>& pods, Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  const ReconcilerConfig& config = *ctx.config;
+  const std::string now = FormatRfc3339(ctx.now);
+  std::map<std::string, const Json*> results;  // this run's, by node
+  for (const auto& r : s.results) {
+    if (Label(r, kRunLabel) == s.run) {
+      results[r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel))] = &r;
+    }
+  }
+  NodeStates st;
+  std::vector<NodeOutcome>& outcomes = d->outcomes;
+  auto record_error = [&](const std::string& node, const std::string& pod_name,
+                          const std::string& reason) {
+    d->results.push_back(
+        {BuildOperatorResult(ctx.owner, config.nameSpace, s.run, node, pod_name, reason, now), ""});
+    outcomes.push_back({node, "ERROR", "", "", reason, true});
+  };
+  for (const auto& node : selected) {
+    const std::string pod_name = ObjectName({s.name, s.run, node});
+    if (auto it = results.find(node); it != results.end()) {
+      outcomes.push_back(OutcomeOfResult(node, *it->second));
+      continue;
+    }
+    auto node_it = s.nodes.find(node);
+    if (node_it == s.nodes.end()) {
+      record_error(node, pod_name, "node " + node + " does not exist");
+      continue;
+    }
+    const int have = NodeGpus(node_it->second);
+    if (ctx.specGpus > 0 && have < ctx.specGpus) {
+      record_error(node, pod_name,
+                   "expected " + std::to_string(ctx.specGpus) +
+                       " GPUs (spec.gpusPerNode), node has " + std::to_string(have) +
+                       " allocatable nvidia.com/gpu");
+      continue;
+    }
+    auto pod_it = pods.find(node);
+    if (pod_it == pods.end()) {
+      if (auto busy = s.busyWith.find(node); busy != s.busyWith.end()) {
+        d->waiting.push_back(node + " (busy with validation " + busy->second + ")");
+      } else {
+        st.toStart.push_back(node);
+      }
+      outcomes.push_back({node, "", "", "", ""});
+      continue;
+    }
+    const PodView& pod = *pod_it->second;
+    if (pod.terminal) {
+      if (pod.resultInApi) {
+        st.requeue = std::chrono::milliseconds(200);
+        outcomes.push_back({node, "", "", "", ""});
+        continue;
+      }
+      record_error(node, pod_name, WhyNoResult(pod, ctx.timeoutSeconds));
+      continue;
+    }
+    // Not finished: never scheduled for too long is an ERROR (a scheduling problem, not a bad GPU).
+    if (!pod.scheduled) {
+      auto created = ParseRfc3339(Str(pod.object, "/metadata/creationTimestamp"_json_pointer));
+      Clock::duration age = created ? ctx.now - *created : Clock::duration(0);
+      std::string why;
+      for (const auto& c :
+           pod.object.value("status", Json::object()).value("conditions", Json::array())) {
+        if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+      }
+      if (age >= config.schedulingTimeout) {
+        record_error(node, pod_name,
+                     "worker pod not scheduled within " +
+                         std::to_string(config.schedulingTimeout.count()) + "s" +
+                         (why.empty() ? "" : ": " + why));
+        d->deletePodsAfterResults.push_back(pod_name);
+        continue;
+      }
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(config.schedulingTimeout - age);
+      if (st.requeue.count() == 0 || left < st.requeue) {
+        st.requeue = left + std::chrono::milliseconds(100);
+      }
+      // Reported, not fought over: e.g. "Insufficient nvidia.com/gpu" while other pods hold them.
+      if (!why.empty()) d->waiting.push_back(node + " (unscheduled: " + why + ")");
+    }
+    st.active++;
+    outcomes.push_back({node, "", "", "", ""});
+  }
+  return st;
+}
+
+// Every node decided: node verdicts, the complete status and (the first time) the events that
+// announce it.
+void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
+                      const std::string& now, Decision* d) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  const std::vector<NodeOutcome>& outcomes = d->outcomes;
+  for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict});
+  d->onFailure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
+  const bool fresh = status.value("completionTime", "").empty();
+  status = CompleteStatus(status, old_status, outcomes, s.generation, now);
+  if (fresh) {
+    for (const auto& o : outcomes) {
+      if (o.verdict != "PASS") {
+        d->events.push_back(
+            {"Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason, true, ""});
+      }
+    }
+    if (const Json suspects = status.value("suspectNodes", Json::array()); !suspects.empty()) {
+      std::string names;
+      for (const auto& n : suspects) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+      d->events.push_back(
+          {"Warning", "SuspectNodes", "narrowed down by pairs: " + names, true, ""});
+    }
+    d->events.push_back({status.value("verdict", "") == "Passed" ? "Normal" : "Warning",
+                         "Completed", status.value("message", ""), true, ""});
+  }
+  d->status = status;
+}
+
+// The run's nodes, pods and results: what each node has, what to start, and the status.
+void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
+               const ResolvedPlan& plan, const std::vector<std::string>& selected,
+               const Json& old_status, Json status, Decision* d) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  const std::string now = FormatRfc3339(now_tp);
+  const RunContext ctx = ContextOf(s, config, now_tp);
+  d->planConfigMap =
+      BuildPlanConfigMap(ctx.owner, config.nameSpace, s.run, ctx.configMap, plan.text);
+  const std::map<std::string, const PodView*> pods = PodsOfRun(s);
+  std::set<std::string> nodes_with_pods;
+  for (const auto& [node, pod] : pods) nodes_with_pods.insert(node);
+  NodeStates st = ClassifyNodes(ctx, selected, pods, d);
+  std::vector<NodeOutcome>& outcomes = d->outcomes;
+  int parallelism = spec.policy().parallelism();
+  if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
+
+  // Gangs: rank order is the sorted node order; one verdict per gang.
+  std::map<std::string, GangMember> members;
+  std::vector<std::vector<std::string>> gangs;
+  std::map<std::string, size_t> outcome_of;
+  for (size_t i = 0; i < outcomes.size(); ++i) outcome_of[outcomes[i].node] = i;
+  const std::string& shape = spec.gang().shape();
+  if (plan.gang) {
+    gangs = GangsOf(selected, shape);
+    for (size_t g = 0; g < gangs.size(); ++g) {
+      const std::string id = ObjectName({s.name, s.run, "gang" + std::to_string(g)});
+      // Pods already made carry the gang's address: a later reconcile must not move it.
+      std::string comm;
+      for (const auto& n : gangs[g]) {
+        if (auto it = pods.find(n); it != pods.end() && comm.empty()) {
+          comm = CommIdOf(it->second->object);
+        }
+      }
+      for (size_t r = 0; r < gangs[g].size(); ++r) {
+        members[gangs[g][r]] =
+            MemberOf(ctx, id, static_cast<int>(r), static_cast<int>(gangs[g].size()), comm);
+      }
+    }
+    BlameGangs(ctx, gangs, nodes_with_pods, outcome_of, &outcomes, d);
+    status["gangs"] = static_cast<int>(gangs.size());
+  }
+
+  if (!ctx.suspended) {
+    std::set<std::string> starting(st.toStart.begin(), st.toStart.end());
+    std::set<std::string> services;
+    for (const auto& node : st.toStart) {
+      const std::string pod_name = ObjectName({s.name, s.run, node});
+      if (plan.gang) {
+        if (!outcomes[outcome_of[node]].verdict.empty()) continue;
+        // A gang starts whole: every member is still to run and free (a busy one waits).
+        bool whole = true;
+        for (const auto& g : gangs) {
+          if (std::find(g.begin(), g.end(), node) == g.end()) continue;
+          for (const auto& peer : g) {
+            whole &= outcomes[outcome_of[peer]].verdict.empty() &&
+                     (starting.contains(peer) || pods.contains(peer));
+          }
+        }
+        if (!whole) continue;
+        const GangMember& m = members[node];
+        if (m.headlessService) services.insert(m.gangId);
+        d->pods.push_back(GangPod(ctx, s.run, node, pod_name, m));
+        continue;
+      }
+      if (st.active >= parallelism) break;
+      const PodParams p{
+          s.run, node, pod_name, ctx.configMap, PodGpus(ctx, node), ctx.timeoutSeconds};
+      d->pods.push_back({BuildPod(ctx.owner, spec, config, p), ""});
+      st.active++;
+    }
+    // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
+    // worker is Ready before the rendezvous.
+    for (const auto& id : services) {
+      d->services.push_back(BuildGangService(ctx.owner, config.nameSpace, s.run, id, ctx.port));
+    }
+  }
+
+  // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
+  // again in smaller gangs until the suspects are named.
+  const bool all_decided = std::all_of(outcomes.begin(), outcomes.end(),
+                                       [](const NodeOutcome& o) { return !o.verdict.empty(); });
+  if (plan.gang && all_decided) {
+    std::map<std::string, std::string> verdict_of;
+    for (const auto& o : outcomes) verdict_of[o.node] = o.verdict;
+    const std::string mode = spec.gang().narrow().empty() ? "pairs" : spec.gang().narrow();
+    const Narrowing narrowing = Narrow(ctx, gangs, verdict_of, shape, mode, d);
+    Json suspects = Json::array();
+    status.erase("suspectNodes");  // an earlier round's candidates may have been cleared since
+    for (const auto& n : narrowing.suspects) {
+      if (suspects.size() < 20) suspects.push_back(n);  // the CRD's maxItems
+    }
+    if (!suspects.empty()) status["suspectNodes"] = suspects;
+    if (!narrowing.running.empty()) {
+      d->status =
+          RunningStatus(status, old_status, ctx.suspended, narrowing.running, s.generation, now);
+      d->requeueAfter = std::chrono::seconds(1);
+      return;
+    }
+  }
+
+  const int pending = CountOutcomes(outcomes, &status);
+  if (pending == 0) {
+    DecideCompletion(s, old_status, std::move(status), now, d);
+    return;
+  }
+  std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(pending)) + " of " +
+                    std::to_string(outcomes.size()) + " nodes done";
+  if (!d->waiting.empty()) {
+    msg += "; waiting for " + d->waiting.front() +
+           (d->waiting.size() > 1 ? " and " + std::to_string(d->waiting.size() - 1) + " more" : "");
+    if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(5)) {
+      st.requeue = std::chrono::seconds(5);
+    }
+  }
+  d->status = RunningStatus(status, old_status, ctx.suspended,
+                            ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
+  d->requeueAfter = st.requeue;
+}
+
+}  // namespace
+
+Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp) {
+  if (!s.exists) return Decision{};
+  if (s.deleting) return DecideDeletion(s);
+  Decision d;
+  d.addFinalizer = !s.hasFinalizer;
+  const std::string now = FormatRfc3339(now_tp);
+  const Json old_status = s.validation.value("status", Json::object());
+  Json status = old_status;
+  if (status.value("run", "") != s.run) {
+    DecideCleanUp(s, s.spec ? s.spec->doc.spec().policy().keepresults() : 0, &d);
+    status = {{"run", s.run}, {"startTime", now}};
+    d.events.push_back(
+        {"Normal", "Started", "run " + s.run + " started", false, s.name + "/" + s.run});
+  }
+  status["observedGeneration"] = s.generation;
+  // Complete for this run: nothing left to do (node actions were applied before).
+  if (!status.value("completionTime", "").empty()) {
+    d.status = status;
+    return d;
+  }
+
+  // The plan: validated exactly as the worker will read it, for the nodes selected.
+  std::vector<std::string> selected;
+  SelectedModels models;
+  if (s.spec) {
+    selected = SelectNodes(s.spec->doc.spec(), s.nodes);
+    models = ModelsOf(selected, s.nodes);
+  }
+  Result<ResolvedPlan> plan =
+      s.spec ? ResolvePlan(*s.spec, s.profiles, config.enableFixtures, selected, s.nodes, models)
+             : Result<ResolvedPlan>(s.specError);
+  {
+    // Which model each node has and how it was read (GFD's label or the cloud's), once per run;
+    // an invalid spec's status keeps it too, to show what the message is about.
+    if (!models.known.empty()) {
+      status["gpuModels"] = Cut(DescribeModels(models.known), 1000);
+      if (old_status.value("run", "") != s.run ||
+          old_status.value("gpuModels", "") != status["gpuModels"].get<std::string>()) {
+        d.events.push_back(
+            {"Normal", "GpuModels", status["gpuModels"].get<std::string>(), false, ""});
+      }
+    }
+  }
+  if (!plan.ok()) {
+    if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {
+      d.retry = plan.status();
+      return d;
+    }
+    const std::string msg = plan.status().message();
+    d.status =
+        StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
+    d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
+    return d;
+  }
+  if (!plan->profile.empty()) {
+    status["profile"] = plan->profile;
+    status["profileVersion"] = plan->profileVersion;
+  }
+  if (selected.empty()) {
+    const std::string msg =
+        "no node matches spec.nodeSelector/spec.nodes with allocatable nvidia.com/gpu";
+    status["nodes"] = 0;
+    status["passedNodes"] = "0/0";
+    // Verdict Error: nothing could be measured.
+    d.status =
+        StoppedStatus(status, old_status, "NoNodesSelected", "Error", msg, s.generation, now);
+    d.events.push_back({"Warning", "NoNodesSelected", msg, true, ""});
+    return d;
+  }
+  DecideRun(s, config, now_tp, *plan, selected, old_status, status, &d);
+  return d;
+}
+
+}  // namespace perfgate::op

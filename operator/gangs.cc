@@ -1,0 +1,281 @@
+#include "operator/gangs.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "common/time.h"
+#include "operator/names.h"
+#include "operator/selection.h"
+
+namespace perfgate::op {
+namespace {
+
+// Runs `groups` as gangs of their own in round `stage` (pods and results of run
+// "<run>-<stage>"): decides what is missing and returns each group's verdict, "" while it
+// runs: PASS when every member passed, FAIL when one failed, else ERROR (a pod that crashed
+// or was not scheduled in time: recorded as the operator's results, so it is not retried).
+std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string& stage,
+                                        const std::vector<std::vector<std::string>>& groups,
+                                        Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  const std::string stage_run = ctx.run + "-" + stage;
+  std::map<std::string, const Json*> results;  // by object name
+  for (const auto& r : s.results) {
+    if (Label(r, kRunLabel) == stage_run) results[Name(r)] = &r;
+  }
+  std::map<std::string, const PodView*> pods;
+  for (const auto& p : s.pods) {
+    if (p.run == stage_run) pods[p.name] = &p;
+  }
+  const std::string now = FormatRfc3339(ctx.now);
+  const auto timeout = ctx.config->schedulingTimeout;
+  std::vector<std::string> verdicts(groups.size());
+  std::set<std::string> services;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::vector<std::string>& group = groups[i];
+    const std::string id = ObjectName({ctx.owner.name, ctx.run, stage + std::to_string(i)});
+    std::string verdict = "PASS";
+    std::string comm;
+    std::string error;  // why the round of this group ended without a worker's result
+    std::vector<std::string> missing;  // members with neither a result nor a pod
+    bool pending = false;
+    for (const auto& n : group) {
+      const std::string pod_name = ObjectName({id, n});
+      auto pod = pods.find(pod_name);
+      if (pod != pods.end() && comm.empty()) comm = CommIdOf(pod->second->object);
+      if (auto r = results.find(pod_name); r != results.end()) {
+        const std::string v = r->second->value("spec", Json::object())
+                                  .value("report", Json::object())
+                                  .value("verdict", "");
+        if (v == "FAIL") {
+          verdict = "FAIL";
+        } else if (v != "PASS" && verdict != "FAIL") {
+          verdict = "ERROR";
+        }
+        continue;
+      }
+      pending = true;
+      if (pod == pods.end()) {
+        missing.push_back(n);
+      } else if (pod->second->terminal) {
+        if (!pod->second->resultInApi) {
+          error = "pod on " + n + " ended (" + pod->second->phase + ") without a result";
+        }
+      } else if (!pod->second->scheduled) {
+        const Json& obj = pod->second->object;
+        auto created = ParseRfc3339(Str(obj, "/metadata/creationTimestamp"_json_pointer));
+        if (created && ctx.now - *created >= timeout) {
+          std::string why;
+          for (const auto& c :
+               obj.value("status", Json::object()).value("conditions", Json::array())) {
+            if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+          }
+          error = "pod on " + n + " not scheduled within " + std::to_string(timeout.count()) + "s" +
+                  (why.empty() ? "" : ": " + why);
+        }
+      }
+    }
+    if (!error.empty()) {
+      // Recorded as results, so that a later reconcile does not start the round again; the
+      // members still running would only wait in NCCL for their watchdog.
+      const std::string reason = "narrowing gang of " + std::to_string(group.size()) + ": " + error;
+      for (const auto& n : group) {
+        const std::string pod_name = ObjectName({id, n});
+        if (results.contains(pod_name)) continue;
+        d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->nameSpace, stage_run, n,
+                                                  pod_name, reason, now),
+                              pods.contains(pod_name) ? pod_name : ""});
+      }
+      verdicts[i] = verdict == "FAIL" ? "FAIL" : "ERROR";
+      continue;
+    }
+    if (!pending) {
+      verdicts[i] = verdict;
+      continue;
+    }
+    if (ctx.suspended || missing.empty()) continue;
+    // A round starts whole, on nodes no other validation is using (as the main run does).
+    const bool busy = std::any_of(group.begin(), group.end(),
+                                  [&](const std::string& n) { return s.busyWith.contains(n); });
+    if (busy && missing.size() == group.size()) continue;
+    // Every member at once (a create that failed last time is made now, at the same address).
+    for (size_t r = 0; r < group.size(); ++r) {
+      if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
+      const GangMember m =
+          MemberOf(ctx, id, static_cast<int>(r), static_cast<int>(group.size()), comm);
+      if (m.headlessService) services.insert(id);
+      d->pods.push_back(GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m));
+    }
+  }
+  for (const auto& id : services) {
+    d->services.push_back(
+        BuildGangService(ctx.owner, ctx.config->nameSpace, ctx.run, id, ctx.port));
+  }
+  return verdicts;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
+                                              const std::string& shape) {
+  std::vector<std::vector<std::string>> gangs;
+  if (nodes.empty()) return gangs;
+  if (shape != "pairs" || nodes.size() < 2) return {nodes};
+  for (size_t i = 0; i + 1 < nodes.size(); i += 2) gangs.push_back({nodes[i], nodes[i + 1]});
+  if (nodes.size() % 2 == 1) gangs.back().push_back(nodes.back());
+  return gangs;
+}
+
+int PodGpus(const RunContext& ctx, const std::string& node) {
+  if (ctx.specGpus > 0) return ctx.specGpus;
+  auto it = ctx.snapshot->nodes.find(node);
+  return it != ctx.snapshot->nodes.end() ? NodeGpus(it->second) : 0;
+}
+
+std::string CommIdOf(const Json& pod) {
+  for (const auto& c : pod.value("spec", Json::object()).value("containers", Json::array())) {
+    for (const auto& e : c.value("env", Json::array())) {
+      if (e.value("name", "") == "NCCL_COMM_ID") return e.value("value", "");
+    }
+  }
+  return "";
+}
+
+GangMember MemberOf(const RunContext& ctx, const std::string& gang_id, int rank, int size,
+                    const std::string& comm) {
+  GangMember m{gang_id, rank, size, comm, ctx.config->gangRendezvousHost.empty()};
+  if (m.commId.empty() && m.headlessService) {
+    m.commId = ObjectName({gang_id, "r0"}) + "." + gang_id + "." + ctx.config->nameSpace +
+               ".svc:" + std::to_string(ctx.port);
+  }
+  return m;
+}
+
+PodCreate GangPod(const RunContext& ctx, const std::string& run_label, const std::string& node,
+                  const std::string& pod_name, const GangMember& member) {
+  const PodParams p{run_label,         node, pod_name, ctx.configMap, PodGpus(ctx, node),
+                    ctx.timeoutSeconds};
+  return {BuildGangPod(ctx.owner, *ctx.spec, *ctx.config, p, member),
+          member.commId.empty() ? member.gangId : ""};
+}
+
+void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
+                const std::set<std::string>& nodes_with_pods,
+                const std::map<std::string, size_t>& outcome_of, std::vector<NodeOutcome>* outcomes,
+                Decision* d) {
+  const std::string now = FormatRfc3339(ctx.now);
+  // A pair that measured below its threshold points at one of its two nodes or the link
+  // between them; a whole-cluster gang's FAIL points at nobody in particular.
+  for (const auto& gang_nodes : gangs) {
+    // The cause: a node's own non-PASS verdict (FAIL first: a rank that stopped on a wrong
+    // result leaves the others to their watchdog), before one this rule gave it earlier.
+    auto score = [](const NodeOutcome& o) {
+      int s = o.verdict == "FAIL" ? 0 : o.verdict == "ERROR" ? 1 : 2;
+      return o.reason.rfind("gang of ", 0) == 0 ? s + 10 : s;
+    };
+    std::optional<NodeOutcome> cause;
+    for (const auto& n : gang_nodes) {
+      const NodeOutcome& o = (*outcomes)[outcome_of.at(n)];
+      if (o.verdict.empty() || o.verdict == "PASS") continue;
+      if (!cause || score(o) < score(*cause)) cause = o;
+    }
+    if (!cause) continue;
+    const std::string gang_reason = cause->reason.rfind("gang of ", 0) == 0
+                                        ? cause->reason
+                                        : "gang of " + std::to_string(gang_nodes.size()) + ": " +
+                                              cause->node + " " + cause->verdict + ": " +
+                                              cause->reason;
+    for (const auto& n : gang_nodes) {
+      NodeOutcome& o = (*outcomes)[outcome_of.at(n)];
+      if (o.verdict.empty()) {
+        // A peer that finished on its own may be a moment ahead of this one: let it finish
+        // (its own watchdog bounds the wait if it is stuck in NCCL).
+        if (!cause->byOperator) continue;
+        // Its peer never ran or is gone: without this it would wait in NCCL until its
+        // watchdog fires.
+        const std::string pod_name = ObjectName({ctx.owner.name, ctx.run, n});
+        d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->nameSpace, ctx.run, n,
+                                                  pod_name, gang_reason, now),
+                              nodes_with_pods.contains(n) ? pod_name : ""});
+      }
+      o.verdict = cause->verdict;
+      o.reason = gang_reason;
+      if (o.test.empty()) o.test = cause->test;
+    }
+  }
+}
+
+Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
+                 const std::map<std::string, std::string>& verdict_of, const std::string& shape,
+                 const std::string& mode, Decision* d) {
+  auto verdict = [&](const std::vector<std::string>& gang_nodes) {
+    auto it = verdict_of.find(gang_nodes.front());
+    return it == verdict_of.end() ? std::string() : it->second;
+  };
+  std::vector<std::string> good;
+  std::vector<std::string> suspects;
+  // A FAIL is a measurement that points somewhere; an ERROR (e.g. a pod never scheduled)
+  // names nobody.
+  if (shape == "pairs" && gangs.size() > 1) {
+    for (const auto& pair : gangs) {
+      const std::string v = verdict(pair);
+      auto& into = v == "PASS" ? good : suspects;
+      if (v == "PASS" || v == "FAIL") into.insert(into.end(), pair.begin(), pair.end());
+    }
+  } else if (shape == "all" && mode != "none" && gangs.size() == 1 && gangs[0].size() >= 3 &&
+             verdict(gangs[0]) == "FAIL") {
+    // The whole gang failed: its nodes run again in pairs. A pair that does not pass (FAIL,
+    // or a crash while its peers ran) holds a suspect.
+    const auto pairs = GangsOf(gangs[0], "pairs");
+    const auto pair_verdicts = NarrowingRound(ctx, "pairs", pairs, d);
+    const auto running = std::count(pair_verdicts.begin(), pair_verdicts.end(), "");
+    if (running > 0) {
+      return Narrowing{{},
+                       "narrowing down: the gang of " + std::to_string(gangs[0].size()) +
+                           " failed; its nodes run again in " + std::to_string(pairs.size()) +
+                           " pairs (" + std::to_string(running) + " running)"};
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      auto& into = pair_verdicts[i] == "PASS" ? good : suspects;
+      into.insert(into.end(), pairs[i].begin(), pairs[i].end());
+    }
+  }
+  if (mode == "none" || suspects.empty() || good.empty()) return Narrowing{suspects, ""};
+  // Each node of a failing pair runs again beside a node that passed: a suspect whose probe
+  // passes is cleared (its partner or their link was the problem). One probe per passing node
+  // at a time, so that probes never share a node: with more suspects than passing nodes, the
+  // probes run in rounds ("<run>-probe", "<run>-probe2", ...), at most kMaxProbeRounds.
+  constexpr size_t kMaxProbeRounds = 8;
+  const size_t per_round = good.size();
+  const size_t rounds = std::min((suspects.size() + per_round - 1) / per_round, kMaxProbeRounds);
+  std::vector<std::string> narrowed;
+  for (size_t k = 0; k < rounds; ++k) {
+    const size_t first = k * per_round;
+    const size_t last = std::min(suspects.size(), first + per_round);
+    std::vector<std::vector<std::string>> probes;
+    for (size_t i = first; i < last; ++i) probes.push_back({good[i - first], suspects[i]});
+    const auto verdicts =
+        NarrowingRound(ctx, k == 0 ? "probe" : "probe" + std::to_string(k + 1), probes, d);
+    const auto running = std::count(verdicts.begin(), verdicts.end(), "");
+    if (running > 0) {
+      // Still suspects: the ones no probe has cleared yet.
+      std::vector<std::string> candidates = narrowed;
+      candidates.insert(candidates.end(), suspects.begin() + static_cast<std::ptrdiff_t>(first),
+                        suspects.end());
+      return Narrowing{candidates,
+                       "narrowing down: " + std::to_string(running) +
+                           " suspect node(s) of failing pairs run again with a node that passed" +
+                           (rounds > 1 ? " (round " + std::to_string(k + 1) + " of " +
+                                             std::to_string(rounds) + ")"
+                                       : "")};
+    }
+    for (size_t i = first; i < last; ++i) {
+      if (verdicts[i - first] != "PASS") narrowed.push_back(suspects[i]);  // failed or errored
+    }
+  }
+  // Past the last round: unprobed, still suspects.
+  for (size_t i = rounds * per_round; i < suspects.size(); ++i) narrowed.push_back(suspects[i]);
+  return Narrowing{narrowed, ""};
+}
+
+}  // namespace perfgate::op

@@ -1,0 +1,42 @@
+// Names the operator derives and writes: API resources, the labels, annotations, taint and
+// finalizer it owns, run ids and object names. Deterministic, so a restarted operator finds
+// everything it made. Pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+
+namespace perfgate::op {
+
+inline constexpr const char* kFinalizer = "perfgate.io/finalizer";
+inline constexpr const char* kRerunAnnotation = "perfgate.io/rerun";
+inline constexpr const char* kFailedTaint = "perfgate.io/failed";
+inline constexpr const char* kVerdictLabel = "perfgate.io/verdict";
+inline constexpr const char* kTaintedByAnnotation = "perfgate.io/tainted-by";
+inline constexpr const char* kCordonedByAnnotation = "perfgate.io/cordoned-by";
+inline constexpr const char* kVerdictByAnnotation = "perfgate.io/verdict-by";
+inline constexpr const char* kValidationLabel = "perfgate.io/validation";
+inline constexpr const char* kNodeLabel = "perfgate.io/node";
+inline constexpr const char* kRunLabel = "perfgate.io/run";
+inline constexpr const char* kGangLabel = "perfgate.io/gang";
+
+kube::GroupVersionResource ValidationsResource();
+kube::GroupVersionResource ResultsResource();
+kube::GroupVersionResource ProfilesResource();
+kube::GroupVersionResource ConfigMapsResource();
+kube::GroupVersionResource ServicesResource();
+
+// The run id of a generation and a rerun token: "g3" or "g3-1a2b3c4d".
+std::string RunId(int64_t generation, const std::string& rerun_token);
+// A DNS-1123 name from parts, at most 63 characters (a hash keeps long ones unique).
+std::string ObjectName(const std::vector<std::string>& parts);
+// The run a PerfResult or pod label belongs to: narrowing rounds run as "<run>-pairs",
+// "<run>-probe", "<run>-probe2", ... and count as part of <run>.
+std::string BaseRun(const std::string& label);
+// 16 hex digits of the FNV-1a hash of `s` (event names).
+std::string HashHex(const std::string& s);
+
+}  // namespace perfgate::op

@@ -1,0 +1,78 @@
+#include "operator/node_actions.h"
+
+#include <algorithm>
+
+#include "operator/names.h"
+
+namespace perfgate::op {
+
+bool MarkNode(Json* node, const std::string& verdict, const std::string& validation,
+              const std::string& on_failure) {
+  Json& n = *node;
+  // A Node may be stored without a spec (or labels, annotations): read them as empty.
+  if (!n.contains("spec") || !n["spec"].is_object()) n["spec"] = Json::object();
+  const Json before = n;
+  Json& meta = n["metadata"];
+  if (!meta.contains("labels")) meta["labels"] = Json::object();
+  if (!meta.contains("annotations")) meta["annotations"] = Json::object();
+  Json& ann = meta["annotations"];
+  meta["labels"][kVerdictLabel] = Lower(verdict == "PASS"   ? "passed"
+                                        : verdict == "FAIL" ? "failed"
+                                                            : verdict);
+  ann[kVerdictByAnnotation] = validation;
+  Json taints = n["spec"].value("taints", Json::array());
+  const bool has_taint = std::any_of(taints.begin(), taints.end(), [](const Json& t) {
+    return t.value("key", "") == kFailedTaint;
+  });
+  if (verdict == "FAIL" && (on_failure == "taint" || on_failure == "taintAndCordon")) {
+    if (!has_taint) {
+      taints.push_back({{"key", kFailedTaint}, {"value", validation}, {"effect", "NoSchedule"}});
+      ann[kTaintedByAnnotation] = validation;
+    }
+    if (on_failure == "taintAndCordon" && !n["spec"].value("unschedulable", false)) {
+      n["spec"]["unschedulable"] = true;
+      ann[kCordonedByAnnotation] = validation;
+    }
+  } else if (verdict == "PASS") {
+    // Only what perfgate set: its own taint key, a cordon it recorded.
+    if (has_taint) {
+      Json kept = Json::array();
+      for (const auto& t : taints) {
+        if (t.value("key", "") != kFailedTaint) kept.push_back(t);
+      }
+      taints = kept;
+      ann.erase(kTaintedByAnnotation);
+    }
+    if (ann.contains(kCordonedByAnnotation)) {
+      n["spec"]["unschedulable"] = false;
+      ann.erase(kCordonedByAnnotation);
+    }
+  }
+  if (taints.empty()) {
+    n["spec"].erase("taints");
+  } else {
+    n["spec"]["taints"] = taints;
+  }
+  return n != before;
+}
+
+std::vector<std::string> NodesToRelease(const std::map<std::string, Json>& nodes,
+                                        const std::string& validation) {
+  std::vector<std::string> out;
+  for (const auto& [name, node] : nodes) {
+    const Json ann = node.value("metadata", Json::object()).value("annotations", Json::object());
+    if (ann.value(kVerdictByAnnotation, "") != validation) continue;
+    // Another validation's taint does not keep this one's verdict label.
+    if (ann.value(kTaintedByAnnotation, "") == validation) continue;
+    out.push_back(name);
+  }
+  return out;
+}
+
+void ReleaseNode(Json* node) {
+  Json& meta = (*node)["metadata"];
+  if (meta.contains("labels")) meta["labels"].erase(kVerdictLabel);
+  if (meta.contains("annotations")) meta["annotations"].erase(kVerdictByAnnotation);
+}
+
+}  // namespace perfgate::op

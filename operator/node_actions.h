@@ -1,0 +1,27 @@
+// Node actions: what a verdict does to a node object (the perfgate.io/verdict label, and on
+// FAIL the perfgate.io/failed taint and cordon the policy asks for; PASS undoes only what
+// perfgate set), and what deleting a validation takes back. Pure: edits node JSON in memory.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "operator/json_fields.h"
+
+namespace perfgate::op {
+
+// Applies `verdict` from `validation` with policy.onFailure `on_failure` (none | taint |
+// taintAndCordon) to `node`. Returns whether anything changed.
+bool MarkNode(Json* node, const std::string& verdict, const std::string& validation,
+              const std::string& on_failure);
+
+// The nodes whose verdict label the deleted `validation` set and which it did not taint (its
+// FAIL taint outlives it: a bad GPU stays bad until a later run passes).
+std::vector<std::string> NodesToRelease(const std::map<std::string, Json>& nodes,
+                                        const std::string& validation);
+
+// Removes the verdict label and the annotation naming who set it.
+void ReleaseNode(Json* node);
+
+}  // namespace perfgate::op

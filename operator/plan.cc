@@ -1,0 +1,260 @@
+#include "operator/plan.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <set>
+
+#include "kernels/cuda/profile_select.h"
+#include "worker/plan.h"
+
+namespace perfgate::op {
+namespace {
+
+// A PerfProfile object, as the loader would read its file.
+Result<spec::Loaded<v1alpha1::PerfProfile>> ProfileFromObject(const Json& obj) {
+  const std::string name = Name(obj);
+  Json doc = {{"apiVersion", "perfgate.io/v1alpha1"},
+              {"kind", "PerfProfile"},
+              {"metadata", {{"name", name}}},
+              {"spec", obj.value("spec", Json::object())}};
+  return spec::ParseProfile(doc.dump(2), "PerfProfile/" + name);
+}
+
+void FillSampling(const v1alpha1::Sampling& from, v1alpha1::Sampling* to) {
+  if (!to->has_warmup() && from.has_warmup()) to->set_warmup(from.warmup());
+  if (!to->has_minrepeats() && from.has_minrepeats()) to->set_minrepeats(from.minrepeats());
+  if (!to->has_maxrepeats() && from.has_maxrepeats()) to->set_maxrepeats(from.maxrepeats());
+  if (!to->has_maxseconds() && from.has_maxseconds()) to->set_maxseconds(from.maxseconds());
+  if (!to->has_confidence() && from.has_confidence()) to->set_confidence(from.confidence());
+  if (to->method().empty()) to->set_method(from.method());
+}
+
+// A profile named in the spec certifies only nodes of its GPU models (GFD's label or the
+// cloud's; nodes whose model cannot be read cannot be checked). kInvalidArgument naming each
+// node of another model and both models.
+Status CheckNamedProfileFitsNodes(const std::string& profile,
+                                  const spec::Loaded<v1alpha1::PerfProfile>& doc,
+                                  const std::map<std::string, std::string>& node_products) {
+  const auto& models = doc.doc.spec().gpumodels();
+  if (models.empty()) return Status::Ok();
+  const kernels::ProfileCandidate candidate{profile, {models.begin(), models.end()}};
+  std::string misfits;
+  int count = 0;
+  for (const auto& [node, product] : node_products) {
+    if (product.empty() || kernels::ProfileMatchesGpu(product, candidate)) continue;
+    if (++count <= 10) misfits += (misfits.empty() ? "" : ", ") + node + " (" + product + ")";
+  }
+  if (count == 0) return Status::Ok();
+  if (count > 10) misfits += " and " + std::to_string(count - 10) + " more";
+  std::string wanted;
+  for (const auto& m : models) wanted += (wanted.empty() ? "" : ", ") + m;
+  return InvalidArgument("spec.profile: profile \"" + profile + "\" is for GPU models " + wanted +
+                         ", and " + std::to_string(count) + " selected node" +
+                         (count == 1 ? " has" : "s have") + " another model: " + misfits +
+                         "; select nodes of the profile's model, or name their profile");
+}
+
+// spec.gpusPerNode that no selected node has: every node would be an ERROR for the same reason,
+// which is the spec's, not theirs. Named nodes that do not exist are left to their own ERROR.
+Status CheckGpusPerNodeFits(int gpus_per_node, const std::vector<std::string>& selected,
+                            const std::map<std::string, Json>& nodes) {
+  if (gpus_per_node <= 0) return Status::Ok();
+  std::string have;
+  int existing = 0;
+  for (const auto& n : selected) {
+    auto it = nodes.find(n);
+    if (it == nodes.end()) continue;
+    existing++;
+    const int gpus = NodeGpus(it->second);
+    if (gpus >= gpus_per_node) return Status::Ok();
+    if (existing <= 10) have += (have.empty() ? "" : ", ") + n + " has " + std::to_string(gpus);
+  }
+  if (existing == 0) return Status::Ok();
+  if (existing > 10) have += " and " + std::to_string(existing - 10) + " more";
+  return InvalidArgument("spec.gpusPerNode: " + std::to_string(gpus_per_node) +
+                         " GPUs per node, and no selected node has that many allocatable "
+                         "nvidia.com/gpu: " +
+                         have);
+}
+
+// Whether the resolved plan (JSON) runs an NCCL test across nodes: only those need a gang
+// (a test with acrossNodes: false, like the profiles' NVLink bound, stays on its node).
+bool PlanHasNccl(const Json& plan) {
+  for (const auto& t : plan["spec"].value("tests", Json::array())) {
+    const Json params = t.value("parameters", Json::object());
+    const bool across = !params.contains("acrossNodes") || params["acrossNodes"] != false;
+    if (t.value("type", "").rfind("nccl-", 0) == 0 && across) return true;
+  }
+  return false;
+}
+
+// Every rank must make the same NCCL calls in the same order, so a gang's plan samples a
+// fixed number of times (docs/nccl.md, "Sampling in a gang"): sequential stopping would let
+// ranks stop after different counts and leave the others waiting on the watchdog.
+void FixSampling(Json* plan) {
+  Json& sampling = (*plan)["spec"]["sampling"];
+  if (!sampling.is_object()) sampling = Json::object();
+  sampling["method"] = "fixed";
+  int64_t repeats = 0;
+  if (sampling.contains("maxRepeats")) {
+    repeats = Int(sampling, "/maxRepeats"_json_pointer);
+  } else if (sampling.contains("minRepeats")) {
+    repeats = Int(sampling, "/minRepeats"_json_pointer);
+  }
+  if (repeats > 0) {
+    sampling["minRepeats"] = repeats;
+    sampling["maxRepeats"] = repeats;
+  }
+}
+
+Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
+                                       const ClusterProfiles& cluster, bool fixtures,
+                                       const SelectedModels& models) {
+  std::map<std::string, std::string> node_products;
+  for (const auto& [node, m] : models.known) node_products[node] = m.model;
+  std::map<std::string, spec::Loaded<v1alpha1::PerfProfile>> profiles;
+  worker::PlanOptions options;
+  options.enable_fixtures = fixtures;
+  options.profile_lookup =
+      [&](const std::string& p) -> Result<spec::Loaded<v1alpha1::PerfProfile>> {
+    auto it = cluster.byName.find(p);
+    if (it == cluster.byName.end()) {
+      return NotFound("PerfProfile \"" + p + "\" not found in the cluster");
+    }
+    ASSIGN_OR_RETURN(auto found, ProfileFromObject(it->second));
+    profiles[p] = found;
+    return found;
+  };
+  options.profile_list = [&]() -> Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> {
+    if (!cluster.listed) return Internal("the cluster's PerfProfiles were not read");
+    std::vector<spec::Loaded<v1alpha1::PerfProfile>> out;
+    for (const auto& [name, item] : cluster.byName) {
+      ASSIGN_OR_RETURN(auto p, ProfileFromObject(item));
+      out.push_back(std::move(p));
+    }
+    return out;
+  };
+  // `profile: auto` (or neither a profile nor tests): the GPU model is the selected nodes' (GFD's
+  // label, else the cloud's own labels), and the candidates are the cluster's PerfProfiles. One
+  // validation certifies one model: mixed models are refused, naming which nodes have which.
+  const std::string named = loaded.doc.spec().profile();
+  const bool profile_named = !named.empty() && named != "auto";
+  std::map<std::string, std::string> model_keys;  // key -> the model as first seen
+  std::set<std::string> labels_read;
+  for (const auto& [node, m] : models.known) {
+    model_keys.emplace(ModelKey(m.model), m.model);
+    labels_read.insert(m.label);
+  }
+  options.gpu_names = [&]() -> Result<std::vector<std::string>> {
+    // A named profile is checked below, node by node, so the message can name them.
+    if (profile_named) return Status(Code::kUnavailable, "checked per node");
+    if (!models.unknown.empty()) {
+      std::string which;
+      int count = 0;
+      for (const auto& [node, why] : models.unknown) {
+        if (++count <= 3)
+          which += (which.empty() ? "" : "; ") + std::string("node ") + node + ": " + why;
+      }
+      if (count > 3) which += "; and " + std::to_string(count - 3) + " more nodes";
+      std::string available = "none";
+      if (auto all = options.profile_list(); all.ok()) {
+        std::vector<kernels::ProfileCandidate> candidates;
+        for (const auto& p : *all) {
+          const auto& gm = p.doc.spec().gpumodels();
+          candidates.push_back({p.doc.metadata().name(), {gm.begin(), gm.end()}});
+        }
+        available = kernels::DescribeProfiles(candidates);
+      }
+      return InvalidArgument(which + "; profiles: " + available + "; label the node " +
+                             kGpuProductLabel +
+                             " (GPU Feature Discovery), leave it out with spec.nodeSelector, or "
+                             "name a profile with spec.profile");
+    }
+    if (model_keys.empty()) {
+      return InvalidArgument("no node matches spec.nodeSelector/spec.nodes");
+    }
+    if (model_keys.size() > 1) {
+      std::string names;
+      for (const auto& [key, m] : model_keys) names += (names.empty() ? "" : ", ") + m;
+      std::string selectors;
+      for (const auto& l : labels_read) selectors += (selectors.empty() ? "" : " or ") + l;
+      return InvalidArgument(
+          "the selected nodes have different GPU models (" + names +
+          "): select one with spec.nodeSelector " + selectors +
+          ", or split the validation, one per model: " + DescribeModels(models.known));
+    }
+    return std::vector<std::string>{model_keys.begin()->second};
+  };
+  auto built = worker::BuildPlan(loaded, options);
+  // A model with no profile: say which nodes have it and how it was read.
+  if (!built.ok() && !profile_named && !models.known.empty() && models.unknown.empty() &&
+      model_keys.size() == 1) {
+    return Status(built.status().code(),
+                  built.status().message() + " (" + DescribeModels(models.known) + ")");
+  }
+  ASSIGN_OR_RETURN(worker::Plan plan, std::move(built));
+  if (profile_named && profiles.contains(plan.profile)) {
+    RETURN_IF_ERROR(
+        CheckNamedProfileFitsNodes(plan.profile, profiles[plan.profile], node_products));
+  }
+
+  v1alpha1::PerfValidation resolved = loaded.doc;
+  auto* spec = resolved.mutable_spec();
+  // plan.profile: the one named, or the one `auto` picked.
+  if (!plan.profile.empty() && profiles.contains(plan.profile)) {
+    const auto& ps = profiles[plan.profile].doc.spec();
+    const auto& level = spec->level() == "full" ? ps.full() : ps.quick();
+    FillSampling(level.sampling(), spec->mutable_sampling());
+    std::set<std::string> names;
+    for (const auto& t : spec->tests()) names.insert(t.name().empty() ? t.type() : t.name());
+    for (const auto& t : level.tests()) {
+      if (names.insert(t.name().empty() ? t.type() : t.name()).second) *spec->add_tests() = t;
+    }
+    spec->clear_profile();
+    spec->clear_level();
+  }
+  auto* ann = resolved.mutable_metadata()->mutable_annotations();
+  if (!plan.profile.empty()) (*ann)["perfgate.io/profile"] = plan.profile;
+  if (!plan.profile_version.empty()) (*ann)["perfgate.io/profile-version"] = plan.profile_version;
+  ResolvedPlan out;
+  if (!google::protobuf::util::MessageToJsonString(resolved, &out.text).ok()) {
+    return Internal("cannot write the resolved plan as JSON");
+  }
+  out.profile = plan.profile;
+  out.profileVersion = plan.profile_version;
+  return out;
+}
+
+}  // namespace
+
+ProfilesNeeded ProfilesToRead(const v1alpha1::PerfValidationSpec& spec) {
+  ProfilesNeeded need;
+  const std::string& p = spec.profile();
+  if (!p.empty() && p != "auto") {
+    need.named = p;
+  } else {
+    need.list = p == "auto" || spec.tests().empty();
+  }
+  return need;
+}
+
+Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
+                                 const ClusterProfiles& profiles, bool fixtures,
+                                 const std::vector<std::string>& selected,
+                                 const std::map<std::string, Json>& nodes,
+                                 const SelectedModels& models) {
+  ASSIGN_OR_RETURN(ResolvedPlan plan, BuildResolvedPlan(loaded, profiles, fixtures, models));
+  RETURN_IF_ERROR(CheckGpusPerNodeFits(loaded.doc.spec().gpuspernode(), selected, nodes));
+  // NCCL tests across nodes: gangs (docs/nccl.md). Without NCCL tests a gang option is moot.
+  if (!loaded.doc.spec().gang().shape().empty()) {
+    Json plan_json = Json::parse(plan.text, nullptr, false);
+    if (!plan_json.is_discarded() && PlanHasNccl(plan_json)) {
+      plan.gang = true;
+      FixSampling(&plan_json);
+      plan.text = plan_json.dump();
+    }
+  }
+  return plan;
+}
+
+}  // namespace perfgate::op

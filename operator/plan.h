@@ -1,0 +1,49 @@
+// Plan resolution: a validation's spec, checked exactly as the worker will read it (BuildPlan),
+// against the selected nodes' GPU models and the cluster's PerfProfiles as observed, resolved
+// into the plan document its workers run. Pure: the profiles are passed in.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/spec.h"
+#include "operator/json_fields.h"
+#include "operator/selection.h"
+
+namespace perfgate::op {
+
+// The PerfProfile objects read from the cluster, by name.
+struct ClusterProfiles {
+  std::map<std::string, Json> byName;
+  bool listed = false;  // every profile was listed (not only the one the spec names)
+};
+
+// What of the cluster's profiles resolving `spec` reads: the profile it names, or the list
+// (`profile: auto`, or neither a profile nor tests).
+struct ProfilesNeeded {
+  std::string named;
+  bool list = false;
+};
+ProfilesNeeded ProfilesToRead(const v1alpha1::PerfValidationSpec& spec);
+
+struct ResolvedPlan {
+  std::string text;  // a PerfValidation document as JSON, tests inline
+  std::string profile;
+  std::string profileVersion;
+  // The plan runs NCCL tests across nodes and the spec asks for gangs: its sampling is fixed.
+  bool gang = false;
+};
+
+// Validates the spec as the worker will (BuildPlan), checks a named profile against each
+// selected node's GPU model, checks gpusPerNode against the selected nodes, and inlines the
+// profile. kInvalidArgument and kNotFound mean an invalid spec (the message says why); other
+// codes mean "try again".
+Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
+                                 const ClusterProfiles& profiles, bool fixtures,
+                                 const std::vector<std::string>& selected,
+                                 const std::map<std::string, Json>& nodes,
+                                 const SelectedModels& models);
+
+}  // namespace perfgate::op

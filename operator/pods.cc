@@ -1,0 +1,216 @@
+#include "operator/pods.h"
+
+#include <map>
+
+#include "common/labels.h"
+#include "operator/names.h"
+
+namespace perfgate::op {
+
+Json OwnerReferences(const Owner& owner, bool controller) {
+  Json ref = {{"apiVersion", "perfgate.io/v1alpha1"},
+              {"kind", "PerfValidation"},
+              {"name", owner.name},
+              {"uid", owner.uid},
+              {"blockOwnerDeletion", true}};
+  if (controller) ref["controller"] = true;
+  return Json::array({ref});
+}
+
+Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
+              const ReconcilerConfig& config, const PodParams& p) {
+  Json tolerations = Json::array();
+  for (const auto& t : spec.tolerations()) {
+    Json tol = Json::object();
+    if (!t.key().empty()) tol["key"] = t.key();
+    if (!t.operator_().empty()) tol["operator"] = t.operator_();
+    if (!t.value().empty()) tol["value"] = t.value();
+    if (!t.effect().empty()) tol["effect"] = t.effect();
+    tolerations.push_back(tol);
+  }
+  // A node perfgate failed must still be testable, or it could never pass again.
+  tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
+  // Nor could a node perfgate cordoned: selection already decides which cordoned nodes are
+  // tested (perfgate's own cordon, includeCordoned, named nodes), so the pod must run there.
+  tolerations.push_back({{"key", "node.kubernetes.io/unschedulable"},
+                         {"operator", "Exists"},
+                         {"effect", "NoSchedule"}});
+  // GPU node pools keep other pods off with this taint (GKE sets nvidia.com/gpu=present by
+  // default); a pod that requests GPUs tolerates it, as the ExtendedResourceToleration admission
+  // plugin would add.
+  tolerations.push_back({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}});
+  Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", p.podName};
+  if (config.enableFixtures) command.push_back("--enable-fixtures");
+  auto field_env = [](const std::string& n, const std::string& path) {
+    return Json{{"name", n}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+  };
+  Json env = {field_env("NODE_NAME", "spec.nodeName"),
+              field_env("POD_NAMESPACE", "metadata.namespace"),
+              {{"name", "PERFGATE_RUN"}, {"value", p.run}},
+              {{"name", "PERFGATE_VALIDATION"}, {"value", owner.name}},
+              {{"name", "PERFGATE_VALIDATION_UID"}, {"value", owner.uid}},
+              {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}};
+  Json resources = {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
+                    {"limits", {{"memory", "32Gi"}}}};
+  if (p.gpus > 0) {
+    resources["requests"]["nvidia.com/gpu"] = std::to_string(p.gpus);
+    resources["limits"]["nvidia.com/gpu"] = std::to_string(p.gpus);
+  }
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", p.podName},
+        {"namespace", config.nameSpace},
+        {"labels",
+         {{"app.kubernetes.io/name", "perfgate-worker"},
+          {"app.kubernetes.io/managed-by", "perfgate-operator"},
+          {kValidationLabel, LabelValue(owner.name)},
+          {kNodeLabel, LabelValue(p.node)},
+          {kRunLabel, p.run}}},
+        {"ownerReferences", OwnerReferences(owner, /*controller=*/true)}}},
+      {"spec",
+       {{"restartPolicy", "Never"},
+        {"serviceAccountName", config.workerServiceAccount},
+        {"activeDeadlineSeconds", p.timeoutSeconds},
+        {"terminationGracePeriodSeconds", 10},
+        {"affinity",
+         {{"nodeAffinity",
+           {{"requiredDuringSchedulingIgnoredDuringExecution",
+             {{"nodeSelectorTerms",
+               {{{"matchFields",
+                  {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {p.node}}}}}}}}}}}}}},
+        {"tolerations", tolerations},
+        // Pod Security "restricted" (docs/operator.md): what a gang adds on top is named there.
+        {"securityContext",
+         {{"runAsNonRoot", true},
+          {"runAsUser", 65532},
+          {"runAsGroup", 65532},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+        {"containers",
+         {{{"name", "worker"},
+           {"image", config.workerImage},
+           {"command", command},
+           {"env", env},
+           {"resources", resources},
+           {"terminationMessagePolicy", "FallbackToLogsOnError"},
+           {"securityContext",
+            {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}},
+           {"volumeMounts",
+            {{{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}}}}}}},
+        {"volumes", {{{"name", "plan"}, {"configMap", {{"name", p.configMap}}}}}}}}};
+}
+
+Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
+                  const ReconcilerConfig& config, const PodParams& p, const GangMember& member) {
+  Json pod = BuildPod(owner, spec, config, p);
+  pod["metadata"]["labels"][kGangLabel] = member.gangId;
+  Json& container = pod["spec"]["containers"][0];
+  auto value_env = [](const std::string& n, const std::string& v) {
+    return Json{{"name", n}, {"value", v}};
+  };
+  container["env"].push_back(value_env("PERFGATE_GANG_SIZE", std::to_string(member.size)));
+  container["env"].push_back(value_env("PERFGATE_GANG_RANK", std::to_string(member.rank)));
+  container["env"].push_back(value_env("PERFGATE_GANG_ID", member.gangId));
+  container["env"].push_back(value_env("NCCL_COMM_ID", member.commId));
+  if (p.gpus > 0) {
+    container["env"].push_back(value_env("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(p.gpus)));
+  }
+  // NCCL's SHM transport and proxy buffers live in /dev/shm; the runtime's 64 MiB is too small.
+  const v1alpha1::Gang& gang = spec.gang();
+  pod["spec"]["volumes"].push_back(
+      {{"name", "dshm"},
+       {"emptyDir",
+        {{"medium", "Memory"}, {"sizeLimit", gang.shmsize().empty() ? "8Gi" : gang.shmsize()}}}});
+  container["volumeMounts"].push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+  // RDMA registration pins memory; without IPC_LOCK NCCL drops the IB/RoCE/EFA transport.
+  container["securityContext"]["capabilities"]["add"] = {"IPC_LOCK"};
+  if (member.rank == 0 && member.headlessService) {
+    pod["spec"]["hostname"] = ObjectName({member.gangId, "r0"});
+    pod["spec"]["subdomain"] = member.gangId;
+  }
+  // spec.gang.network (docs/nccl.md, "Pod spec for NCCL"): how this cloud's fast network
+  // reaches the pod. BuildPlan has checked the names.
+  const v1alpha1::GangNetwork& network = gang.network();
+  if (!network.socketifname().empty()) {
+    container["env"].push_back(value_env("NCCL_SOCKET_IFNAME", network.socketifname()));
+  }
+  if (!network.ibhca().empty()) {
+    container["env"].push_back(value_env("NCCL_IB_HCA", network.ibhca()));
+  }
+  // Sorted, as the JSON spec read them: protobuf maps have no order.
+  const std::map<std::string, std::string> annotations(network.podannotations().begin(),
+                                                       network.podannotations().end());
+  const std::map<std::string, std::string> extra_env(network.env().begin(), network.env().end());
+  const std::map<std::string, int> extra_resources(network.resources().begin(),
+                                                   network.resources().end());
+  for (const auto& [k, v] : annotations) pod["metadata"]["annotations"][k] = v;
+  for (const auto& [k, v] : extra_env) container["env"].push_back(value_env(k, v));
+  for (const auto& [k, v] : extra_resources) {
+    // Extended resources: request and limit must be equal (as for nvidia.com/gpu above).
+    container["resources"]["requests"][k] = std::to_string(v);
+    container["resources"]["limits"][k] = std::to_string(v);
+  }
+  if (network.hostnetwork()) {
+    pod["spec"]["hostNetwork"] = true;
+    // Without it a host-network pod uses the node's resolver and rank 0's Service name fails.
+    pod["spec"]["dnsPolicy"] = "ClusterFirstWithHostNet";
+  }
+  return pod;
+}
+
+Json BuildGangService(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                      const std::string& gang_id, int port) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", gang_id},
+            {"namespace", nameSpace},
+            {"labels", {{kValidationLabel, LabelValue(owner.name)}, {kRunLabel, run}}},
+            {"ownerReferences", OwnerReferences(owner, /*controller=*/true)}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{kGangLabel, gang_id}}},
+            {"ports", {{{"name", "nccl-bootstrap"}, {"port", port}, {"protocol", "TCP"}}}}}}};
+}
+
+Json BuildPlanConfigMap(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                        const std::string& name, const std::string& plan_text) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", nameSpace},
+            {"labels", {{kValidationLabel, LabelValue(owner.name)}, {kRunLabel, run}}},
+            {"ownerReferences", OwnerReferences(owner, /*controller=*/true)}}},
+          {"data", {{"plan.yaml", plan_text}}}};
+}
+
+Json BuildOperatorResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                         const std::string& node, const std::string& name,
+                         const std::string& reason, const std::string& completion_time) {
+  return {{"apiVersion", "perfgate.io/v1alpha1"},
+          {"kind", "PerfResult"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", nameSpace},
+            {"labels",
+             {{kValidationLabel, LabelValue(owner.name)},
+              {kNodeLabel, LabelValue(node)},
+              {kRunLabel, run}}},
+            {"ownerReferences", OwnerReferences(owner, /*controller=*/false)}}},
+          {"spec",
+           {{"validation", owner.name},
+            {"nodeName", node},
+            {"run", run},
+            {"writtenBy", "operator"},
+            {"worst", Cut(reason, 200)},
+            {"report",
+             {{"validation", owner.name},
+              {"verdict", "ERROR"},
+              {"reason", Cut(reason, 2048)},
+              {"completionTime", completion_time}}}}}};
+}
+
+}  // namespace perfgate::op

@@ -1,0 +1,146 @@
+#include "operator/snapshot.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/labels.h"
+#include "operator/names.h"
+#include "operator/selection.h"
+
+namespace perfgate::op {
+namespace {
+
+// Reads the cluster's profiles that resolving the plan needs.
+Status ObserveProfiles(kube::Client& client, const v1alpha1::PerfValidationSpec& spec,
+                       ClusterProfiles* out) {
+  const ProfilesNeeded need = ProfilesToRead(spec);
+  if (!need.named.empty()) {
+    auto got = client.Get(ProfilesResource(), "", need.named);
+    if (got.ok()) {
+      out->byName[need.named] = *got;
+    } else if (got.status().code() != Code::kNotFound) {
+      return got.status();
+    }
+  }
+  if (need.list) {
+    ASSIGN_OR_RETURN(Json list, client.ListAll(ProfilesResource(), "", kube::ListOptions{}));
+    for (const auto& item : list.value("items", Json::array())) out->byName[Name(item)] = item;
+    out->listed = true;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj) {
+  const std::string name = Name(obj);
+  Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
+              {"kind", "PerfValidation"},
+              {"metadata", {{"name", name}}},
+              {"spec", obj.value("spec", Json::object())}};
+  return spec::ParseValidation(doc.dump(2), "PerfValidation/" + name);
+}
+
+PodView ViewOfPod(const Json& pod) {
+  PodView v;
+  v.object = pod;
+  v.name = Name(pod);
+  v.node = Str(
+      pod,
+      "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms/0/matchFields/0/values/0"_json_pointer);
+  if (v.node.empty()) v.node = Label(pod, kNodeLabel);
+  v.run = Label(pod, kRunLabel);
+  v.phase = Str(pod, "/status/phase"_json_pointer);
+  v.terminal = v.phase == "Succeeded" || v.phase == "Failed";
+  v.scheduled = !Str(pod, "/spec/nodeName"_json_pointer).empty();
+  const Json cs = pod.value("status", Json::object()).value("containerStatuses", Json::array());
+  if (!cs.empty() && cs[0].is_object()) {
+    v.terminated = cs[0].value("state", Json::object()).value("terminated", Json::object());
+  }
+  v.terminationMessage = v.terminated.value("message", "");
+  return v;
+}
+
+Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const ReconcilerConfig& config,
+                         const std::string& name) {
+  Snapshot s;
+  auto got = client.Get(ValidationsResource(), "", name);
+  if (!got.ok()) {
+    if (got.status().code() == Code::kNotFound) return s;
+    return got.status();
+  }
+  s.exists = true;
+  s.validation = *got;
+  const Json& obj = s.validation;
+  s.name = name;
+  s.uid = Str(obj, "/metadata/uid"_json_pointer);
+  s.generation = Int(obj, "/metadata/generation"_json_pointer, 1);
+  const Json meta = obj.value("metadata", Json::object());
+  s.run =
+      RunId(s.generation, meta.value("annotations", Json::object()).value(kRerunAnnotation, ""));
+  s.deleting = !Str(obj, "/metadata/deletionTimestamp"_json_pointer).empty();
+  const Json finalizers = meta.value("finalizers", Json::array());
+  s.hasFinalizer = std::find(finalizers.begin(), finalizers.end(), kFinalizer) != finalizers.end();
+  const Json status = obj.value("status", Json::object());
+  s.runComplete = status.value("run", "") == s.run && !status.value("completionTime", "").empty();
+  if (auto parsed = ParseValidationObject(obj); parsed.ok()) {
+    s.spec = std::move(*parsed);
+  } else {
+    s.specError = parsed.status();
+  }
+  if (s.runComplete && !s.deleting) return s;
+
+  for (auto& n : caches.nodes()) s.nodes[Name(n)] = n;
+  for (auto& p : caches.podsOf(name)) s.pods.push_back(ViewOfPod(p));
+  s.results = caches.resultsOf(name);
+  if (s.deleting || !s.spec) return s;
+
+  std::set<std::string> cached_results;      // by name
+  std::set<std::string> nodes_with_results;  // of this run
+  for (const auto& r : s.results) {
+    cached_results.insert(Name(r));
+    if (Label(r, kRunLabel) == s.run) {
+      nodes_with_results.insert(
+          r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel)));
+    }
+  }
+  std::set<std::string> nodes_with_pods;  // of this run
+  for (auto& p : s.pods) {
+    if (p.run == s.run) nodes_with_pods.insert(p.node);
+    if (!p.terminal || BaseRun(p.run) != s.run || cached_results.contains(p.name)) continue;
+    // The result may be written but not yet in the cache: ask the API.
+    p.resultInApi = client.Get(ResultsResource(), config.nameSpace, p.name).ok();
+    if (p.resultInApi || p.run != s.run || p.phase != "Failed" ||
+        Str(p.object, "/status/reason"_json_pointer) == "DeadlineExceeded" ||
+        !p.terminationMessage.empty()) {
+      continue;
+    }
+    kube::LogOptions lo;
+    lo.tailLines = 5;
+    if (auto logs = client.Logs(config.nameSpace, p.name, lo); logs.ok()) p.logTail = *logs;
+  }
+
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  // Which nodes may still get a pod: those without one of this run (with gangs, every node:
+  // narrowing rounds run again on nodes whose pod finished).
+  const bool gang = !spec.gang().shape().empty();
+  const std::string own = LabelValue(name);
+  for (const auto& node : SelectNodes(spec, s.nodes)) {
+    if (!gang && (nodes_with_pods.contains(node) || nodes_with_results.contains(node))) {
+      continue;
+    }
+    for (const auto& p : caches.podsOn(node)) {
+      const std::string v = Label(p, kValidationLabel);
+      const std::string phase = Str(p, "/status/phase"_json_pointer);
+      if (v != own && phase != "Succeeded" && phase != "Failed" &&
+          Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+        s.busyWith[node] = v;
+        break;
+      }
+    }
+  }
+  RETURN_IF_ERROR(ObserveProfiles(client, spec, &s.profiles));
+  return s;
+}
+
+}  // namespace perfgate::op

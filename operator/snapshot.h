@@ -1,0 +1,87 @@
+// Observe: everything one reconcile decides from, read once into a Snapshot — the validation
+// from the API (its spec parsed into the proto), its nodes, pods and results from the caches,
+// and the few direct reads the caches cannot answer (a result the cache has not seen yet, a
+// crashed worker's last log lines, the cluster's PerfProfiles). Blocking; no writes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/spec.h"
+#include "kube/client.h"
+#include "operator/config.h"
+#include "operator/json_fields.h"
+#include "operator/plan.h"
+
+namespace perfgate::op {
+
+// Read-only views of the informers' stores. Thread-safe, non-blocking.
+struct Caches {
+  std::function<std::vector<Json>()> nodes;
+  // Worker pods in the operator's namespace by label perfgate.io/validation, by perfgate.io/node.
+  std::function<std::vector<Json>(const std::string& validation)> podsOf;
+  std::function<std::vector<Json>(const std::string& node)> podsOn;
+  // PerfResults in the operator's namespace by label perfgate.io/validation.
+  std::function<std::vector<Json>(const std::string& validation)> resultsOf;
+};
+
+// A worker pod of the validation, with what decide reads of it.
+struct PodView {
+  Json object;
+  std::string name;
+  std::string node;        // the node it is for: its required affinity (the label may be shortened)
+  std::string run;         // its perfgate.io/run label
+  std::string phase;       // status.phase
+  bool terminal = false;   // Succeeded or Failed
+  bool scheduled = false;  // spec.nodeName is set
+  // status.containerStatuses[0].state.terminated ({} while it runs): exitCode, reason, message.
+  Json terminated = Json::object();
+  // The terminated worker's termination message ("" when none).
+  std::string terminationMessage;
+  // A failed worker without a termination message: its last log lines, when they could be read.
+  std::optional<std::string> logTail;
+  // Terminal without a cached result, but the API has the result: the cache is behind.
+  bool resultInApi = false;
+};
+
+struct Snapshot {
+  bool exists = false;  // false: the validation is gone, nothing to do
+  Json validation;      // as read from the API, status included
+  std::string name;
+  std::string uid;
+  int64_t generation = 1;
+  std::string run;  // RunId(generation, the rerun annotation)
+  bool deleting = false;
+  bool hasFinalizer = false;
+  // status.run is `run` and has a completionTime: nothing below is read.
+  bool runComplete = false;
+  // The spec, parsed once as the loader reads a file; `specError` when it does not parse.
+  std::optional<spec::Loaded<v1alpha1::PerfValidation>> spec;
+  Status specError;
+  std::map<std::string, Json> nodes;  // every node in the cache, by name
+  std::vector<PodView> pods;          // the validation's worker pods, every run
+  std::vector<Json> results;          // the validation's PerfResults, every run
+  // Nodes where another validation's worker is live: node -> that validation's label value.
+  // Read for the selected nodes this validation may still start a pod on.
+  std::map<std::string, std::string> busyWith;
+  ClusterProfiles profiles;
+  // Node claims (reserved: none are read yet).
+  std::vector<Json> claims;
+};
+
+// Reads the snapshot of validation `name`. Blocking; an error means "retry with backoff".
+Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const ReconcilerConfig& config,
+                         const std::string& name);
+
+// The parsed document of a validation object, exactly as `kubectl apply` gave it to the loader
+// (errors name the line of this JSON rendering).
+Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj);
+
+// A PodView of a pod object (no direct reads).
+PodView ViewOfPod(const Json& pod);
+
+}  // namespace perfgate::op

@@ -1,0 +1,145 @@
+#include "operator/status.h"
+
+namespace perfgate::op {
+namespace {
+
+struct Condition {
+  const char* type;
+  const char* status;  // True | False | Unknown
+};
+
+// The conditions in `rows`, each with `reason` and `message`; a condition whose status did not
+// change keeps its lastTransitionTime.
+Json Conditions(const Json& old_status, const std::vector<Condition>& rows,
+                const std::string& reason, const std::string& message, int64_t generation,
+                const std::string& now) {
+  Json conditions = Json::array();
+  for (const auto& row : rows) {
+    Json c = {{"type", row.type},
+              {"status", row.status},
+              {"reason", reason},
+              {"message", message},
+              {"observedGeneration", generation},
+              {"lastTransitionTime", now}};
+    for (const auto& o : old_status.value("conditions", Json::array())) {
+      if (o.value("type", "") == row.type && o.value("status", "") == row.status) {
+        c["lastTransitionTime"] = o.value("lastTransitionTime", now);
+      }
+    }
+    conditions.push_back(c);
+  }
+  return conditions;
+}
+
+// Not passed, complete: what a stalled validation shows.
+const std::vector<Condition> kNotPassed = {
+    {"Ready", "False"}, {"Stalled", "True"}, {"Complete", "True"}, {"Passed", "False"}};
+
+std::string SuspectNames(const Json& status) {
+  std::string names;
+  for (const auto& n : status.value("suspectNodes", Json::array())) {
+    names += (names.empty() ? "" : ", ") + n.get<std::string>();
+  }
+  return names;
+}
+
+}  // namespace
+
+Json RunningStatus(Json status, const Json& old_status, bool suspended, const std::string& message,
+                   int64_t generation, const std::string& now) {
+  const std::string reason = suspended ? "Suspended" : "Running";
+  status["conditions"] = Conditions(old_status,
+                                    {{"Reconciling", suspended ? "False" : "True"},
+                                     {"Ready", "False"},
+                                     {"Complete", "False"},
+                                     {"Passed", "Unknown"}},
+                                    reason, message, generation, now);
+  status["verdict"] = suspended ? "Suspended" : "Running";
+  status["message"] = message;
+  return status;
+}
+
+Json StoppedStatus(Json status, const Json& old_status, const std::string& reason,
+                   const std::string& verdict, const std::string& message, int64_t generation,
+                   const std::string& now) {
+  status["conditions"] = Conditions(old_status, kNotPassed, reason, message, generation, now);
+  status["verdict"] = verdict;
+  status["message"] = Cut(message, 2000);
+  status["completionTime"] = now;
+  return status;
+}
+
+int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status) {
+  int counts[5] = {0, 0, 0, 0, 0};  // pass fail inconclusive error pending
+  Json failing = Json::array();
+  for (const auto& o : outcomes) {
+    if (o.verdict == "PASS") {
+      counts[0]++;
+    } else if (o.verdict == "FAIL") {
+      counts[1]++;
+    } else if (o.verdict == "INCONCLUSIVE") {
+      counts[2]++;
+    } else if (o.verdict == "ERROR") {
+      counts[3]++;
+    } else {
+      counts[4]++;
+    }
+    if (!o.verdict.empty() && o.verdict != "PASS" && failing.size() < 20) {
+      failing.push_back({{"node", o.node},
+                         {"verdict", o.verdict},
+                         {"test", o.test},
+                         {"figure", Cut(o.figure, 200)},
+                         {"reason", Cut(o.reason, 500)}});
+    }
+  }
+  Json& s = *status;
+  s["nodes"] = static_cast<int>(outcomes.size());
+  s["passed"] = counts[0];
+  s["failed"] = counts[1];
+  s["inconclusive"] = counts[2];
+  s["errors"] = counts[3];
+  s["pending"] = counts[4];
+  s["passedNodes"] = std::to_string(counts[0]) + "/" + std::to_string(outcomes.size());
+  s["failingNodes"] = failing;
+  return counts[4];
+}
+
+Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeOutcome>& outcomes,
+                    int64_t generation, const std::string& now) {
+  const int failed = status.value("failed", 0), errors = status.value("errors", 0),
+            inconclusive = status.value("inconclusive", 0);
+  if (failed + errors + inconclusive == 0) {
+    const std::string msg = "all " + std::to_string(outcomes.size()) + " nodes passed";
+    status["conditions"] =
+        Conditions(old_status, {{"Ready", "True"}, {"Complete", "True"}, {"Passed", "True"}},
+                   "Passed", msg, generation, now);
+    status["verdict"] = "Passed";
+    status["message"] = msg;
+  } else {
+    // The worst node verdict decides, in the words of docs/operator.md's verdict table.
+    const std::string reason = failed > 0   ? "TestsFailed"
+                               : errors > 0 ? "NodeErrors"
+                                            : "Inconclusive";
+    const std::string verdict = failed > 0 ? "Failed" : errors > 0 ? "Error" : "Inconclusive";
+    std::string msg = std::to_string(failed + errors + inconclusive) + " of " +
+                      std::to_string(outcomes.size()) + " nodes did not pass";
+    for (const auto& o : outcomes) {
+      if (o.verdict == "PASS") continue;
+      msg += "; " + o.node + " " + o.verdict + ": " + Cut(o.reason, 300);
+      if (!o.figure.empty() && o.reason.find(o.figure) == std::string::npos) {
+        msg += " (" + o.figure + ")";
+      }
+      if (msg.size() > 1500) break;
+    }
+    if (const std::string names = SuspectNames(status); !names.empty()) {
+      msg = "suspect nodes (narrowed down by pairs): " + names + "; " + msg;
+    }
+    status["conditions"] = Conditions(old_status, kNotPassed, reason, msg, generation, now);
+    status["verdict"] = verdict;
+    status["message"] = Cut(msg, 2000);
+  }
+  if (status.value("completionTime", "").empty()) status["completionTime"] = now;
+  return status;
+}
+
+}  // namespace perfgate::op

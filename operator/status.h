@@ -1,0 +1,33 @@
+// The validation's status: its counts, message, verdict word and conditions (docs/operator.md,
+// "Status, conditions, nodes"). Every condition is built here and nowhere else. Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "operator/actions.h"
+#include "operator/json_fields.h"
+
+namespace perfgate::op {
+
+// Running (or suspended): verdict Running/Suspended, Reconciling True (False when suspended).
+Json RunningStatus(Json status, const Json& old_status, bool suspended, const std::string& message,
+                   int64_t generation, const std::string& now);
+
+// Complete before any node was measured: `reason` InvalidSpec or NoNodesSelected, the verdict
+// word `verdict`, completionTime now.
+Json StoppedStatus(Json status, const Json& old_status, const std::string& reason,
+                   const std::string& verdict, const std::string& message, int64_t generation,
+                   const std::string& now);
+
+// Counts of `outcomes` (passed, failed, inconclusive, errors, pending, passedNodes) and the
+// nodes that did not pass (at most 20), into `status`. Returns the number pending.
+int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status);
+
+// Complete after every node is decided: Passed, or the worst node verdict (Failed, Error,
+// Inconclusive) with a message naming the nodes (and the narrowed-down suspects);
+// completionTime set when it was not.
+Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeOutcome>& outcomes,
+                    int64_t generation, const std::string& now);
+
+}  // namespace perfgate::op

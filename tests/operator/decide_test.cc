@@ -1,0 +1,1201 @@
+// The decide step in memory: each test builds the Snapshot one reconcile would observe and
+// checks the Decision — one test per end-to-end scenario's decisions (tests/e2e/e2e_test.cc),
+// then the edge cases the end-to-end suite cannot reach cheaply.
+#include "operator/decide.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/labels.h"
+#include "common/time.h"
+#include "operator/names.h"
+#include "operator/node_actions.h"
+#include "operator/reconciler.h"
+
+namespace perfgate::op {
+namespace {
+
+using std::chrono::seconds;
+
+const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:00:00Z");
+
+ReconcilerConfig Config() {
+  ReconcilerConfig c;
+  c.schedulingTimeout = seconds(3);
+  c.workerImage = "ghcr.io/perfgate/perfgate-worker:test";
+  return c;
+}
+
+// A single-node spec every GPU node passes or fails on its own.
+Json StreamSpec() {
+  return Json::parse(R"({
+    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+    "sampling": {"warmup": 1, "minRepeats": 5, "maxRepeats": 20},
+    "policy": {"onFailure": "taint"},
+    "tests": [{"type": "hbm-stream"}]})");
+}
+
+// An NCCL spec across nodes in gangs of `shape`.
+Json GangSpec(const std::string& shape, const std::string& narrow = "") {
+  Json spec = Json::parse(R"({
+    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+    "sampling": {"warmup": 1, "minRepeats": 2, "maxRepeats": 3},
+    "policy": {"onFailure": "taint", "nodeTimeoutSeconds": 60},
+    "tests": [{"type": "nccl-all-reduce", "parameters": {"maxBytes": 65536}}]})");
+  spec["gang"] = {{"shape", shape}};
+  if (!narrow.empty()) spec["gang"]["narrow"] = narrow;
+  return spec;
+}
+
+Json NodeObj(const std::string& name, int gpus = 8, const std::string& product = "NVIDIA-H200") {
+  Json labels = {{"nvidia.com/gpu.present", "true"}};
+  if (!product.empty()) labels["nvidia.com/gpu.product"] = product;
+  return {{"metadata", {{"name", name}, {"labels", labels}}},
+          {"spec", Json::object()},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+}
+
+std::vector<Json> Nodes(int n) {
+  std::vector<Json> out;
+  for (int i = 0; i < n; ++i) out.push_back(NodeObj("node-" + std::to_string(i)));
+  return out;
+}
+
+// What one reconcile observes; each test changes what it needs and calls Decide.
+struct World {
+  Json validation;
+  std::vector<Json> nodes;
+  std::vector<Json> pods;
+  std::vector<Json> results;
+  std::map<std::string, std::string> busyWith;
+  std::set<std::string> resultsInApi;  // pod names whose result the cache has not seen
+  std::map<std::string, std::string> logs;
+  ClusterProfiles profiles;
+  ReconcilerConfig config = Config();
+  std::chrono::system_clock::time_point now = kT0;
+
+  World(const std::string& name, Json spec, std::vector<Json> node_list = Nodes(4)) {
+    validation = {{"apiVersion", "perfgate.io/v1alpha1"},
+                  {"kind", "PerfValidation"},
+                  {"metadata",
+                   {{"name", name},
+                    {"uid", "uid-" + name},
+                    {"generation", 1},
+                    {"resourceVersion", "7"},
+                    {"finalizers", {kFinalizer}}}},
+                  {"spec", std::move(spec)}};
+    nodes = std::move(node_list);
+  }
+  std::string name() const { return validation["metadata"]["name"]; }
+
+  Snapshot Observe() const {
+    Snapshot s;
+    s.exists = true;
+    s.validation = validation;
+    s.name = name();
+    s.uid = validation["metadata"].value("uid", "");
+    s.generation = validation["metadata"].value("generation", 1);
+    s.run = RunId(
+        s.generation,
+        validation["metadata"].value("annotations", Json::object()).value(kRerunAnnotation, ""));
+    s.deleting = validation["metadata"].contains("deletionTimestamp");
+    const Json f = validation["metadata"].value("finalizers", Json::array());
+    s.hasFinalizer = std::find(f.begin(), f.end(), kFinalizer) != f.end();
+    const Json st = validation.value("status", Json::object());
+    s.runComplete = st.value("run", "") == s.run && !st.value("completionTime", "").empty();
+    if (auto parsed = ParseValidationObject(validation); parsed.ok()) {
+      s.spec = *parsed;
+    } else {
+      s.specError = parsed.status();
+    }
+    for (const auto& n : nodes) s.nodes[Name(n)] = n;
+    for (const auto& p : pods) {
+      PodView v = ViewOfPod(p);
+      v.resultInApi = resultsInApi.count(v.name) != 0;
+      if (auto l = logs.find(v.name); l != logs.end()) v.logTail = l->second;
+      s.pods.push_back(v);
+    }
+    s.results = results;
+    s.busyWith = busyWith;
+    s.profiles = profiles;
+    return s;
+  }
+  Decision Decide() const { return op::Decide(Observe(), config, now); }
+
+  // Applies what a decision creates and the status it writes, as the API server would.
+  void Apply(const Decision& d) {
+    for (const auto& name : d.deletePods) Remove(&pods, name);
+    for (const auto& name : d.deleteResults) Remove(&results, name);
+    for (const auto& w : d.results) {
+      if (!w.deletePodFirst.empty()) Remove(&pods, w.deletePodFirst);
+      results.push_back(w.result);
+    }
+    for (const auto& name : d.deletePodsAfterResults) Remove(&pods, name);
+    for (const auto& p : d.pods) {
+      Json pod = p.pod;
+      pod["metadata"]["creationTimestamp"] = FormatRfc3339(now);
+      if (std::none_of(pods.begin(), pods.end(),
+                       [&](const Json& o) { return Name(o) == Name(pod); }))
+        pods.push_back(pod);
+    }
+    if (d.status) validation["status"] = *d.status;
+    if (d.addFinalizer) validation["metadata"]["finalizers"].push_back(kFinalizer);
+  }
+  static void Remove(std::vector<Json>* v, const std::string& name) {
+    v->erase(std::remove_if(v->begin(), v->end(), [&](const Json& o) { return Name(o) == name; }),
+             v->end());
+  }
+  Json* PodOn(const std::string& node) {
+    for (auto& p : pods) {
+      if (ViewOfPod(p).node == node && Label(p, kRunLabel) == Run()) return &p;
+    }
+    return nullptr;
+  }
+  std::string Run() const { return Observe().run; }
+  // The node's pod of this run was scheduled and runs.
+  void Start(const std::string& node) {
+    Json* p = PodOn(node);
+    ASSERT_NE(p, nullptr) << node;
+    (*p)["spec"]["nodeName"] = node;
+    (*p)["status"]["phase"] = "Running";
+  }
+  // The worker on `node` wrote its result and exited 0.
+  void Finish(const std::string& node, const std::string& verdict, const std::string& reason = "",
+              const std::string& run = "") {
+    const std::string r = run.empty() ? Run() : run;
+    const std::string pod_name = ObjectName({name(), r, node});
+    for (auto& p : pods) {
+      if (Name(p) == pod_name) {
+        p["spec"]["nodeName"] = node;
+        p["status"]["phase"] = "Succeeded";
+      }
+    }
+    results.push_back(ResultOf(r, node, pod_name, verdict, reason));
+  }
+  Json ResultOf(const std::string& run, const std::string& node, const std::string& result_name,
+                const std::string& verdict, const std::string& reason) const {
+    return {{"metadata",
+             {{"name", result_name},
+              {"creationTimestamp", FormatRfc3339(now)},
+              {"labels",
+               {{kValidationLabel, LabelValue(name())},
+                {kNodeLabel, LabelValue(node)},
+                {kRunLabel, run}}}}},
+            {"spec",
+             {{"validation", name()},
+              {"nodeName", node},
+              {"run", run},
+              {"worst", reason},
+              {"report",
+               {{"verdict", verdict},
+                {"reason", reason},
+                {"tests", {{{"name", "hbm-stream"}, {"verdict", verdict}}}}}}}}};
+  }
+  // Every worker of every pod of `run` (a narrowing round's too) finishes with the verdict
+  // `verdict_of(node)`.
+  void FinishRound(const std::string& run,
+                   const std::function<std::string(const std::string&)>& verdict_of) {
+    for (auto& p : pods) {
+      const PodView v = ViewOfPod(p);
+      if (v.run != run || v.terminal) continue;
+      p["spec"]["nodeName"] = v.node;
+      p["status"]["phase"] = "Succeeded";
+      results.push_back(ResultOf(run, v.node, v.name, verdict_of(v.node), "measured"));
+    }
+  }
+};
+
+Json Condition(const Json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == type) return c;
+  }
+  return Json::object();
+}
+
+std::string Env(const Json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e.value("name", "") == name) return e.value("value", "");
+  }
+  return "";
+}
+
+std::set<std::string> PodNodes(const Decision& d) {
+  std::set<std::string> out;
+  for (const auto& p : d.pods) out.insert(ViewOfPod(p.pod).node);
+  return out;
+}
+
+std::map<std::string, std::string> ResultReasons(const Decision& d) {
+  std::map<std::string, std::string> out;
+  for (const auto& w : d.results) {
+    out[w.result["spec"]["nodeName"]] = w.result["spec"]["report"].value("reason", "");
+  }
+  return out;
+}
+
+bool HasEvent(const Decision& d, const std::string& reason, bool after_status) {
+  return std::any_of(d.events.begin(), d.events.end(), [&](const EventAction& e) {
+    return e.reason == reason && e.afterStatus == after_status;
+  });
+}
+
+// Runs the world until the decision creates nothing more, every created pod finishing with
+// `verdict_of(node)`. Returns the last decision.
+Decision RunToCompletion(World* w,
+                         const std::function<std::string(const std::string&)>& verdict_of) {
+  Decision d;
+  for (int i = 0; i < 20; ++i) {
+    d = w->Decide();
+    EXPECT_TRUE(d.retry.ok()) << d.retry.message();
+    w->Apply(d);
+    if (d.status && !d.status->value("completionTime", "").empty()) return d;
+    std::set<std::string> runs;
+    for (const auto& p : w->pods) runs.insert(Label(p, kRunLabel));
+    for (const auto& r : runs) w->FinishRound(r, verdict_of);
+  }
+  ADD_FAILURE() << "no completion after 20 reconciles";
+  return d;
+}
+
+// ---- The end-to-end scenarios' decisions ----
+
+// FourNodesPass: a pod per node, then PASS everywhere: Passed, 4/4, nodes labelled passed.
+TEST(DecideScenario, FourNodesPass) {
+  World w("smoke", StreamSpec());
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  EXPECT_FALSE(d.addFinalizer);
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  ASSERT_TRUE(d.planConfigMap);
+  EXPECT_EQ(Name(*d.planConfigMap), "smoke-g1-plan");
+  EXPECT_TRUE(HasEvent(d, "Started", false));
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Running");
+  EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
+  EXPECT_EQ(Condition(*d.status, "Reconciling").value("status", ""), "True");
+  w.Apply(d);
+  for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "PASS");
+  d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed");
+  EXPECT_EQ(d.status->value("passedNodes", ""), "4/4");
+  EXPECT_EQ(Condition(*d.status, "Passed").value("status", ""), "True");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("status", ""), "True");
+  EXPECT_FALSE(d.status->value("completionTime", "").empty());
+  ASSERT_EQ(d.nodeVerdicts.size(), 4u);
+  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
+  EXPECT_TRUE(HasEvent(d, "Completed", true));
+  EXPECT_FALSE(HasEvent(d, "NodeNotPassed", true));
+}
+
+// OneSlowNodeFailsAndOnlyItIsTainted: node-2 FAIL gives Failed/TestsFailed naming node-2, and
+// only node-2 gets a FAIL verdict (with the policy's taint).
+TEST(DecideScenario, OneSlowNodeFailsAndOnlyItIsTainted) {
+  World w("slow", StreamSpec());
+  w.Apply(w.Decide());
+  for (const char* n : {"node-0", "node-1", "node-3"}) w.Finish(n, "PASS");
+  w.Finish("node-2", "FAIL", "hbm-stream: median triadBandwidthGBps 50 GB/s < 3840");
+  const Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Failed");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "TestsFailed");
+  EXPECT_EQ(Condition(*d.status, "Stalled").value("status", ""), "True");
+  EXPECT_NE(Condition(*d.status, "Passed").value("message", "").find("node-2 FAIL: hbm-stream"),
+            std::string::npos);
+  EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
+  EXPECT_EQ(d.onFailure, "taint");
+  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS");
+  EXPECT_TRUE(HasEvent(d, "NodeNotPassed", true));
+  Json node = NodeObj("node-2");
+  EXPECT_TRUE(MarkNode(&node, "FAIL", "slow", d.onFailure));
+  EXPECT_EQ(node["spec"]["taints"][0].value("key", ""), kFailedTaint);
+  EXPECT_EQ(node["metadata"]["labels"].value(kVerdictLabel, ""), "failed");
+}
+
+// OperatorRestartMidRunKeepsPodsAndVerdict: a restarted operator observes the pods it made and
+// creates none again.
+TEST(DecideScenario, OperatorRestartMidRunCreatesNothingTwice) {
+  World w("restart", StreamSpec());
+  w.Apply(w.Decide());
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) w.Start(n);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_TRUE(d.results.empty());
+  EXPECT_TRUE(d.deletePods.empty());
+  EXPECT_FALSE(HasEvent(d, "Started", false));
+  EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
+}
+
+// BrokenWorkersGiveErrorNotTaint: a crash, a hang past the deadline, a pod never scheduled and
+// a node with too few GPUs are each the operator's ERROR with its reason; nobody FAILs.
+TEST(DecideScenario, BrokenWorkersGiveErrorNotTaint) {
+  std::vector<Json> nodes = Nodes(4);
+  nodes.push_back(NodeObj("node-4"));
+  nodes.push_back(NodeObj("node-5", 2));
+  Json spec = StreamSpec();
+  spec["gpusPerNode"] = 4;
+  spec["policy"]["nodeTimeoutSeconds"] = 4;
+  World w("broken", spec, nodes);
+  Decision d = w.Decide();
+  EXPECT_EQ(ResultReasons(d).at("node-5"),
+            "expected 4 GPUs (spec.gpusPerNode), node has 2 allocatable nvidia.com/gpu");
+  EXPECT_EQ(PodNodes(d).count("node-5"), 0u);
+  w.Apply(d);
+  // node-4 is never scheduled; the scheduler says why.
+  Json* unscheduled = w.PodOn("node-4");
+  ASSERT_NE(unscheduled, nullptr);
+  (*unscheduled)["status"] = {
+      {"phase", "Pending"},
+      {"conditions",
+       {{{"type", "PodScheduled"},
+         {"status", "False"},
+         {"message", "0/6 nodes are available: 1 node(s) had untolerated taint"}}}}};
+  w.now = kT0 + seconds(1);
+  d = w.Decide();
+  EXPECT_NE(d.status->value("message", "").find("node-4 (unscheduled: 0/6 nodes"),
+            std::string::npos)
+      << d.status->value("message", "");
+  EXPECT_EQ(d.requeueAfter, std::chrono::milliseconds(2100));
+  // The rest end: node-0 crashes, node-1 hangs past its deadline, node-2 and -3 pass.
+  Json* crashed = w.PodOn("node-0");
+  (*crashed)["spec"]["nodeName"] = "node-0";
+  (*crashed)["status"] = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       {{{"state",
+          {{"terminated",
+            {{"exitCode", 134}, {"reason", "Error"}, {"message", "abort: planted crash\n"}}}}}}}}};
+  Json* hung = w.PodOn("node-1");
+  (*hung)["spec"]["nodeName"] = "node-1";
+  (*hung)["status"] = {{"phase", "Failed"}, {"reason", "DeadlineExceeded"}};
+  w.Finish("node-2", "PASS");
+  w.Finish("node-3", "PASS");
+  w.now = kT0 + seconds(4);
+  d = w.Decide();
+  const auto reasons = ResultReasons(d);
+  EXPECT_EQ(reasons.at("node-0"), "worker failed: exit code 134 (Error): abort: planted crash");
+  EXPECT_EQ(reasons.at("node-1"),
+            "worker timed out: no result within policy.nodeTimeoutSeconds=4s (pod "
+            "DeadlineExceeded)");
+  EXPECT_NE(reasons.at("node-4").find("worker pod not scheduled within 3s: 0/6 nodes"),
+            std::string::npos);
+  EXPECT_EQ(d.deletePodsAfterResults, std::vector<std::string>{"broken-g1-node-4"});
+  for (const auto& r : d.results) {
+    EXPECT_EQ(r.result["spec"].value("writtenBy", ""), "operator");
+    EXPECT_EQ(r.result["spec"]["report"].value("verdict", ""), "ERROR");
+  }
+  // Every node decided in this same reconcile: Error, NodeErrors, no FAIL verdict.
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Error");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "NodeErrors");
+  for (const auto& v : d.nodeVerdicts) EXPECT_NE(v.verdict, "FAIL") << v.node;
+}
+
+// InvalidSpecIsRefusedOrCompletesInvalid: an unknown test type completes InvalidSpec with the
+// loader's message, before any pod.
+TEST(DecideScenario, InvalidSpecCompletesBeforeAnyPod) {
+  Json spec = StreamSpec();
+  spec["tests"][0]["type"] = "no-such-test";
+  World w("badtype", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_FALSE(d.planConfigMap);
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "InvalidSpec");
+  EXPECT_EQ(Condition(*d.status, "Stalled").value("status", ""), "True");
+  EXPECT_EQ(Condition(*d.status, "Passed").value("status", ""), "False");
+  EXPECT_NE(d.status->value("message", "").find("spec.tests[0].type"), std::string::npos)
+      << d.status->value("message", "");
+  EXPECT_TRUE(HasEvent(d, "InvalidSpec", true));
+}
+
+// UndecidableThresholdIsInvalidSpecBeforeAnyPod.
+TEST(DecideScenario, UndecidableThresholdIsInvalidSpec) {
+  Json spec = StreamSpec();
+  spec["sampling"]["maxRepeats"] = 10;
+  spec["tests"][0]["thresholds"] = Json::parse(
+      R"([{"metric": "triadBandwidthGBps", "statistic": "p05", "op": ">=", "value": 90}])");
+  World w("undecidable", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("can never PASS within maxRepeats 10"),
+            std::string::npos)
+      << d.status->value("message", "");
+}
+
+// LaterPassRemovesOnlyPerfgateTaint: a PASS removes perfgate's taint and keeps the others.
+TEST(DecideScenario, LaterPassRemovesOnlyPerfgateTaint) {
+  Json node = NodeObj("node-1");
+  node["spec"]["taints"] =
+      Json::parse(R"([{"key": "team", "value": "ml", "effect": "NoSchedule"}])");
+  ASSERT_TRUE(MarkNode(&node, "FAIL", "first", "taint"));
+  ASSERT_EQ(node["spec"]["taints"].size(), 2u);
+  World w("second", StreamSpec(), {node});
+  w.Apply(w.Decide());
+  w.Finish("node-1", "PASS");
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.nodeVerdicts.size(), 1u);
+  EXPECT_TRUE(MarkNode(&node, d.nodeVerdicts[0].verdict, "second", d.onFailure));
+  ASSERT_EQ(node["spec"]["taints"].size(), 1u);
+  EXPECT_EQ(node["spec"]["taints"][0].value("key", ""), "team");
+  EXPECT_EQ(node["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
+  EXPECT_FALSE(node["metadata"]["annotations"].contains(kTaintedByAnnotation));
+}
+
+// ValidationAndNodeWithNamesLongerThan63Characters: names and labels stay valid and the run
+// is announced under one key.
+TEST(DecideScenario, NamesLongerThan63Characters) {
+  const std::string node = "gpu-7.rack-42.zone-b.datacenter-east.gpu-fleet.example-cloud.internal";
+  const std::string name =
+      "nightly-acceptance-of-the-h200-fleet-after-the-driver-upgrade-in-zone-b";
+  Json spec = StreamSpec();
+  spec.erase("nodeSelector");
+  spec["nodes"] = {node, "node-0"};
+  World w(name, spec, {NodeObj(node), NodeObj("node-0")});
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 2u);
+  for (const auto& p : d.pods) {
+    EXPECT_LE(Name(p.pod).size(), 63u);
+    for (const auto& [k, v] : p.pod["metadata"]["labels"].items()) {
+      EXPECT_LE(v.get<std::string>().size(), 63u) << k;
+    }
+    EXPECT_EQ(Env(p.pod, "PERFGATE_VALIDATION"), name);  // the full name, not the label
+  }
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{node, "node-0"}));
+  EXPECT_LE(Name(*d.planConfigMap).size(), 63u);
+  for (const auto& e : d.events) {
+    if (e.reason == "Started") {
+      EXPECT_EQ(e.onceKey, name + "/g1");
+    }
+  }
+}
+
+// CordonedFailedNodeIsRetestedAndReleasedOnPass: perfgate's own cordon does not exclude the
+// node, and a PASS lifts it.
+TEST(DecideScenario, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
+  std::vector<Json> nodes = Nodes(4);
+  ASSERT_TRUE(MarkNode(&nodes[2], "FAIL", "cordon", "taintAndCordon"));
+  ASSERT_TRUE(nodes[2]["spec"].value("unschedulable", false));
+  Json spec = StreamSpec();
+  spec["policy"]["onFailure"] = "taintAndCordon";
+  World w("retest", spec, nodes);
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d).count("node-2"), 1u);
+  // The pod tolerates the cordon and perfgate's taint.
+  std::set<std::string> tolerated;
+  for (const auto& p : d.pods) {
+    for (const auto& t : p.pod["spec"]["tolerations"]) tolerated.insert(t.value("key", ""));
+  }
+  EXPECT_TRUE(tolerated.count("node.kubernetes.io/unschedulable"));
+  EXPECT_TRUE(tolerated.count(kFailedTaint));
+  EXPECT_TRUE(MarkNode(&nodes[2], "PASS", "retest", "taintAndCordon"));
+  EXPECT_FALSE(nodes[2]["spec"].value("unschedulable", true));
+  EXPECT_FALSE(nodes[2]["spec"].contains("taints"));
+}
+
+// DeletingEveryValidationLeavesNoVerdictLabel: deletion deletes the pods, releases the verdict
+// labels the validation set (not where it left its own taint), then drops the finalizer.
+TEST(DecideScenario, DeletionReleasesLabelsThenTheFinalizer) {
+  std::vector<Json> nodes = Nodes(4);
+  ASSERT_TRUE(MarkNode(&nodes[0], "PASS", "tainter", "taint"));
+  ASSERT_TRUE(MarkNode(&nodes[2], "FAIL", "tainter", "taint"));
+  ASSERT_TRUE(MarkNode(&nodes[3], "PASS", "other", "taint"));
+  World w("tainter", StreamSpec(), nodes);
+  w.Apply(w.Decide());
+  w.validation["metadata"]["deletionTimestamp"] = "2026-12-01T12:01:00Z";
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.deletePods.size(), 4u);
+  EXPECT_EQ(d.releaseNodes, std::vector<std::string>{"node-0"});
+  EXPECT_TRUE(d.removeFinalizer);
+  EXPECT_FALSE(d.status);
+  ReleaseNode(&nodes[0]);
+  EXPECT_FALSE(nodes[0]["metadata"]["labels"].contains(kVerdictLabel));
+  EXPECT_FALSE(nodes[0]["metadata"]["annotations"].contains(kVerdictByAnnotation));
+}
+
+// NodeWithoutSpecIsTestedLikeAnyOther.
+TEST(DecideScenario, NodeWithoutSpecIsTestedLikeAnyOther) {
+  std::vector<Json> nodes = Nodes(4);
+  Json bare = NodeObj("bare");
+  bare.erase("spec");
+  nodes.push_back(bare);
+  World w("bare", StreamSpec(), nodes);
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d).count("bare"), 1u);
+  EXPECT_TRUE(MarkNode(&bare, "PASS", "bare", "taintAndCordon"));
+  EXPECT_EQ(bare["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
+}
+
+// WorkerPodsMeetRestrictedPodSecurity.
+TEST(DecideScenario, WorkerPodsMeetRestrictedPodSecurity) {
+  World w("restricted", StreamSpec());
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 4u);
+  for (const auto& p : d.pods) {
+    const Json& spec = p.pod["spec"];
+    EXPECT_EQ(spec["securityContext"]["seccompProfile"].value("type", ""), "RuntimeDefault");
+    EXPECT_TRUE(spec["securityContext"].value("runAsNonRoot", false));
+    EXPECT_FALSE(spec.contains("hostNetwork"));
+    const Json& c = spec["containers"][0];
+    EXPECT_FALSE(c["securityContext"].value("allowPrivilegeEscalation", true));
+    EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], Json::array({"ALL"}));
+    EXPECT_FALSE(c["securityContext"]["capabilities"].contains("add"));
+    EXPECT_EQ(spec["volumes"].size(), 1u);
+  }
+}
+
+// SuspendRerunKeepResultsAndDelete, suspended: no pods, Suspended, Reconciling False.
+TEST(DecideScenario, SuspendedStartsNothing) {
+  Json spec = StreamSpec();
+  spec["suspend"] = true;
+  World w("life", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Suspended");
+  EXPECT_EQ(Condition(*d.status, "Reconciling").value("status", ""), "False");
+  EXPECT_EQ(Condition(*d.status, "Complete").value("status", ""), "False");
+  EXPECT_EQ(d.status->value("message", "").rfind("suspended: ", 0), 0u);
+}
+
+// SuspendRerunKeepResultsAndDelete, reruns: a new rerun token starts a new run; the previous
+// plan goes, and results of runs past keepResults go.
+TEST(DecideScenario, RerunKeepsResultsOfTheNewestRuns) {
+  Json spec = StreamSpec();
+  spec["policy"]["keepResults"] = 1;
+  World w("life", spec);
+  RunToCompletion(&w, [](const std::string&) { return "PASS"; });
+  const std::string run1 = w.Run();
+  w.validation["metadata"]["annotations"][kRerunAnnotation] = "1";
+  Decision d = RunToCompletion(&w, [](const std::string&) { return "PASS"; });
+  const std::string run2 = w.Run();
+  ASSERT_NE(run1, run2);
+  EXPECT_EQ(w.results.size(), 8u);  // this run's 4 and the previous run's 4
+  w.validation["metadata"]["annotations"][kRerunAnnotation] = "2";
+  w.now += seconds(10);
+  d = w.Decide();
+  EXPECT_EQ(d.deletePlan, ObjectName({"life", run2, "plan"}));
+  EXPECT_EQ(d.deleteResults.size(), 4u);
+  for (const auto& r : d.deleteResults) EXPECT_NE(r.find(run1), std::string::npos) << r;
+  EXPECT_EQ(d.deletePods.size(), 4u);  // run2's finished pods
+  EXPECT_TRUE(HasEvent(d, "Started", false));
+  EXPECT_EQ(d.status->value("run", ""), w.Run());
+  EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
+}
+
+Json Profile(const std::string& name, const std::string& model) {
+  return {{"metadata", {{"name", name}}},
+          {"spec",
+           {{"version", "2026.11-1"},
+            {"gpuModels", {model}},
+            {"quick",
+             {{"sampling", {{"warmup", 1}, {"minRepeats", 5}, {"maxRepeats", 20}}},
+              {"tests", {{{"type", "hbm-stream"}}}}}}}}};
+}
+
+// ProfileFromClusterIsResolvedIntoThePlan: a named profile's tests go into the plan and its
+// name and version into the status.
+TEST(DecideScenario, ProfileFromClusterIsResolvedIntoThePlan) {
+  Json spec = StreamSpec();
+  spec.erase("tests");
+  spec.erase("sampling");
+  spec["profile"] = "sim-gpu";
+  World w("profiled", spec);
+  w.profiles.byName["sim-gpu"] = Profile("sim-gpu", "NVIDIA H200");
+  const Decision d = w.Decide();
+  ASSERT_TRUE(d.planConfigMap) << d.status->dump(2);
+  const std::string plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  EXPECT_NE(plan.find("hbm-stream"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("2026.11-1"), std::string::npos) << plan;
+  EXPECT_EQ(d.status->value("profile", ""), "sim-gpu");
+  EXPECT_EQ(d.status->value("profileVersion", ""), "2026.11-1");
+}
+
+// A named profile missing from the cluster is an invalid spec naming it.
+TEST(DecideScenario, MissingNamedProfileIsInvalidSpec) {
+  Json spec = StreamSpec();
+  spec.erase("tests");
+  spec["profile"] = "nowhere";
+  World w("missing", spec);
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("PerfProfile \"nowhere\" not found"),
+            std::string::npos);
+}
+
+// ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes.
+TEST(DecideScenario, ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes) {
+  Json spec = StreamSpec();
+  spec["gpusPerNode"] = 16;
+  World w("toomany", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("node-0 has 8"), std::string::npos)
+      << d.status->value("message", "");
+}
+
+// NamedProfileOfAnotherModelIsInvalidSpecNamingNodesAndModels.
+TEST(DecideScenario, NamedProfileOfAnotherModelIsInvalidSpec) {
+  Json spec = StreamSpec();
+  spec.erase("tests");
+  spec.erase("sampling");
+  spec["profile"] = "b200";
+  World w("othermodel", spec);
+  w.profiles.byName["b200"] = Profile("b200", "NVIDIA B200");
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  const std::string msg = d.status->value("message", "");
+  EXPECT_NE(msg.find("is for GPU models NVIDIA B200"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("node-0 (NVIDIA-H200)"), std::string::npos) << msg;
+}
+
+// AutoPicksShippedProfilesFromGfdLabels: `profile: auto` picks by the nodes' model, and the
+// status and a GpuModels event say which nodes have it.
+TEST(DecideScenario, AutoPicksTheProfileOfTheNodesModel) {
+  Json spec = StreamSpec();
+  spec.erase("tests");
+  spec.erase("sampling");
+  spec["profile"] = "auto";
+  World w("auto", spec);
+  w.profiles.byName["h200"] = Profile("h200", "NVIDIA H200");
+  w.profiles.byName["b200"] = Profile("b200", "NVIDIA B200");
+  w.profiles.listed = true;
+  const Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  EXPECT_EQ(d.status->value("profile", ""), "h200") << d.status->dump(2);
+  EXPECT_NE(d.status->value("gpuModels", "").find("NVIDIA-H200: node-0, node-1, node-2, node-3"),
+            std::string::npos)
+      << d.status->value("gpuModels", "");
+  EXPECT_TRUE(HasEvent(d, "GpuModels", false));
+  EXPECT_EQ(d.pods.size(), 4u);
+}
+
+// AutoRefusesCloudNodesItCannotCertify: nodes of two models are refused, naming both.
+TEST(DecideScenario, AutoRefusesMixedModels) {
+  Json spec = StreamSpec();
+  spec.erase("tests");
+  spec["profile"] = "auto";
+  std::vector<Json> nodes = Nodes(2);
+  nodes.push_back(NodeObj("b-0", 8, "NVIDIA-B200"));
+  World w("mixed", spec, nodes);
+  w.profiles.listed = true;
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("different GPU models"), std::string::npos)
+      << d.status->value("message", "");
+}
+
+// GangOfFourPasses: one gang, ranks in sorted node order, one address, a headless Service,
+// fixed sampling in the plan.
+TEST(DecideScenario, GangOfFourPasses) {
+  World w("gang", GangSpec("all"));
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  ASSERT_EQ(d.pods.size(), 4u) << (d.status ? d.status->dump(2) : "");
+  std::set<std::string> comm;
+  for (const auto& p : d.pods) {
+    const std::string node = ViewOfPod(p.pod).node;
+    EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_SIZE"), "4");
+    EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_RANK"), node.substr(node.size() - 1));
+    comm.insert(Env(p.pod, "NCCL_COMM_ID"));
+    EXPECT_TRUE(p.rendezvousGang.empty());
+  }
+  ASSERT_EQ(comm.size(), 1u);
+  EXPECT_EQ(*comm.begin(), "gang-g1-gang0-r0.gang-g1-gang0.perfgate-system.svc:29500");
+  ASSERT_EQ(d.services.size(), 1u);
+  EXPECT_EQ(Name(d.services[0]), "gang-g1-gang0");
+  EXPECT_NE((*d.planConfigMap)["data"].value("plan.yaml", "").find("\"method\":\"fixed\""),
+            std::string::npos);
+  w.Apply(d);
+  for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "PASS");
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed");
+  EXPECT_EQ(d.status->value("gangs", 0), 1);
+}
+
+// With --gang-rendezvous-host the ranks meet at an address Act picks, the same for the gang.
+TEST(DecideScenario, GangAtRendezvousHostLeavesThePortToAct) {
+  World w("gang", GangSpec("pairs"));
+  w.config.gangRendezvousHost = "127.0.0.1";
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 4u);
+  EXPECT_TRUE(d.services.empty());
+  std::set<std::string> gangs;
+  for (const auto& p : d.pods) {
+    EXPECT_EQ(Env(p.pod, "NCCL_COMM_ID"), "");
+    gangs.insert(p.rendezvousGang);
+  }
+  EXPECT_EQ(gangs, (std::set<std::string>{"gang-g1-gang0", "gang-g1-gang1"}));
+}
+
+// GangWithUnschedulablePodFailsAsOne: node-4's pod is never scheduled; every member gets the
+// gang's ERROR (the running ones' pods deleted first), nobody FAILs.
+TEST(DecideScenario, GangWithUnschedulablePodFailsAsOne) {
+  World w("gang-broken", GangSpec("all"), Nodes(5));
+  w.Apply(w.Decide());
+  for (int i = 0; i < 4; ++i) w.Start("node-" + std::to_string(i));
+  w.now = kT0 + seconds(3);
+  const Decision d = w.Decide();
+  const auto reasons = ResultReasons(d);
+  ASSERT_EQ(reasons.size(), 5u);
+  EXPECT_EQ(reasons.at("node-4").rfind("worker pod not scheduled within 3s", 0), 0u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(reasons.at("node-" + std::to_string(i))
+                  .rfind("gang of 5: node-4 ERROR: worker pod not scheduled", 0),
+              0u);
+  }
+  for (const auto& r : d.results) {
+    const std::string node = r.result["spec"]["nodeName"];
+    EXPECT_EQ(r.deletePodFirst.empty(), node == "node-4") << node;
+  }
+  EXPECT_EQ(d.status->value("verdict", ""), "Error");
+  EXPECT_NE(d.status->value("message", "").find("gang of 5: node-4 ERROR"), std::string::npos);
+  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, "ERROR");
+}
+
+// GangPairsFailOnlyTheirOwnPair: five nodes make (0,1) and (2,3,4); a scheduling ERROR names
+// no suspect.
+TEST(DecideScenario, GangPairsFailOnlyTheirOwnPair) {
+  World w("pairs", GangSpec("pairs"), Nodes(5));
+  Decision d = w.Decide();
+  std::map<std::string, std::string> size_of;
+  for (const auto& p : d.pods) size_of[ViewOfPod(p.pod).node] = Env(p.pod, "PERFGATE_GANG_SIZE");
+  EXPECT_EQ(
+      size_of,
+      (std::map<std::string, std::string>{
+          {"node-0", "2"}, {"node-1", "2"}, {"node-2", "3"}, {"node-3", "3"}, {"node-4", "3"}}));
+  w.Apply(d);
+  w.Finish("node-0", "PASS");
+  w.Finish("node-1", "PASS");
+  w.Start("node-2");
+  w.Start("node-3");
+  w.now = kT0 + seconds(5);
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("passedNodes", ""), "2/5");
+  EXPECT_EQ(d.status->value("gangs", 0), 2);
+  EXPECT_FALSE(d.status->contains("suspectNodes"));
+  EXPECT_NE(ResultReasons(d).at("node-2").find("gang of 3: node-4 ERROR"), std::string::npos);
+  EXPECT_TRUE(d.pods.empty());  // an ERROR is not narrowed down
+}
+
+// GangPairsNameTheSlowNodeAsSuspect: pair (2,3) fails; each of its nodes runs again beside a
+// node that passed (run "<run>-probe"), and only the one whose probe fails stays a suspect.
+TEST(DecideScenario, GangPairsNameTheSlowNodeAsSuspect) {
+  World w("narrow", GangSpec("pairs"));
+  w.Apply(w.Decide());
+  for (const char* n : {"node-0", "node-1"}) w.Finish(n, "PASS");
+  for (const char* n : {"node-2", "node-3"}) w.Finish(n, "FAIL");
+  Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 4u);
+  std::map<std::string, std::string> gang_of;
+  for (const auto& p : d.pods) {
+    EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");
+    gang_of[ViewOfPod(p.pod).node] = Label(p.pod, kGangLabel);
+  }
+  EXPECT_EQ(gang_of["node-0"], gang_of["node-2"]);
+  EXPECT_EQ(gang_of["node-1"], gang_of["node-3"]);
+  EXPECT_EQ(d.status->value("verdict", ""), "Running");
+  EXPECT_EQ(d.status->value("message", "").rfind("narrowing down: 2 suspect node(s)", 0), 0u);
+  EXPECT_EQ(d.requeueAfter, seconds(1));
+  w.Apply(d);
+  // A probe pairs a suspect with a passing node: the pair's verdict is both members'.
+  w.FinishRound("g1-probe", [&](const std::string& n) {
+    return n == "node-0" || n == "node-2" ? "FAIL" : "PASS";
+  });
+  d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("suspectNodes", Json::array()), Json::array({"node-2"}));
+  EXPECT_EQ(d.status->value("passedNodes", ""), "2/4");
+  EXPECT_TRUE(HasEvent(d, "SuspectNodes", true));
+}
+
+// GangAllFailureNarrowsByPairsToTheSlowNode: the failing gang of four runs again in pairs,
+// then probes; the gang's own verdict stands (0/4).
+TEST(DecideScenario, GangAllFailureNarrowsByPairsToTheSlowNode) {
+  World w("narrow-all", GangSpec("all"));
+  w.Apply(w.Decide());
+  for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "FAIL");
+  Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 4u);
+  for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-pairs");
+  EXPECT_EQ(d.status->value("message", ""),
+            "narrowing down: the gang of 4 failed; its nodes run again in 2 pairs (2 running)");
+  w.Apply(d);
+  w.FinishRound("g1-pairs", [](const std::string& n) {
+    return n == "node-2" || n == "node-3" ? "FAIL" : "PASS";
+  });
+  d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 4u);
+  for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");
+  w.Apply(d);
+  w.FinishRound("g1-probe", [](const std::string& n) {
+    return n == "node-0" || n == "node-2" ? "FAIL" : "PASS";
+  });
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("suspectNodes", Json::array()), Json::array({"node-2"}));
+  EXPECT_EQ(d.status->value("passedNodes", ""), "0/4");
+  EXPECT_EQ(
+      d.status->value("message", "").rfind("suspect nodes (narrowed down by pairs): node-2; ", 0),
+      0u);
+}
+
+// GangProbesRunInRoundsWhenSuspectsOutnumberPassingNodes.
+TEST(DecideScenario, GangProbesRunInRounds) {
+  World w("rounds", GangSpec("pairs"), Nodes(6));
+  auto slow = [](const std::string& n) { return n == "node-2" || n == "node-4"; };
+  w.Apply(w.Decide());
+  for (int i = 0; i < 6; ++i) {
+    const std::string n = "node-" + std::to_string(i);
+    w.Finish(n, i < 2 ? "PASS" : "FAIL");
+  }
+  Decision d = w.Decide();
+  std::set<std::string> round1;
+  for (const auto& p : d.pods) round1.insert(ViewOfPod(p.pod).node);
+  EXPECT_EQ(round1, (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  EXPECT_NE(d.status->value("message", "").find("(round 1 of 2)"), std::string::npos);
+  w.Apply(d);
+  // A probe's gang fails as a whole when its suspect is slow.
+  auto probe_verdicts = [&](const std::string& run) {
+    std::map<std::string, std::string> gang_verdict;
+    for (const auto& p : w.pods) {
+      const PodView v = ViewOfPod(p);
+      if (v.run == run && slow(v.node)) gang_verdict[Label(p, kGangLabel)] = "FAIL";
+    }
+    return [&, gang_verdict, run](const std::string& n) {
+      for (const auto& p : w.pods) {
+        const PodView v = ViewOfPod(p);
+        if (v.run == run && v.node == n) {
+          auto it = gang_verdict.find(Label(p, kGangLabel));
+          return std::string(it == gang_verdict.end() ? "PASS" : "FAIL");
+        }
+      }
+      return std::string("PASS");
+    };
+  };
+  w.FinishRound("g1-probe", probe_verdicts("g1-probe"));
+  d = w.Decide();
+  std::set<std::string> round2;
+  for (const auto& p : d.pods) {
+    EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe2");
+    round2.insert(ViewOfPod(p.pod).node);
+  }
+  EXPECT_EQ(round2, (std::set<std::string>{"node-0", "node-1", "node-4", "node-5"}));
+  w.Apply(d);
+  w.FinishRound("g1-probe2", probe_verdicts("g1-probe2"));
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("suspectNodes", Json::array()), Json::array({"node-2", "node-4"}));
+}
+
+// GangPairsWithoutNarrowingNameTheFailingPair.
+TEST(DecideScenario, GangPairsWithoutNarrowingNameTheFailingPair) {
+  World w("nonarrow", GangSpec("pairs", "none"));
+  w.Apply(w.Decide());
+  for (const char* n : {"node-0", "node-1"}) w.Finish(n, "PASS");
+  for (const char* n : {"node-2", "node-3"}) w.Finish(n, "FAIL");
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("suspectNodes", Json::array()), Json::array({"node-2", "node-3"}));
+  EXPECT_FALSE(d.status->value("completionTime", "").empty());
+}
+
+// GangNetworkOptionsReachThePods.
+TEST(DecideScenario, GangNetworkOptionsReachThePods) {
+  Json spec = GangSpec("all");
+  spec["gang"]["network"] = Json::parse(R"({
+    "socketIfname": "eth0", "ibHca": "mlx5_0", "hostNetwork": true,
+    "resources": {"rdma/rdma_shared_device_a": 1},
+    "env": {"NCCL_DEBUG": "INFO", "FI_PROVIDER": "efa"},
+    "podAnnotations": {"k8s.v1.cni.cncf.io/networks": "rdma-net"}})");
+  World w("net", spec, Nodes(2));
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 2u) << d.status->dump(2);
+  for (const auto& p : d.pods) {
+    EXPECT_EQ(Env(p.pod, "NCCL_SOCKET_IFNAME"), "eth0");
+    EXPECT_EQ(Env(p.pod, "NCCL_IB_HCA"), "mlx5_0");
+    EXPECT_EQ(Env(p.pod, "NCCL_DEBUG"), "INFO");
+    EXPECT_EQ(Env(p.pod, "FI_PROVIDER"), "efa");
+    EXPECT_EQ(p.pod["spec"]["containers"][0]["resources"]["limits"].value(
+                  "rdma/rdma_shared_device_a", ""),
+              "1");
+    EXPECT_TRUE(p.pod["spec"].value("hostNetwork", false));
+    EXPECT_EQ(p.pod["spec"].value("dnsPolicy", ""), "ClusterFirstWithHostNet");
+    EXPECT_EQ(p.pod["metadata"]["annotations"].value("k8s.v1.cni.cncf.io/networks", ""),
+              "rdma-net");
+    EXPECT_EQ(p.pod["spec"]["containers"][0]["securityContext"]["capabilities"]["add"],
+              Json::array({"IPC_LOCK"}));
+  }
+}
+
+// ---- Edge cases ----
+
+// A node that vanishes mid-run: its node's ERROR, written by the operator.
+TEST(DecideEdge, NodeThatVanishesMidRunIsAnError) {
+  World w("vanish", StreamSpec());
+  Json spec = StreamSpec();
+  spec.erase("nodeSelector");
+  spec["nodes"] = {"node-0", "node-1"};
+  w.validation["spec"] = spec;
+  w.Apply(w.Decide());
+  w.Start("node-0");
+  w.Start("node-1");
+  w.nodes.erase(w.nodes.begin() + 1);  // node-1 is gone
+  const Decision d = w.Decide();
+  EXPECT_EQ(ResultReasons(d),
+            (std::map<std::string, std::string>{{"node-1", "node node-1 does not exist"}}));
+  EXPECT_EQ(d.status->value("message", ""), "1 of 2 nodes done");
+}
+
+// A result for a stale run decides nothing in the current one.
+TEST(DecideEdge, ResultOfAStaleRunIsIgnored) {
+  World w("stale", StreamSpec());
+  w.validation["metadata"]["generation"] = 2;
+  w.results.push_back(w.ResultOf("g1", "node-0", "stale-g1-node-0", "FAIL", "old"));
+  w.validation["status"] = {{"run", "g1"}, {"completionTime", "2026-12-01T11:00:00Z"}};
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d).count("node-0"), 1u);  // node-0 is tested again
+  EXPECT_EQ(d.deleteResults, std::vector<std::string>{"stale-g1-node-0"});  // keepResults 0
+  EXPECT_EQ(d.deletePlan, "stale-g1-plan");
+  EXPECT_EQ(d.status->value("pending", 0), 4);
+  EXPECT_FALSE(d.status->contains("completionTime"));
+}
+
+// A pod that never starts waits, with the requeue at the scheduling timeout, then is an ERROR
+// and deleted.
+TEST(DecideEdge, PodThatNeverStartsTimesOut) {
+  World w("never", StreamSpec(), Nodes(1));
+  w.Apply(w.Decide());
+  w.now = kT0 + seconds(1);
+  Decision d = w.Decide();
+  EXPECT_TRUE(d.results.empty());
+  EXPECT_EQ(d.requeueAfter, std::chrono::milliseconds(2100));
+  w.now = kT0 + seconds(3);
+  d = w.Decide();
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_EQ(ResultReasons(d).at("node-0"), "worker pod not scheduled within 3s");
+  EXPECT_EQ(d.deletePodsAfterResults, std::vector<std::string>{"never-g1-node-0"});
+  EXPECT_EQ(d.status->value("verdict", ""), "Error");
+}
+
+// A spec change mid-run (a new generation): the old run's pods go, the new run starts.
+TEST(DecideEdge, SpecChangeMidRunStartsANewRun) {
+  World w("change", StreamSpec());
+  w.Apply(w.Decide());
+  w.Start("node-0");
+  w.validation["metadata"]["generation"] = 2;
+  w.validation["spec"]["policy"]["parallelism"] = 1;
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.deletePods.size(), 4u);
+  EXPECT_EQ(d.deletePlan, "change-g1-plan");
+  ASSERT_EQ(d.pods.size(), 1u);  // parallelism 1
+  EXPECT_EQ(Label(d.pods[0].pod, kRunLabel), "g2");
+  EXPECT_EQ(d.status->value("run", ""), "g2");
+  EXPECT_EQ(d.status->value("observedGeneration", 0), 2);
+}
+
+// A long validation name on a long node name: names at most 63 characters, distinct.
+TEST(DecideEdge, LongNamesStayDistinctAndBounded) {
+  const std::string name(120, 'v');
+  std::vector<Json> nodes = {NodeObj(std::string(100, 'n') + "-a"),
+                             NodeObj(std::string(100, 'n') + "-b")};
+  World w(name, StreamSpec(), nodes);
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 2u);
+  EXPECT_NE(Name(d.pods[0].pod), Name(d.pods[1].pod));
+  EXPECT_LE(Name(d.pods[0].pod).size(), 63u);
+  EXPECT_EQ(Label(d.pods[0].pod, kValidationLabel), LabelValue(name));
+}
+
+// A node whose Node object has no spec is selected and its pod built.
+TEST(DecideEdge, NodeWithoutSpecOrLabelsIsNamedAndTested) {
+  Json bare = {{"metadata", {{"name", "bare"}}},
+               {"status", {{"allocatable", {{"nvidia.com/gpu", 8}}}}}};
+  Json spec = StreamSpec();
+  spec.erase("nodeSelector");
+  spec["nodes"] = {"bare"};
+  World w("bare", spec, {bare});
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), std::set<std::string>{"bare"});
+  EXPECT_EQ(
+      d.pods[0].pod["spec"]["containers"][0]["resources"]["limits"].value("nvidia.com/gpu", ""),
+      "8");
+}
+
+// A worker's result the cache has not seen yet: not an ERROR; look again soon.
+TEST(DecideEdge, ResultInTheApiButNotTheCacheIsAwaited) {
+  World w("lag", StreamSpec(), Nodes(1));
+  w.Apply(w.Decide());
+  Json* pod = w.PodOn("node-0");
+  (*pod)["spec"]["nodeName"] = "node-0";
+  (*pod)["status"]["phase"] = "Succeeded";
+  w.resultsInApi.insert(Name(*pod));
+  Decision d = w.Decide();
+  EXPECT_TRUE(d.results.empty());
+  EXPECT_EQ(d.requeueAfter, std::chrono::milliseconds(200));
+  // Without it: exited 0 without a result.
+  w.resultsInApi.clear();
+  d = w.Decide();
+  EXPECT_EQ(ResultReasons(d).at("node-0"), "worker exited 0 without writing its PerfResult");
+}
+
+// A crashed worker without a termination message: the last log lines say why.
+TEST(DecideEdge, CrashedWorkerWithoutMessageQuotesItsLog) {
+  World w("crash", StreamSpec(), Nodes(1));
+  w.Apply(w.Decide());
+  Json* pod = w.PodOn("node-0");
+  (*pod)["spec"]["nodeName"] = "node-0";
+  (*pod)["status"] = {{"phase", "Failed"},
+                      {"containerStatuses",
+                       {{{"state", {{"terminated", {{"exitCode", 139}, {"reason", "Error"}}}}}}}}};
+  w.logs[Name(*pod)] = "cudaMalloc failed\nsegfault\n";
+  const Decision d = w.Decide();
+  EXPECT_EQ(ResultReasons(d).at("node-0"),
+            "worker failed: exit code 139 (Error): cudaMalloc failed\nsegfault");
+}
+
+// A node busy with another validation waits, named in the status; nothing starts there.
+TEST(DecideEdge, BusyNodeWaitsForTheOtherValidation) {
+  World w("second", StreamSpec(), Nodes(2));
+  w.busyWith["node-1"] = "first";
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-0"});
+  EXPECT_EQ(d.status->value("message", ""),
+            "0 of 2 nodes done; waiting for node-1 (busy with validation first)");
+  EXPECT_EQ(d.requeueAfter, seconds(5));
+}
+
+// policy.parallelism bounds the pods running at once.
+TEST(DecideEdge, ParallelismBoundsLivePods) {
+  Json spec = StreamSpec();
+  spec["policy"]["parallelism"] = 2;
+  World w("par", spec);
+  Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1"}));
+  w.Apply(d);
+  w.Finish("node-0", "PASS");
+  d = w.Decide();
+  EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-2"});
+}
+
+// A run already complete: only observedGeneration is kept current; nothing else is done.
+TEST(DecideEdge, CompletedRunDoesNothing) {
+  World w("done", StreamSpec());
+  RunToCompletion(&w, [](const std::string&) { return "PASS"; });
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_TRUE(d.nodeVerdicts.empty());
+  EXPECT_TRUE(d.events.empty());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(*d.status, w.validation["status"]);
+}
+
+// No node selected: complete, verdict Error, reason NoNodesSelected.
+TEST(DecideEdge, NoNodeSelectedIsAnError) {
+  Json spec = StreamSpec();
+  spec["nodeSelector"] = {{"pool", "none"}};
+  World w("none", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "Error");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "NoNodesSelected");
+  EXPECT_EQ(d.status->value("passedNodes", ""), "0/0");
+}
+
+// A cordon someone else set excludes the node, unless includeCordoned.
+TEST(DecideEdge, ForeignCordonExcludesUnlessIncluded) {
+  std::vector<Json> nodes = Nodes(2);
+  nodes[1]["spec"]["unschedulable"] = true;
+  World w("cordoned", StreamSpec(), nodes);
+  EXPECT_EQ(PodNodes(w.Decide()), std::set<std::string>{"node-0"});
+  w.validation["spec"]["includeCordoned"] = true;
+  EXPECT_EQ(PodNodes(w.Decide()), (std::set<std::string>{"node-0", "node-1"}));
+}
+
+// A validation without the finalizer gets it; a deleted one without it is left alone.
+TEST(DecideEdge, FinalizerIsAddedAndOnlyRemovedWhenPresent) {
+  World w("fin", StreamSpec());
+  w.validation["metadata"]["finalizers"] = Json::array();
+  EXPECT_TRUE(w.Decide().addFinalizer);
+  w.validation["metadata"]["deletionTimestamp"] = "2026-12-01T12:01:00Z";
+  const Decision d = w.Decide();
+  EXPECT_FALSE(d.removeFinalizer);
+  EXPECT_TRUE(d.deletePods.empty());
+}
+
+// A gang member whose pod exists keeps the gang's address when a missing peer is created.
+TEST(DecideEdge, GangKeepsTheAddressOfPodsAlreadyMade) {
+  World w("gang", GangSpec("all"), Nodes(2));
+  w.config.gangRendezvousHost = "127.0.0.1";
+  Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 2u);
+  Json first = d.pods[0].pod;
+  for (auto& e : first["spec"]["containers"][0]["env"]) {
+    if (e.value("name", "") == "NCCL_COMM_ID") e["value"] = "127.0.0.1:40000";
+  }
+  w.pods = {first};  // the second create failed
+  d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 1u);
+  EXPECT_EQ(Env(d.pods[0].pod, "NCCL_COMM_ID"), "127.0.0.1:40000");
+  EXPECT_TRUE(d.pods[0].rendezvousGang.empty());
+}
+
+// A narrowing round whose pod is never scheduled ends its gang with the operator's ERROR
+// (the scheduled peer's pod deleted first), and the round's other gangs go on; the pair that
+// did not pass still holds the suspects, so the probes start.
+TEST(DecideEdge, NarrowingRoundPodNeverScheduledEndsItsGang) {
+  World w("round", GangSpec("all"));
+  w.Apply(w.Decide());
+  for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "FAIL");
+  w.Apply(w.Decide());  // the pairs round
+  // (node-0, node-1) pass; node-2 runs; node-3's pod is never scheduled.
+  for (auto& p : w.pods) {
+    const PodView v = ViewOfPod(p);
+    if (v.run != "g1-pairs" || v.node == "node-3") continue;
+    p["spec"]["nodeName"] = v.node;
+    p["status"]["phase"] = v.node == "node-2" ? "Running" : "Succeeded";
+    if (v.node != "node-2") w.results.push_back(w.ResultOf("g1-pairs", v.node, v.name, "PASS", ""));
+  }
+  w.now = kT0 + seconds(3);
+  const Decision d = w.Decide();
+  std::map<std::string, const ResultWrite*> by_node;
+  for (const auto& r : d.results) by_node[r.result["spec"]["nodeName"]] = &r;
+  ASSERT_EQ(by_node.size(), 2u);
+  EXPECT_EQ(by_node["node-3"]->result["spec"]["report"].value("reason", ""),
+            "narrowing gang of 2: pod on node-3 not scheduled within 3s");
+  EXPECT_EQ(Label(by_node["node-3"]->result, kRunLabel), "g1-pairs");
+  EXPECT_FALSE(by_node["node-2"]->deletePodFirst.empty());  // it would wait for its peer
+  // The errored pair holds the suspects: each runs again beside a node that passed.
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");
+}
+
+// Decide is pure: the same snapshot and time give the same decision.
+TEST(DecideEdge, SameSnapshotSameDecision) {
+  World w("pure", GangSpec("pairs"), Nodes(3));
+  const Snapshot s = w.Observe();
+  const Decision a = Decide(s, w.config, kT0);
+  const Decision b = Decide(s, w.config, kT0);
+  ASSERT_EQ(a.pods.size(), b.pods.size());
+  for (size_t i = 0; i < a.pods.size(); ++i) EXPECT_EQ(a.pods[i].pod, b.pods[i].pod);
+  EXPECT_EQ(*a.status, *b.status);
+}
+
+// A spec that does not parse is an invalid spec with the loader's message.
+TEST(DecideEdge, UnparsableSpecIsInvalidSpec) {
+  Json spec = StreamSpec();
+  spec["gpusPerNode"] = "eight";
+  World w("unparsable", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("spec.gpusPerNode"), std::string::npos)
+      << d.status->value("message", "");
+}
+
+}  // namespace
+}  // namespace perfgate::op

@@ -1,0 +1,231 @@
+// Observe and act against a scripted API server (tests/kube/fakes.h): what a reconcile reads,
+// and in which order and how often it writes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "operator/act.h"
+#include "operator/names.h"
+#include "operator/snapshot.h"
+#include "tests/kube/fakes.h"
+
+namespace perfgate::op {
+namespace {
+
+using kube::testing::FakeClock;
+using kube::testing::FakeTransport;
+using kube::testing::Reply;
+
+const std::chrono::system_clock::time_point kT0{std::chrono::seconds(1800000000)};
+
+std::string NotFoundBody() {
+  return Json{{"kind", "Status"}, {"code", 404}, {"reason", "NotFound"}, {"message", "gone"}}
+      .dump();
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  ApiTest() {
+    kube::RestConfig rc;
+    rc.server = "https://api:6443";
+    rc.bearerToken = "tok";
+    rc.qps = 0;
+    kube::ClientOptions o;
+    o.clock = std::make_shared<FakeClock>();
+    o.retry.maxRetries = 0;
+    client_ = std::make_shared<kube::Client>(rc, transport_, o);
+    caches_.nodes = [this] {
+      nodeReads_++;
+      return nodes_;
+    };
+    caches_.podsOf = [this](const std::string&) { return pods_; };
+    caches_.podsOn = [this](const std::string& node) {
+      std::vector<Json> out;
+      for (const auto& p : others_) {
+        if (p["spec"].value("nodeName", "") == node) out.push_back(p);
+      }
+      return out;
+    };
+    caches_.resultsOf = [this](const std::string&) { return results_; };
+  }
+
+  static Json Validation(Json spec, Json status = Json::object()) {
+    return {{"apiVersion", "perfgate.io/v1alpha1"},
+            {"kind", "PerfValidation"},
+            {"metadata",
+             {{"name", "v"},
+              {"uid", "u1"},
+              {"generation", 1},
+              {"resourceVersion", "5"},
+              {"finalizers", {kFinalizer}}}},
+            {"spec", std::move(spec)},
+            {"status", std::move(status)}};
+  }
+  static Json Spec() {
+    return Json::parse(R"({"tests": [{"type": "hbm-stream"}],
+                           "sampling": {"minRepeats": 5, "maxRepeats": 20}})");
+  }
+  static Json Node(const std::string& name) {
+    return {{"metadata",
+             {{"name", name},
+              {"labels",
+               {{"nvidia.com/gpu.present", "true"}, {"nvidia.com/gpu.product", "NVIDIA-H200"}}}}},
+            {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+  }
+  std::vector<std::string> Paths() const {
+    std::vector<std::string> out;
+    for (const auto& r : transport_->requests()) out.push_back(r.method + " " + r.path);
+    return out;
+  }
+
+  std::shared_ptr<FakeTransport> transport_ = std::make_shared<FakeTransport>();
+  std::shared_ptr<kube::Client> client_;
+  Caches caches_;
+  ReconcilerConfig config_;
+  std::vector<Json> nodes_, pods_, others_, results_;
+  int nodeReads_ = 0;
+};
+
+const char* kPvalPath = "/apis/perfgate.io/v1alpha1/perfvalidations/v";
+
+TEST_F(ApiTest, ObserveOfAGoneValidationSaysSo) {
+  transport_->Expect("GET", kPvalPath, Reply().WithStatus(404).WithBody(NotFoundBody()));
+  auto s = Observe(*client_, caches_, config_, "v");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_FALSE(s->exists);
+}
+
+TEST_F(ApiTest, ObserveOfACompletedRunReadsOnlyTheValidation) {
+  transport_->Expect(
+      "GET", kPvalPath,
+      Reply().WithBody(
+          Validation(Spec(), {{"run", "g1"}, {"completionTime", "2026-12-01T12:00:00Z"}}).dump()));
+  auto s = Observe(*client_, caches_, config_, "v");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->runComplete);
+  ASSERT_TRUE(s->spec);  // parsed once, typed
+  EXPECT_EQ(s->spec->doc.spec().tests(0).type(), "hbm-stream");
+  EXPECT_EQ(nodeReads_, 0);
+  EXPECT_EQ(transport_->requests().size(), 1u);
+}
+
+// A finished pod whose result the cache lacks: the API is asked; a crashed one without a
+// termination message has its log read.
+TEST_F(ApiTest, ObserveAsksTheApiForResultsAndLogsTheCacheCannotGive) {
+  transport_->Expect("GET", kPvalPath, Reply().WithBody(Validation(Spec()).dump()));
+  nodes_ = {Node("node-0"), Node("node-1")};
+  auto pod = [](const std::string& node, Json status) {
+    return Json{{"metadata",
+                 {{"name", "v-g1-" + node},
+                  {"labels", {{kValidationLabel, "v"}, {kNodeLabel, node}, {kRunLabel, "g1"}}}}},
+                {"spec", {{"nodeName", node}}},
+                {"status", std::move(status)}};
+  };
+  pods_ = {pod("node-0", {{"phase", "Succeeded"}}),
+           pod("node-1", Json::parse(R"({"phase": "Failed", "containerStatuses":
+                 [{"state": {"terminated": {"exitCode": 1}}}]})"))};
+  transport_->Expect(
+      "GET", "/apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults/v-g1-node-0",
+      Reply().WithBody(R"({"metadata": {"name": "v-g1-node-0"}})"));
+  transport_->Expect(
+      "GET", "/apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults/v-g1-node-1",
+      Reply().WithStatus(404).WithBody(NotFoundBody()));
+  transport_->Expect("GET", "/api/v1/namespaces/perfgate-system/pods/v-g1-node-1/log",
+                     Reply().WithBody("out of memory\n"));
+  auto s = Observe(*client_, caches_, config_, "v");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->pods.size(), 2u);
+  EXPECT_TRUE(s->pods[0].resultInApi);
+  EXPECT_FALSE(s->pods[0].logTail);
+  EXPECT_FALSE(s->pods[1].resultInApi);
+  ASSERT_TRUE(s->pods[1].logTail);
+  EXPECT_EQ(*s->pods[1].logTail, "out of memory\n");
+  EXPECT_EQ(transport_->requests().size(), 4u);
+  EXPECT_NE(transport_->requests()[3].path.find("tailLines=5"), std::string::npos);
+}
+
+// Another validation's live worker makes a node busy; a named profile is read by name, and a
+// missing one is no error (the spec is invalid, which decide says).
+TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
+  Json spec = {{"profile", "sim"}};
+  transport_->Expect("GET", kPvalPath, Reply().WithBody(Validation(spec).dump()));
+  transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfprofiles/sim",
+                     Reply().WithStatus(404).WithBody(NotFoundBody()));
+  nodes_ = {Node("node-0"), Node("node-1")};
+  others_ = {{{"metadata", {{"name", "x"}, {"labels", {{kValidationLabel, "other"}}}}},
+              {"spec", {{"nodeName", "node-1"}}},
+              {"status", {{"phase", "Running"}}}}};
+  auto s = Observe(*client_, caches_, config_, "v");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->busyWith, (std::map<std::string, std::string>{{"node-1", "other"}}));
+  EXPECT_TRUE(s->profiles.byName.empty());
+  EXPECT_FALSE(s->profiles.listed);
+  EXPECT_EQ(transport_->requests().size(), 2u);
+}
+
+TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
+  ReconcileMetrics metrics;
+  Actor actor(client_, config_, metrics, [] { return kT0; });
+  const Json v = Validation(Spec(), {{"run", "g1"}});
+  EXPECT_TRUE(actor.Report(v, v["status"]).ok());
+  EXPECT_TRUE(transport_->requests().empty());
+  transport_->Expect("PUT", std::string(kPvalPath) + "/status", Reply().WithBody(v.dump()));
+  EXPECT_TRUE(actor.Report(v, {{"run", "g1"}, {"observedGeneration", 1}}).ok());
+  ASSERT_EQ(transport_->requests().size(), 1u);
+  EXPECT_EQ(Json::parse(transport_->requests()[0].body)["status"].value("observedGeneration", 0),
+            1);
+}
+
+// The order of the writes: a gang member's pod goes before its result is written, results
+// before pods; every rank of a gang at the rendezvous host gets the same free port; an event
+// with a once-key goes out once.
+TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
+  config_.gangRendezvousHost = "127.0.0.1";
+  ReconcileMetrics metrics;
+  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Snapshot s;
+  s.exists = true;
+  s.name = "v";
+  s.validation = Validation(Spec());
+  Decision d;
+  d.results.push_back({{{"metadata", {{"name", "v-g1-node-0"}}}}, "v-g1-node-0"});
+  for (int rank = 0; rank < 2; ++rank) {
+    Json pod = {
+        {"metadata", {{"name", "p" + std::to_string(rank)}}},
+        {"spec", {{"containers", {{{"env", {{{"name", "NCCL_COMM_ID"}, {"value", ""}}}}}}}}}};
+    d.pods.push_back({pod, "v-g1-gang0"});
+  }
+  d.events.push_back({"Normal", "Started", "run g1 started", false, "v/g1"});
+  const std::string ns = "/api/v1/namespaces/perfgate-system";
+  transport_->Expect("DELETE", ns + "/pods/v-g1-node-0", Reply().WithBody("{}"));
+  transport_->Expect("POST", "/apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults",
+                     Reply().WithStatus(201).WithBody("{}"));
+  transport_->Expect("POST", "/api/v1/namespaces/default/events",
+                     Reply().WithStatus(201).WithBody("{}"));
+  transport_->Expect("POST", ns + "/pods", Reply().WithStatus(201).WithBody("{}"));
+  transport_->Expect("POST", ns + "/pods", Reply().WithStatus(201).WithBody("{}"));
+  ASSERT_TRUE(actor.Apply(s, d).ok());
+  const auto paths = Paths();
+  ASSERT_EQ(paths.size(), 5u);
+  EXPECT_EQ(paths[0], "POST /api/v1/namespaces/default/events");
+  EXPECT_EQ(paths[1], "DELETE " + ns + "/pods/v-g1-node-0");
+  EXPECT_EQ(paths[2], "POST /apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults");
+  std::set<std::string> addresses;
+  for (size_t i = 3; i < 5; ++i) {
+    const Json pod = Json::parse(transport_->requests()[i].body);
+    addresses.insert(pod["spec"]["containers"][0]["env"][0].value("value", ""));
+  }
+  ASSERT_EQ(addresses.size(), 1u);
+  EXPECT_EQ(addresses.begin()->rfind("127.0.0.1:", 0), 0u);
+  EXPECT_NE(*addresses.begin(), "127.0.0.1:");
+  EXPECT_EQ(metrics.podsCreated, 2u);
+  EXPECT_EQ(metrics.resultsWrittenByOperator, 1u);
+  // The same decision again: the Started event is not sent twice.
+  Decision again;
+  again.events = d.events;
+  ASSERT_TRUE(actor.Apply(s, again).ok());
+  EXPECT_EQ(transport_->requests().size(), 5u);
+}
+
+}  // namespace
+}  // namespace perfgate::op
