@@ -1338,6 +1338,7 @@ TEST_F(E2E, TwentySecondsOf500WhileWorkersFinishLosesNoVerdict) {
   // A leader that could not renew its lease through the outage has stopped, as it must; its
   // Deployment would start it again.
   if (op_.Log().find("stopped leading") != std::string::npos) {
+    std::cerr << "the operator lost its lease in the outage; starting it again\n";
     op_.Kill(SIGTERM);
     op_.Start(*sim_);
   }
