@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -143,18 +144,38 @@ std::shared_ptr<LeaseLock> NewLeaseLock(std::shared_ptr<Client> client, std::str
   return std::make_shared<ApiLeaseLock>(std::move(client), std::move(ns), std::move(name));
 }
 
+struct LeaderElector::AttemptState {
+  Cancellation done;       // the attempt has returned
+  Cancellation abandoned;  // Run stopped waiting for it
+  std::atomic<bool> held{false};
+};
+
 LeaderElector::LeaderElector(std::shared_ptr<LeaseLock> lock, LeaderElectionConfig config,
                              std::shared_ptr<Clock> clock)
     : lock_(std::move(lock)),
       config_(std::move(config)),
       clock_(clock ? std::move(clock) : RealClock()) {}
 
+LeaderElector::~LeaderElector() {
+  if (attempt_thread_.joinable()) attempt_thread_.join();
+}
+
 std::string LeaderElector::ObservedHolder() const {
   std::lock_guard lock(mu_);
   return observed_ ? observed_->holderIdentity : "";
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
+bool LeaderElector::TryAcquireOrRenew() { return TryAcquireOrRenew(nullptr); }
+
+bool LeaderElector::TryAcquireOrRenew(const Cancellation* abandoned) {
+  // An attempt Run gave up on must not write after the fact: a lease renewed
+  // by a replica that no longer leads makes the next leader wait a whole lease.
+  auto given_up = [&] {
+    if (abandoned == nullptr || !abandoned->cancelled()) return false;
+    Logger()->info("lease {}: attempt came back after its deadline; not writing",
+                   lock_->Describe());
+    return true;
+  };
   auto wall = clock_->WallNow();
   int32_t duration_s = static_cast<int32_t>(
       std::chrono::duration_cast<std::chrono::seconds>(config_.leaseDuration).count());
@@ -170,6 +191,7 @@ bool LeaderElector::TryAcquireOrRenew() {
       Logger()->warn("lease {}: {}", lock_->Describe(), current.status().ToString());
       return false;
     }
+    if (given_up()) return false;
     auto created = lock_->Create(mine);
     if (!created.ok()) {
       Logger()->info("lease {}: create: {}", lock_->Describe(), created.status().ToString());
@@ -202,6 +224,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     return false;
   }
 
+  if (given_up()) return false;
   LeaseRecord next = mine;
   next.resourceVersion = current->resourceVersion;
   if (current->holderIdentity == config_.identity) {
@@ -246,43 +269,105 @@ Status LeaderElector::Release() {
   return Status::Ok();
 }
 
+bool LeaderElector::WaitForAttempt(const AttemptState& state,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   const Cancellation& stop) {
+  // One cancellation wakes the wait for either; shared, as a callback may still
+  // be running on the cancelling thread when this returns.
+  auto wake = std::make_shared<Cancellation>();
+  const uint64_t on_done = state.done.OnCancel([wake] { wake->Cancel(); });
+  const uint64_t on_stop = stop.OnCancel([wake] { wake->Cancel(); });
+  while (!state.done.cancelled() && !stop.cancelled()) {
+    const auto now = clock_->Now();
+    if (now >= deadline) break;
+    clock_->SleepFor(deadline - now, wake.get());
+  }
+  state.done.Unregister(on_done);
+  stop.Unregister(on_stop);
+  return state.done.cancelled();
+}
+
+LeaderElector::Outcome LeaderElector::Attempt(std::chrono::steady_clock::time_point deadline,
+                                              const Cancellation& stop) {
+  if (attempt_thread_.joinable()) {
+    // The previous attempt outlived its deadline and may still be waiting for
+    // the API server: one at a time.
+    if (!WaitForAttempt(*attempt_, deadline, stop)) return Outcome::kTimedOut;
+    attempt_thread_.join();
+  }
+  auto state = std::make_shared<AttemptState>();
+  attempt_ = state;
+  attempt_thread_ = std::thread([this, state] {
+    state->held = TryAcquireOrRenew(&state->abandoned);
+    state->done.Cancel();
+  });
+  if (WaitForAttempt(*state, deadline, stop)) {
+    return state->held ? Outcome::kHeld : Outcome::kNotHeld;
+  }
+  state->abandoned.Cancel();
+  return Outcome::kTimedOut;
+}
+
 void LeaderElector::Run(const Cancellation& stop) {
   std::mt19937_64 rng(std::hash<std::string>{}(config_.identity));
   std::uniform_real_distribution<double> jitter(1.0, 1.2);
   Logger()->info("lease {}: {} trying to acquire", lock_->Describe(), config_.identity);
+  // When the last successful attempt started: the API server wrote the lease
+  // no earlier, so the others' leaseDuration runs from no earlier either.
+  std::chrono::steady_clock::time_point renewed_at{};
+  bool acquired = false;
   while (!stop.cancelled()) {
-    if (TryAcquireOrRenew()) break;
+    const auto started = clock_->Now();
+    if (Attempt(started + config_.renewDeadline, stop) == Outcome::kHeld) {
+      renewed_at = started;
+      acquired = true;
+      break;
+    }
     auto wait =
         std::chrono::duration_cast<std::chrono::nanoseconds>(config_.retryPeriod * jitter(rng));
     clock_->SleepFor(wait, &stop);
   }
-  if (stop.cancelled()) return;
+  if (!acquired) return;
 
   leader_ = true;
   Logger()->info("lease {}: {} is the leader", lock_->Describe(), config_.identity);
   if (config_.onStartedLeading) config_.onStartedLeading();
-  auto last_renew = clock_->Now();
+  bool shutdown = false;
   while (true) {
-    if (!clock_->SleepFor(config_.retryPeriod, &stop)) {
-      if (config_.releaseOnCancel) {
-        if (Status s = Release(); !s.ok()) Logger()->warn("{}", s.ToString());
-      }
-      Logger()->info("lease {}: {} stopped leading (shutdown)", lock_->Describe(),
-                     config_.identity);
+    const auto deadline = renewed_at + config_.renewDeadline;
+    // Between attempts too, leadership ends at the deadline, not after a sleep.
+    const auto now = clock_->Now();
+    if (now >= deadline) break;
+    if (!clock_->SleepFor(std::min<std::chrono::nanoseconds>(config_.retryPeriod, deadline - now),
+                          &stop)) {
+      shutdown = true;
       break;
     }
-    if (TryAcquireOrRenew()) {
-      last_renew = clock_->Now();
-      continue;
-    }
-    if (clock_->Now() - last_renew >= config_.renewDeadline) {
-      Logger()->error("lease {}: {} lost the lease (no renewal for {} ms)", lock_->Describe(),
-                      config_.identity, config_.renewDeadline.count());
+    if (clock_->Now() >= deadline) break;
+    const auto started = clock_->Now();
+    const Outcome outcome = Attempt(deadline, stop);
+    if (outcome == Outcome::kHeld) {
+      renewed_at = started;
+    } else if (stop.cancelled()) {
+      shutdown = true;
       break;
     }
   }
   leader_ = false;
+  if (shutdown) {
+    Logger()->info("lease {}: {} stopped leading (shutdown)", lock_->Describe(), config_.identity);
+  } else {
+    Logger()->error("lease {}: {} lost the lease (no renewal for {} ms)", lock_->Describe(),
+                    config_.identity, config_.renewDeadline.count());
+  }
+  // Stop acting before the lease is handed over.
   if (config_.onStoppedLeading) config_.onStoppedLeading();
+  if (shutdown && config_.releaseOnCancel) {
+    // After an attempt abandoned on shutdown, what we hold is unknown: release
+    // only what we last saw ourselves write, and only once that attempt is back.
+    if (attempt_thread_.joinable()) attempt_thread_.join();
+    if (Status s = Release(); !s.ok()) Logger()->warn("{}", s.ToString());
+  }
 }
 
 }  // namespace perfgate::kube

@@ -3,6 +3,14 @@
 // concurrency on resourceVersion. Losing the lease (no successful renew within
 // the renew deadline) calls OnStoppedLeading: the operator then exits, as
 // controller-runtime's managers do.
+//
+// The renew deadline is kept by the clock, not by the API calls: each attempt
+// runs on a helper thread while the elector's thread waits for it only until
+// the deadline, so a request stuck in the client's retries or in a frozen API
+// server cannot keep a leader acting. A renewal counts from when its attempt
+// started (the API server cannot have written it earlier), so a leader stops at
+// most renewDeadline after the last renewal another replica can have seen,
+// before that replica's leaseDuration runs out.
 #pragma once
 
 #include <atomic>
@@ -12,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "common/result.h"
 #include "kube/client.h"
@@ -66,7 +75,8 @@ struct LeaderElectionConfig {
   // Called once when leadership ends (lost or released), on the elector's
   // thread.
   std::function<void()> onStoppedLeading;
-  // Called when the observed holder changes (including to us).
+  // Called when the observed holder changes (including to us), on the thread
+  // that made the attempt.
   std::function<void(const std::string& identity)> onNewLeader;
 };
 
@@ -74,12 +84,20 @@ class LeaderElector {
  public:
   LeaderElector(std::shared_ptr<LeaseLock> lock, LeaderElectionConfig config,
                 std::shared_ptr<Clock> clock = nullptr);
+  // Waits for an attempt still waiting on the API server (one Run gave up on).
+  ~LeaderElector();
+  LeaderElector(const LeaderElector&) = delete;
+  LeaderElector& operator=(const LeaderElector&) = delete;
 
   // Tries to acquire until `stop` fires, then leads: renews every retryPeriod
-  // until a renew has not succeeded for renewDeadline (lost) or `stop` fires
-  // (released if configured). Calls onStartedLeading / onStoppedLeading.
-  // Blocking: run on its own thread. Returns when it has stopped leading or was
-  // stopped before leading.
+  // until renewDeadline has passed on the clock since the start of the last
+  // successful attempt (lost: onStoppedLeading at that instant, even while an
+  // attempt is still waiting for the API server) or `stop` fires (then
+  // onStoppedLeading, then the lease is released if configured). Blocking: run
+  // on its own thread. Returns when it has stopped leading or was stopped before
+  // leading. The clock's sleeps must block until their time comes (the real
+  // clock, or a test clock advanced by another thread), as attempts run
+  // concurrently with the wait.
   void Run(const Cancellation& stop);
 
   // One acquire-or-renew attempt, as client-go's tryAcquireOrRenew: true when
@@ -93,6 +111,17 @@ class LeaderElector {
   std::string ObservedHolder() const;
 
  private:
+  struct AttemptState;
+  enum class Outcome { kHeld, kNotHeld, kTimedOut };
+  // TryAcquireOrRenew on the attempt thread, waited for until `deadline` (on the
+  // clock) or `stop`. An attempt not back by then is abandoned: it writes
+  // nothing more once it notices.
+  Outcome Attempt(std::chrono::steady_clock::time_point deadline, const Cancellation& stop);
+  // True when `state`'s attempt returned before `deadline` and `stop`.
+  bool WaitForAttempt(const AttemptState& state, std::chrono::steady_clock::time_point deadline,
+                      const Cancellation& stop);
+  bool TryAcquireOrRenew(const Cancellation* abandoned);
+
   std::shared_ptr<LeaseLock> lock_;
   LeaderElectionConfig config_;
   std::shared_ptr<Clock> clock_;
@@ -103,6 +132,9 @@ class LeaderElector {
   // from this, not from the holder's wall-clock renewTime, so clock skew
   // between nodes does not matter.
   std::chrono::steady_clock::time_point observed_at_{};
+  // The attempt in flight or last made (Run's thread only).
+  std::thread attempt_thread_;
+  std::shared_ptr<AttemptState> attempt_;
 };
 
 }  // namespace perfgate::kube

@@ -1,16 +1,19 @@
 #include "worker/cluster.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/labels.h"
 #include "common/report.h"
+#include "common/termination.h"
 
 namespace perfgate::worker {
 namespace {
@@ -34,6 +37,14 @@ void ClusterTargetFromEnv(ClusterTarget* target) {
   fill(&target->run, "PERFGATE_RUN");
   fill(&target->validationName, "PERFGATE_VALIDATION");
   fill(&target->validationUid, "PERFGATE_VALIDATION_UID");
+  const std::string timeout = Env("PERFGATE_RESULT_WRITE_TIMEOUT_SECONDS");
+  if (!timeout.empty()) {
+    char* end = nullptr;
+    const long seconds = std::strtol(timeout.c_str(), &end, 10);
+    if (end != timeout.c_str() && *end == '\0' && seconds >= 0) {
+      target->resultWriteTimeout = std::chrono::seconds(seconds);
+    }
+  }
 }
 
 std::string PodPath(const std::string& path) {
@@ -124,13 +135,63 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
   return obj.dump();
 }
 
+bool RetryableWriteError(const Status& status) {
+  switch (status.code()) {
+    case Code::kUnavailable:        // 5xx, or no connection
+    case Code::kDeadlineExceeded:   // no answer in time
+    case Code::kResourceExhausted:  // 429
+    case Code::kDataLoss:           // a 2xx whose body did not arrive whole
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status RetryResultWrite(
+    const std::function<Status()>& attempt, std::chrono::milliseconds timeout,
+    const WriteBackoff& backoff, const std::function<std::chrono::steady_clock::time_point()>& now,
+    const std::function<void(std::chrono::milliseconds)>& sleep, uint64_t jitter_seed,
+    const std::function<void(int, const Status&, std::chrono::milliseconds)>& on_retry) {
+  const auto deadline = now() + timeout;
+  std::mt19937_64 rng(jitter_seed);
+  std::chrono::milliseconds step = backoff.initial;
+  for (int n = 1;; ++n) {
+    Status st = attempt();
+    if (st.ok() || st.code() == Code::kAlreadyExists) return Status::Ok();
+    if (!RetryableWriteError(st)) return st;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now());
+    if (left.count() <= 0) {
+      return Status(st.code(), st.message() + " (gave up after " + std::to_string(n) +
+                                   " attempts in " + std::to_string(timeout.count() / 1000) +
+                                   " s)");
+    }
+    std::uniform_int_distribution<int64_t> half(step.count() / 2, step.count());
+    const auto wait = std::min(std::chrono::milliseconds(half(rng)), left);
+    if (on_retry) on_retry(n, st, wait);
+    sleep(wait);
+    step = std::min(step * 2, backoff.max);
+  }
+}
+
+std::string TerminationResult(const ClusterTarget& target, const v1alpha1::Report& report,
+                              const std::string& note) {
+  termination::NodeResult result;
+  result.validation = target.validationName;
+  result.nodeName = target.nodeName;
+  result.run = target.run;
+  result.worst = WorstFigure(report);
+  result.note = note;
+  result.report = report;
+  return termination::Encode(result);
+}
+
 void WriteTerminationMessage(const std::string& message) {
   std::string path = Env("PERFGATE_TERMINATION_LOG");
   if (path.empty()) path = PodPath("/dev/termination-log");
   std::error_code ec;
   if (!fs::exists(fs::path(path).parent_path(), ec)) return;
   std::ofstream out(path, std::ios::trunc);
-  out << message.substr(0, 4096);
+  out << message.substr(0, termination::kMaxMessageBytes);
 }
 
 }  // namespace perfgate::worker

@@ -3,6 +3,9 @@
 // PerfResult through the in-cluster config. It reads nothing else from the API.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/result.h"
@@ -10,8 +13,13 @@
 
 namespace perfgate::worker {
 
+// How long a worker retries its PerfResult write by default: an API server restart or a
+// control-plane upgrade is over in this time.
+inline constexpr std::chrono::seconds kDefaultResultWriteTimeout{300};
+
 // Where the PerfResult goes and what it is tied to; from flags or the pod's env
-// (PERFGATE_RESULT_NAME, POD_NAMESPACE, NODE_NAME, PERFGATE_RUN, PERFGATE_VALIDATION_UID).
+// (PERFGATE_RESULT_NAME, POD_NAMESPACE, NODE_NAME, PERFGATE_RUN, PERFGATE_VALIDATION_UID,
+// PERFGATE_RESULT_WRITE_TIMEOUT_SECONDS).
 struct ClusterTarget {
   std::string resultName;
   std::string nameSpace;
@@ -19,6 +27,9 @@ struct ClusterTarget {
   std::string run;
   std::string validationName;
   std::string validationUid;
+  // How long the worker keeps retrying its PerfResult write before it gives up (and leaves
+  // the verdict in its termination message only).
+  std::chrono::seconds resultWriteTimeout{kDefaultResultWriteTimeout};
 };
 
 // Fills the unset fields of `target` from the environment. Non-blocking.
@@ -36,10 +47,42 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
 std::string WorstFigure(const v1alpha1::Report& report);
 
 // Creates the PerfResult with the in-cluster config (an existing one of the same name is left
-// as it is: a retried pod must not overwrite what the operator recorded). Blocking.
+// as it is: a retried pod must not overwrite what the operator recorded), retrying transient
+// failures (RetryResultWrite) for up to target.resultWriteTimeout. Blocking.
 Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report);
 
-// Writes `message` where the kubelet reads a container's termination message. Best effort.
+// Whether a failed create of the PerfResult may succeed when sent again: no response at all,
+// 5xx, 429, a 2xx whose body was cut. Other 4xx (refused, invalid, forbidden) would fail the
+// same way again.
+bool RetryableWriteError(const Status& status);
+
+// Backoff between write attempts: `initial`, doubling up to `max`, each wait drawn uniformly
+// from its upper half (jitter, so the workers of a large validation do not retry in step).
+struct WriteBackoff {
+  std::chrono::milliseconds initial{500};
+  std::chrono::milliseconds max{16000};
+};
+
+// Calls `attempt` until it succeeds (kAlreadyExists counts: the name is deterministic, so the
+// object is ours from an earlier attempt whose answer was lost), fails with an error that
+// RetryableWriteError refuses, or `timeout` has passed (the last wait is cut to end at it);
+// then returns the last error. `now` reads a monotonic clock; `sleep` waits (a test's fake
+// advances its clock); `on_retry` hears each failure that will be retried, with the wait.
+// Blocking.
+Status RetryResultWrite(
+    const std::function<Status()>& attempt, std::chrono::milliseconds timeout,
+    const WriteBackoff& backoff, const std::function<std::chrono::steady_clock::time_point()>& now,
+    const std::function<void(std::chrono::milliseconds)>& sleep, uint64_t jitter_seed,
+    const std::function<void(int attempt, const Status& error, std::chrono::milliseconds wait)>&
+        on_retry = nullptr);
+
+// The termination message (common/termination.h) carrying this node's verdict; `note` says why
+// the PerfResult could not be written ("" before trying).
+std::string TerminationResult(const ClusterTarget& target, const v1alpha1::Report& report,
+                              const std::string& note);
+
+// Writes `message` where the kubelet reads a container's termination message (at most 4096
+// bytes are kept). Best effort.
 void WriteTerminationMessage(const std::string& message);
 
 }  // namespace perfgate::worker

@@ -1,6 +1,12 @@
 // WritePerfResult through the kube client (cluster.h). The GPU bundle builds without it
 // (cluster_stub.cc) so that it does not carry cpprest and OpenSSL.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -28,11 +34,21 @@ Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& repo
   if (t.nameSpace.empty()) t.nameSpace = config.defaultNamespace;
   if (t.nameSpace.empty()) return InvalidArgument("no namespace for the PerfResult");
   ASSIGN_OR_RETURN(std::string text, PerfResultJson(t, report));
+  const nlohmann::json object = nlohmann::json::parse(text);
   ASSIGN_OR_RETURN(auto client, kube::NewClient(config));
-  auto created = client->Create({"perfgate.io", "v1alpha1", "perfresults"}, t.nameSpace,
-                                nlohmann::json::parse(text));
-  if (!created.ok() && created.status().code() != Code::kAlreadyExists) return created.status();
-  return Status::Ok();
+  auto attempt = [&]() -> Status {
+    auto created = client->Create({"perfgate.io", "v1alpha1", "perfresults"}, t.nameSpace, object);
+    return created.ok() ? Status::Ok() : created.status();
+  };
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  auto on_retry = [&](int n, const Status& error, std::chrono::milliseconds wait) {
+    std::cerr << "perfgate-worker: writing PerfResult " << t.resultName << " failed (attempt " << n
+              << "): " << error.message() << "; retrying in " << wait.count() << " ms\n";
+  };
+  const uint64_t seed = std::hash<std::string>{}(t.resultName) ^ static_cast<uint64_t>(getpid());
+  return RetryResultWrite(attempt, t.resultWriteTimeout, WriteBackoff{}, now, sleep, seed,
+                          on_retry);
 }
 
 }  // namespace perfgate::worker

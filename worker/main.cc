@@ -307,8 +307,17 @@ int Run(const std::vector<std::string>& args) {
   }
   if (in_cluster) {
     if (cluster.validationName.empty()) cluster.validationName = plan->validation;
+    // The verdict goes to the termination message first, so that it survives even if the API
+    // stays down past the write's retries or the pod is killed while retrying.
+    perfgate::worker::WriteTerminationMessage(
+        perfgate::worker::TerminationResult(cluster, report, ""));
     Status st = perfgate::worker::WritePerfResult(cluster, report);
-    if (!st.ok()) return fail(kExitError, "cannot write the PerfResult: " + st.message());
+    if (!st.ok()) {
+      const std::string message = "cannot write the PerfResult: " + st.message();
+      perfgate::worker::WriteTerminationMessage(
+          perfgate::worker::TerminationResult(cluster, report, message));
+      return Fail(kExitError, message);
+    }
     return 0;
   }
   return perfgate::worker::ExitCode(report);

@@ -1287,5 +1287,68 @@ TEST_F(E2E, GangNetworkOptionsReachThePods) {
       << w["status"].value("message", "");
 }
 
+// ---- Durability: results survive a failing API server ----
+
+// Each node's verdict, as its PerfResult says, and who wrote it.
+std::map<std::string, std::string> VerdictsOf(const std::vector<Json>& results) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : results) {
+    out[r["spec"].value("nodeName", "")] =
+        r["spec"]["report"].value("verdict", "") + " by " + r["spec"].value("writtenBy", "worker");
+  }
+  return out;
+}
+
+// The API server answers 500 to everything for 20 s while the workers finish: each worker
+// keeps retrying its PerfResult and every node ends with the verdict it has without faults
+// (node-2 FAIL, the others PASS), written by its worker, not an ERROR by the operator.
+TEST_F(E2E, TwentySecondsOf500WhileWorkersFinishLosesNoVerdict) {
+  Apply(SyntheticSpec("calm", "node-2=50", "    onFailure: taint\n", "", "0.3"));
+  ASSERT_TRUE(WaitComplete("calm"));
+  const auto fault_free = VerdictsOf(Results("calm"));
+  ASSERT_EQ(fault_free, (std::map<std::string, std::string>{{"node-0", "PASS by worker"},
+                                                            {"node-1", "PASS by worker"},
+                                                            {"node-2", "FAIL by worker"},
+                                                            {"node-3", "PASS by worker"}}));
+
+  // About 3 s of sampling per node: the outage starts once every worker runs and outlasts them.
+  Apply(SyntheticSpec("storm", "node-2=50", "    onFailure: taint\n", "", "0.3"));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto pods = Pods("storm");
+        return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), [](const Json& p) {
+                 return p["status"].value("phase", "") == "Running";
+               });
+      },
+      60));
+  sim_->SetFailureFraction(1.0, 500);
+  const auto outage_start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_until(outage_start + std::chrono::seconds(20));
+  sim_->SetFailureFraction(0);
+  // Every worker met the outage: its PerfResult was refused at least once.
+  std::set<std::string> refused;
+  for (const auto& r : sim_->Requests()) {
+    auto pod = r.extra.find("authentication.kubernetes.io/pod-name");
+    if (r.resource == "perfresults" && r.verb == "create" && r.code == 500 &&
+        pod != r.extra.end() && !pod->second.empty()) {
+      refused.insert(pod->second[0]);
+    }
+  }
+  EXPECT_EQ(refused.size(), 4u) << "the outage missed some workers' writes";
+  // A leader that could not renew its lease through the outage has stopped, as it must; its
+  // Deployment would start it again.
+  if (op_.Log().find("stopped leading") != std::string::npos) {
+    std::cerr << "the operator lost its lease in the outage; starting it again\n";
+    op_.Kill(SIGTERM);
+    op_.Start(*sim_);
+  }
+
+  ASSERT_TRUE(WaitComplete("storm"));
+  EXPECT_EQ(VerdictsOf(Results("storm")), fault_free);
+  Json v = Validation("storm");
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "3/4") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "TestsFailed") << v.dump(2);
+}
+
 }  // namespace
 }  // namespace perfgate::e2e

@@ -648,6 +648,15 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
 
   fs::path root = fs::path(workDir) / "pods" / (ns + "_" + name + "_" + uid.substr(0, 8));
   fs::create_directories(root / "dev");
+  {
+    // The termination-message file exists, empty, when the container starts (the kubelet
+    // mounts a fresh one into each container it starts, restarts included).
+    std::string msgPath = container.value("terminationMessagePath", "/dev/termination-log");
+    fs::path file = root / fs::path(msgPath).relative_path();
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    std::ofstream(file, std::ios::trunc).flush();
+  }
   fs::path saDir = root / "var/run/secrets/kubernetes.io/serviceaccount";
   run.root = root.string();
   run.logPath = (root / "container.log").string();
@@ -846,7 +855,18 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
     posix_spawn_file_actions_addchdir_np(&fa, root.c_str());
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    // A container starts as a kubelet starts it: nothing blocked (kube-sim's own threads block
+    // SIGTERM to sigwait for it, and a mask survives exec) and every handler at its default
+    // (kube-sim ignores SIGPIPE, which also survives exec).
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(
+        &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setpgroup(&attr, 0);
     int rc = posix_spawnp(&pid, cargv[0], &fa, &attr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&fa);

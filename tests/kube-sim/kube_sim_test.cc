@@ -146,10 +146,12 @@ TEST_F(ApiTest, InjectedFaultsReachTheClient) {
     }
     return false;
   }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The request is logged before its stream is registered: drop until the stream has gone.
   auto start = std::chrono::steady_clock::now();
-  sim_->DropWatches();
-  ASSERT_EQ(watch.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  ASSERT_TRUE(Eventually([&] {
+    sim_->DropWatches();
+    return watch.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready;
+  }));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <map>
+#include <sstream>
+
 #include "tests/kube-sim/kube_sim.h"
 #include "tests/kube-sim/test_util.h"
 
@@ -212,6 +215,36 @@ TEST_F(KubeletTest, ExitCodeTerminationMessageLogsAndDeadline) {
   EXPECT_EQ(got["status"]["reason"], "DeadlineExceeded");
 }
 
+// The container's terminationMessagePath, wherever it points, is an empty file at start and
+// its content becomes state.terminated.message; with FallbackToLogsOnError an empty file on
+// failure gives the log's tail instead, on success nothing.
+TEST_F(KubeletTest, TerminationMessageFromItsPathOrTheLogTail) {
+  Json custom = Pod("t", "custom",
+                    "test -f $KUBE_SIM_ROOT/var/log/perfgate/msg || exit 7; "
+                    "printf 'perfgate result v1: PASS on node-0' > "
+                    "$KUBE_SIM_ROOT/var/log/perfgate/msg");
+  custom["spec"]["containers"][0]["terminationMessagePath"] = "/var/log/perfgate/msg";
+  ASSERT_TRUE(sim_->Create("", "pods", custom).ok());
+  Json failing = Pod("t", "failing", "echo one; echo two; exit 2");
+  failing["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  ASSERT_TRUE(sim_->Create("", "pods", failing).ok());
+  Json passing = Pod("t", "passing", "echo one; exit 0");
+  passing["spec"]["containers"][0]["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  ASSERT_TRUE(sim_->Create("", "pods", passing).ok());
+  ASSERT_TRUE(Eventually([&] {
+    return Finished(*sim_, "t", "custom") && Finished(*sim_, "t", "failing") &&
+           Finished(*sim_, "t", "passing");
+  }));
+  auto terminated = [&](const std::string& name) {
+    return (
+        *sim_->Get("", "pods", "t", name))["status"]["containerStatuses"][0]["state"]["terminated"];
+  };
+  EXPECT_EQ(terminated("custom")["exitCode"], 0);
+  EXPECT_EQ(terminated("custom").value("message", ""), "perfgate result v1: PASS on node-0");
+  EXPECT_EQ(terminated("failing").value("message", ""), "one\ntwo\n");
+  EXPECT_FALSE(terminated("passing").contains("message"));
+}
+
 TEST_F(KubeletTest, DeletingARunningPodKillsItsProcess) {
   ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "sleeper", "sleep 60")).ok());
   ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "sleeper") == "Running"; }));
@@ -391,6 +424,104 @@ TEST_F(KubeletTest, ImageMapSuppliesTheEntrypointAndEnvComesFromConfigMaps) {
   ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "t", "bare"); }));
   Json got = *sim_->Get("", "pods", "t", "bare");
   EXPECT_EQ(got["status"]["containerStatuses"][0]["state"]["terminated"]["reason"], "StartError");
+}
+
+// kube-sim as a program blocks SIGTERM and SIGINT in every thread (it waits for them with
+// sigwait); its kubelet thread inherits that mask. Pods must not: a real kubelet starts each
+// container with no signal blocked and default handlers, or graceful shutdown cannot work.
+class KubeletSignalsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &old);  // as tests/kube-sim/main.cc does
+    Options o;
+    o.nodes = 1;
+    sim_ = std::make_unique<KubeSim>(o);
+    Status started = sim_->Start();
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    ASSERT_TRUE(started.ok()) << started.ToString();
+  }
+  // `script` in a pod that gets `graceSeconds` to stop.
+  Json GracePod(const std::string& name, const std::string& script, int graceSeconds) {
+    Json pod = Pod("default", name, script);
+    pod["spec"]["terminationGracePeriodSeconds"] = graceSeconds;
+    return pod;
+  }
+  pid_t PodPid(const std::string& name) {
+    std::string cid =
+        (*sim_->Get("", "pods", "default", name))["status"]["containerStatuses"][0]["containerID"];
+    return std::stoi(cid.substr(cid.find("://") + 3));
+  }
+  std::unique_ptr<KubeSim> sim_;
+};
+
+TEST_F(KubeletSignalsTest, PodsStartWithNoSignalBlockedOrIgnored) {
+  // Not through a shell: dash clears its signal mask at start and would hide the problem.
+  Json pod = Pod("default", "mask", "unused");
+  pod["spec"]["containers"][0]["command"] = {"grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"};
+  ASSERT_TRUE(sim_->Create("", "pods", pod).ok());
+  ASSERT_TRUE(Eventually([&] { return Finished(*sim_, "default", "mask"); }, 20));
+  auto r = Kubectl(*sim_, {"logs", "mask"});
+  std::map<std::string, unsigned long long> masks;
+  std::istringstream lines(r.out);
+  for (std::string key, hex; lines >> key >> hex;) masks[key] = std::stoull(hex, nullptr, 16);
+  ASSERT_EQ(masks.size(), 2u) << r.out << r.err;
+  EXPECT_EQ(masks["SigBlk:"], 0u) << r.out;
+  // Signals 1-31. glibc's posix_spawn leaves its own two internal real-time signals (32, 33)
+  // ignored in the child; programs that use them install their handlers again.
+  EXPECT_EQ(masks["SigIgn:"] & 0x7fffffffULL, 0u) << r.out;
+}
+
+TEST_F(KubeletSignalsTest, DeletingAPodSendsSigtermThenSigkillAfterItsGracePeriod) {
+  const std::string marker = sim_->workDir() + "/graceful-marker";
+  // Handles SIGTERM and exits 0 at once, well inside its 30 s. Python, not a shell: dash
+  // clears an inherited signal mask, a program that is not a shell does not.
+  Json graceful_pod = GracePod("graceful", "unused", 30);
+  graceful_pod["spec"]["containers"][0]["command"] = {"python3", "-c",
+                                                      "import signal, sys, time\n"
+                                                      "def stop(*_):\n"
+                                                      "    open('" +
+                                                          marker +
+                                                          "', 'w').write('stopped on TERM\\n')\n"
+                                                          "    sys.exit(0)\n"
+                                                          "signal.signal(signal.SIGTERM, stop)\n"
+                                                          "print('handling SIGTERM', flush=True)\n"
+                                                          "while True:\n"
+                                                          "    time.sleep(0.1)\n"};
+  ASSERT_TRUE(sim_->Create("", "pods", graceful_pod).ok());
+  // Ignores SIGTERM: killed when its 2 s are up.
+  ASSERT_TRUE(
+      sim_->Create("", "pods", GracePod("stubborn", "trap '' TERM; while :; do sleep 0.1; done", 2))
+          .ok());
+  ASSERT_TRUE(Eventually([&] {
+    return Phase(*sim_, "default", "graceful") == "Running" &&
+           Phase(*sim_, "default", "stubborn") == "Running";
+  }));
+  const pid_t graceful = PodPid("graceful"), stubborn = PodPid("stubborn");
+  // Python takes a moment to start: delete once its handler is in place.
+  ASSERT_TRUE(Eventually([&] {
+    return Kubectl(*sim_, {"logs", "graceful"}).out == "handling SIGTERM\n";
+  }));
+
+  auto start = std::chrono::steady_clock::now();
+  auto r = Kubectl(*sim_, {"delete", "pod", "graceful", "--timeout=20s"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10))
+      << "the pod was killed at the end of its grace period instead of stopping on SIGTERM";
+  EXPECT_EQ(testing::Slurp(marker), "stopped on TERM\n");
+  EXPECT_NE(::kill(graceful, 0), 0);
+
+  start = std::chrono::steady_clock::now();
+  r = Kubectl(*sim_, {"delete", "pod", "stubborn", "--timeout=20s"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, std::chrono::seconds(2)) << "killed before its grace period was up";
+  EXPECT_LT(took, std::chrono::seconds(10));
+  EXPECT_TRUE(Eventually([&] { return ::kill(stubborn, 0) != 0; }, 5));
+  EXPECT_FALSE(sim_->Get("", "pods", "default", "stubborn").ok());
 }
 
 TEST(KubeletScaleMode, ThousandNodesCompletePodsWithCannedResults) {

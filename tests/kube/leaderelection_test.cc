@@ -4,7 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "tests/kube/fakes.h"
 
@@ -13,10 +20,100 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::FakeClock;
+using SteadyTime = std::chrono::steady_clock::time_point;
 
-// An in-memory Lease with resourceVersion checks, shared by several electors.
+// Simulated time that moves only when the test advances it; a sleeper blocks until its time
+// has come (or its cancellation fires). Unlike FakeClock, whose sleeps jump time forward at
+// once, this lets an elector's wait run beside its attempt. Thread-safe.
+class ManualClock final : public Clock {
+ public:
+  SteadyTime Now() const override {
+    std::lock_guard lock(mu_);
+    return now_;
+  }
+  std::chrono::system_clock::time_point WallNow() const override {
+    std::lock_guard lock(mu_);
+    return std::chrono::system_clock::time_point(std::chrono::seconds(1800000000)) +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(now_.time_since_epoch());
+  }
+  bool SleepFor(std::chrono::nanoseconds duration, const Cancellation* cancel) override {
+    uint64_t key = 0;
+    {
+      std::lock_guard lock(mu_);
+      key = ++next_key_;
+      sleeping_[key] = {now_ + duration, duration.count() <= 0};
+    }
+    // Keyed, not by reference: a callback may still run after Unregister returns.
+    uint64_t id = 0;
+    if (cancel != nullptr) id = cancel->OnCancel([this, key] { Wake(key); });
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return sleeping_[key].woken; });
+      sleeping_.erase(key);
+    }
+    if (cancel != nullptr) cancel->Unregister(id);
+    return cancel == nullptr || !cancel->cancelled();
+  }
+  void Advance(std::chrono::nanoseconds d) {
+    std::lock_guard lock(mu_);
+    now_ += d;
+    for (auto& [key, s] : sleeping_) s.woken = s.woken || s.wake <= now_;
+    cv_.notify_all();
+  }
+  // Threads asleep whose time has not come: a woken one counts again once it sleeps again.
+  int sleepers() const {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& [key, s] : sleeping_) n += s.woken ? 0 : 1;
+    return n;
+  }
+
+ private:
+  struct Sleeper {
+    SteadyTime wake;
+    bool woken = false;
+  };
+  void Wake(uint64_t key) {
+    std::lock_guard lock(mu_);
+    if (auto it = sleeping_.find(key); it != sleeping_.end()) it->second.woken = true;
+    cv_.notify_all();
+  }
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  SteadyTime now_{1000s};
+  uint64_t next_key_ = 0;
+  std::map<uint64_t, Sleeper> sleeping_;
+};
+
+// Moves `clock` on in `step`s until `done()` holds or `limit` of simulated time has passed.
+// Before each step it waits (real time) until `threads()` threads sleep on the clock, so every
+// elector sees each instant and an event is observed at most one step late; and it gives an
+// attempt just started on its helper thread a moment of real time (an attempt that answers at
+// once takes no simulated time).
+bool Drive(ManualClock& clock, const std::function<int()>& threads,
+           const std::function<bool()>& done, std::chrono::nanoseconds limit,
+           std::chrono::nanoseconds step = 100ms) {
+  const SteadyTime end = clock.Now() + limit;
+  while (clock.Now() < end) {
+    if (done()) return true;
+    testing::Eventually([&] { return clock.sleepers() >= threads(); }, 1000ms);
+    std::this_thread::sleep_for(1ms);
+    if (done()) return true;
+    clock.Advance(step);
+  }
+  return done();
+}
+
+// An in-memory Lease with resourceVersion checks, shared by several electors; it logs every
+// successful write with the simulated time.
 class FakeLeaseStore {
  public:
+  struct Write {
+    std::string holder;
+    SteadyTime at;
+  };
+  explicit FakeLeaseStore(std::function<SteadyTime()> now = nullptr) : now_(std::move(now)) {}
+
   Result<LeaseRecord> Get() {
     std::lock_guard lock(mu_);
     if (!record_) return NotFound("lease not found");
@@ -27,6 +124,7 @@ class FakeLeaseStore {
     if (record_) return Status(Code::kAlreadyExists, "exists");
     record_ = r;
     record_->resourceVersion = std::to_string(++rv_);
+    Log(r);
     return *record_;
   }
   Result<LeaseRecord> Update(const LeaseRecord& r) {
@@ -37,45 +135,160 @@ class FakeLeaseStore {
     }
     record_ = r;
     record_->resourceVersion = std::to_string(++rv_);
+    Log(r);
     return *record_;
   }
   std::optional<LeaseRecord> record() {
     std::lock_guard lock(mu_);
     return record_;
   }
+  std::vector<Write> writes() {
+    std::lock_guard lock(mu_);
+    return writes_;
+  }
+  // When `holder` last wrote the lease (renewed or acquired it).
+  std::optional<SteadyTime> LastWriteBy(const std::string& holder) {
+    std::lock_guard lock(mu_);
+    std::optional<SteadyTime> last;
+    for (const auto& w : writes_) {
+      if (w.holder == holder) last = w.at;
+    }
+    return last;
+  }
 
  private:
+  void Log(const LeaseRecord& r) {
+    if (now_) writes_.push_back({r.holderIdentity, now_()});
+  }
+  std::function<SteadyTime()> now_;
   std::mutex mu_;
   std::optional<LeaseRecord> record_;
   int rv_ = 0;
+  std::vector<Write> writes_;
 };
 
-// One candidate's view of the store; `partitioned` makes every call fail, like
-// a node cut off.
+// One candidate's view of the store; `partitioned` makes every call fail, like a node cut
+// off; `Freeze` makes every call hang until `Thaw`, like an API server that stopped answering
+// (then the calls go through, late).
 class FakeLock final : public LeaseLock {
  public:
   explicit FakeLock(FakeLeaseStore* store) : store_(store) {}
   Result<LeaseRecord> Get() override {
-    if (partitioned) return Unavailable("partitioned");
+    RETURN_IF_ERROR(Enter());
     return store_->Get();
   }
   Result<LeaseRecord> Create(const LeaseRecord& r) override {
-    if (partitioned) return Unavailable("partitioned");
+    RETURN_IF_ERROR(Enter());
     return store_->Create(r);
   }
   Result<LeaseRecord> Update(const LeaseRecord& r) override {
-    if (partitioned) return Unavailable("partitioned");
+    RETURN_IF_ERROR(Enter());
     return store_->Update(r);
   }
   std::string Describe() const override { return "test/lease"; }
+  void Freeze() {
+    std::lock_guard lock(mu_);
+    frozen_ = true;
+  }
+  void Thaw() {
+    std::lock_guard lock(mu_);
+    frozen_ = false;
+    cv_.notify_all();
+  }
+  // Calls waiting for a thaw.
+  int hanging() const {
+    std::lock_guard lock(mu_);
+    return hanging_;
+  }
   std::atomic<bool> partitioned{false};
 
  private:
+  Status Enter() {
+    if (partitioned) return Unavailable("partitioned");
+    std::unique_lock lock(mu_);
+    ++hanging_;
+    cv_.wait(lock, [&] { return !frozen_; });
+    --hanging_;
+    return Status::Ok();
+  }
   FakeLeaseStore* store_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool frozen_ = false;
+  int hanging_ = 0;
+};
+
+// Leadership as the callbacks report it, with the simulated instants; fails the test the
+// moment two candidates lead at once.
+struct Leadership {
+  std::mutex mu;
+  std::map<std::string, bool> leading;
+  std::map<std::string, SteadyTime> started, stopped;
+  int overlaps = 0;
+
+  void Configure(LeaderElectionConfig* c, Clock* clock) {
+    const std::string id = c->identity;
+    c->onStartedLeading = [this, id, clock] {
+      std::lock_guard lock(mu);
+      for (const auto& [other, is] : leading) {
+        if (other != id && is) ++overlaps;
+      }
+      leading[id] = true;
+      started[id] = clock->Now();
+    };
+    c->onStoppedLeading = [this, id, clock] {
+      std::lock_guard lock(mu);
+      leading[id] = false;
+      stopped[id] = clock->Now();
+    };
+  }
+  bool Leads(const std::string& id) {
+    std::lock_guard lock(mu);
+    return leading[id];
+  }
+  bool Started(const std::string& id) {
+    std::lock_guard lock(mu);
+    return started.count(id) != 0;
+  }
+  bool Stopped(const std::string& id) {
+    std::lock_guard lock(mu);
+    return stopped.count(id) != 0;
+  }
+};
+
+// Runs an elector on its own thread; `running` counts the electors whose Run has not
+// returned. Destroyed (a failed assertion included), it stops the elector and waits for it.
+class Candidate {
+ public:
+  Candidate(LeaderElector* elector, std::atomic<int>* running) : running_(running) {
+    ++*running_;
+    thread_ = std::thread([this, elector] {
+      elector->Run(stop_);
+      --*running_;
+    });
+  }
+  ~Candidate() { Stop(); }
+  Candidate(const Candidate&) = delete;
+  Candidate& operator=(const Candidate&) = delete;
+  void Stop() {
+    stop_.Cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<int>* running_;
+  Cancellation stop_;
+  std::thread thread_;
+};
+
+// Calls `fn` when it goes out of scope (thaws a frozen lock before the candidates stop).
+struct Finally {
+  std::function<void()> fn;
+  ~Finally() { fn(); }
 };
 
 TEST(LeaderElectionTest, TheSecondTakesOverAfterTheFirstStopsRenewingAndTheFirstStops) {
-  auto clock = std::make_shared<FakeClock>();
+  auto clock = std::make_shared<ManualClock>();
   FakeLeaseStore store;
   auto lock_a = std::make_shared<FakeLock>(&store);
   auto lock_b = std::make_shared<FakeLock>(&store);
@@ -85,7 +298,7 @@ TEST(LeaderElectionTest, TheSecondTakesOverAfterTheFirstStopsRenewingAndTheFirst
   LeaderElector b(lock_b, cb, clock);
 
   int a_started = 0, a_stopped = 0;
-  std::chrono::steady_clock::time_point a_lost_at{};
+  SteadyTime a_lost_at{}, b_saw_a_at{};
   LeaderElectionConfig ca;
   ca.identity = "a";
   ca.onStartedLeading = [&] {
@@ -93,6 +306,7 @@ TEST(LeaderElectionTest, TheSecondTakesOverAfterTheFirstStopsRenewingAndTheFirst
     // b sees a holding the lease and cannot take it.
     EXPECT_FALSE(b.TryAcquireOrRenew());
     EXPECT_EQ(b.ObservedHolder(), "a");
+    b_saw_a_at = clock->Now();
     // Then a is cut off from the API server and can no longer renew.
     lock_a->partitioned = true;
   };
@@ -101,10 +315,11 @@ TEST(LeaderElectionTest, TheSecondTakesOverAfterTheFirstStopsRenewingAndTheFirst
     a_lost_at = clock->Now();
   };
   LeaderElector a(lock_a, ca, clock);
-  auto start = clock->Now();
-  Cancellation never;
-  a.Run(never);  // returns when a has lost the lease (its sleeps advance the
-                 // fake clock)
+  const SteadyTime start = clock->Now();
+  std::atomic<int> running{0};
+  Candidate run_a(&a, &running);  // Run returns when a has lost the lease
+  ASSERT_TRUE(Drive(
+      *clock, [&] { return running.load(); }, [&] { return running == 0; }, 60s));
 
   EXPECT_EQ(a_started, 1);
   EXPECT_EQ(a_stopped, 1);
@@ -112,9 +327,12 @@ TEST(LeaderElectionTest, TheSecondTakesOverAfterTheFirstStopsRenewingAndTheFirst
   // a gave up once the renew deadline (10 s) passed without a renewal...
   EXPECT_GE(a_lost_at - start, 10s);
   EXPECT_LT(a_lost_at - start, 15s);
-  // ...which is before b may take over (15 s after b last saw a change).
+  // ...which is before b may take over: 15 s after b last saw the lease change.
+  EXPECT_LT(a_lost_at, b_saw_a_at + 15s);
   EXPECT_FALSE(b.TryAcquireOrRenew());
-  clock->Advance(15s - (a_lost_at - start));
+  clock->Advance(b_saw_a_at + 15s - 100ms - clock->Now());
+  EXPECT_FALSE(b.TryAcquireOrRenew());
+  clock->Advance(100ms);
   ASSERT_TRUE(b.TryAcquireOrRenew());
   auto record = store.record();
   EXPECT_EQ(record->holderIdentity, "b");
@@ -138,34 +356,153 @@ TEST(LeaderElectionTest, RenewingKeepsTheLeaseAndItsAcquireTime) {
 }
 
 TEST(LeaderElectionTest, ShutdownReleasesSoTheNextLeaderNeedNotWait) {
-  FakeLeaseStore store;
-  std::atomic<bool> a_leading{false}, b_leading{false};
-  auto fast = [](std::string id, std::atomic<bool>* leading) {
+  auto clock = std::make_shared<ManualClock>();
+  FakeLeaseStore store([&] { return clock->Now(); });
+  Leadership leadership;
+  auto config = [&](std::string id) {
     LeaderElectionConfig c;
     c.identity = std::move(id);
     c.leaseDuration = 30s;  // long: b can only win this fast through a's release
     c.renewDeadline = 20s;
-    c.retryPeriod = 20ms;
-    c.onStartedLeading = [leading] { *leading = true; };
-    c.onStoppedLeading = [leading] { *leading = false; };
+    c.retryPeriod = 2s;
+    leadership.Configure(&c, clock.get());
     return c;
   };
-  LeaderElector a(std::make_shared<FakeLock>(&store), fast("a", &a_leading));
-  LeaderElector b(std::make_shared<FakeLock>(&store), fast("b", &b_leading));
-  Cancellation stop_a, stop_b;
-  std::thread ta([&] { a.Run(stop_a); });
-  ASSERT_TRUE(testing::Eventually([&] { return a_leading.load(); }));
-  std::thread tb([&] { b.Run(stop_b); });
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(b_leading.load());  // never two leaders
-  stop_a.Cancel();
-  ta.join();
-  EXPECT_FALSE(a_leading.load());
-  ASSERT_TRUE(testing::Eventually([&] { return b_leading.load(); }, 5s));
-  stop_b.Cancel();
-  tb.join();
+  LeaderElector a(std::make_shared<FakeLock>(&store), config("a"), clock);
+  LeaderElector b(std::make_shared<FakeLock>(&store), config("b"), clock);
+  std::atomic<int> running{0};
+  auto threads = [&] { return running.load(); };
+  Candidate run_a(&a, &running);
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Leads("a"); }, 10s));
+  Candidate run_b(&b, &running);
+  // b keeps trying for 20 s while a renews: it never leads.
+  Drive(
+      *clock, threads, [] { return false; }, 20s);
+  EXPECT_FALSE(leadership.Started("b"));
+  EXPECT_EQ(b.ObservedHolder(), "a");
+  EXPECT_TRUE(a.IsLeader());
+
+  run_a.Stop();
+  EXPECT_FALSE(leadership.Leads("a"));
+  const SteadyTime released = clock->Now();
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Leads("b"); }, 10s));
+  // Within b's next retry (2 s, +20% jitter; the clock moves in steps), far from the 30 s
+  // lease.
+  EXPECT_LE(clock->Now() - released, 2400ms + 500ms);
+  run_b.Stop();
   EXPECT_EQ(store.record()->holderIdentity, "");   // b released too
   EXPECT_EQ(store.record()->leaseTransitions, 1);  // one hand-over: a to b
+  EXPECT_EQ(leadership.overlaps, 0);
+}
+
+// The API server stops answering: the leader's renewal hangs (in the client's retries or the
+// transport), and the leader must stop acting on its own clock, before anyone else may take
+// the lease, without waiting for the request to come back. When it does come back, late, it
+// must not renew a lease its sender no longer acts on.
+TEST(LeaderElectionTest, AFrozenApiServerMakesTheLeaderStopWithinTheRenewDeadline) {
+  auto clock = std::make_shared<ManualClock>();
+  FakeLeaseStore store([&] { return clock->Now(); });
+  auto lock = std::make_shared<FakeLock>(&store);
+  Leadership leadership;
+  LeaderElectionConfig c;
+  c.identity = "a";
+  leadership.Configure(&c, clock.get());
+  int hanging_when_stopped = -1;
+  auto stopped = c.onStoppedLeading;
+  c.onStoppedLeading = [&, stopped] {
+    hanging_when_stopped = lock->hanging();
+    stopped();
+  };
+  auto a = std::make_unique<LeaderElector>(lock, c, clock);
+  std::atomic<int> running{0};
+  auto threads = [&] { return running.load(); };
+  auto run_a = std::make_unique<Candidate>(a.get(), &running);
+  Finally thaw{[&] { lock->Thaw(); }};
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Leads("a"); }, 10s));
+  // A few renewals, then the freeze.
+  Drive(
+      *clock, threads, [] { return false; }, 7s);
+  ASSERT_GE(store.writes().size(), 3u);
+  lock->Freeze();
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Stopped("a"); }, 30s));
+  EXPECT_FALSE(a->IsLeader());
+  EXPECT_EQ(hanging_when_stopped, 1) << "it stopped because a request came back, not on time";
+  // The last renewal written started at most one retry period (2 s) before it was written
+  // here; the leader stopped 10 s (renewDeadline) after that start, to the step.
+  const SteadyTime last_write = *store.LastWriteBy("a");
+  const auto held_after_last_write = leadership.stopped["a"] - last_write;
+  EXPECT_LE(held_after_last_write, 10s + 100ms);
+  EXPECT_GE(held_after_last_write, 10s - 2s);
+  EXPECT_LT(held_after_last_write, 15s) << "another replica could have taken the lease";
+
+  // 20 s of freeze in all; the hung renewal then returns and must write nothing.
+  const size_t writes = store.writes().size();
+  Drive(
+      *clock, threads, [] { return false; }, 10s);
+  lock->Thaw();
+  run_a.reset();
+  a.reset();  // waits for the abandoned attempt to come back
+  EXPECT_EQ(store.writes().size(), writes);
+}
+
+// Two replicas through a 20 s freeze of the whole API (longer than the 15 s lease): the
+// leader stops within its renew deadline, the other takes over only after a full lease
+// without a renewal, and at no instant do both lead.
+TEST(LeaderElectionTest, NeverTwoLeadersThroughAFrozenApiServer) {
+  auto clock = std::make_shared<ManualClock>();
+  FakeLeaseStore store([&] { return clock->Now(); });
+  auto lock_a = std::make_shared<FakeLock>(&store);
+  auto lock_b = std::make_shared<FakeLock>(&store);
+  Leadership leadership;
+  auto config = [&](std::string id) {
+    LeaderElectionConfig c;
+    c.identity = std::move(id);
+    leadership.Configure(&c, clock.get());
+    return c;
+  };
+  LeaderElector a(lock_a, config("a"), clock);
+  LeaderElector b(lock_b, config("b"), clock);
+  std::atomic<int> running{0};
+  auto threads = [&] { return running.load(); };
+  Candidate run_a(&a, &running);
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Leads("a"); }, 10s));
+  Candidate run_b(&b, &running);
+  Finally thaw{[&] {
+    lock_a->Thaw();
+    lock_b->Thaw();
+  }};
+  Drive(
+      *clock, threads, [] { return false; }, 9s);
+  ASSERT_FALSE(leadership.Started("b"));
+
+  lock_a->Freeze();
+  lock_b->Freeze();
+  const SteadyTime frozen_at = clock->Now();
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Stopped("a"); }, 20s));
+  EXPECT_LE(leadership.stopped["a"] - *store.LastWriteBy("a"), 10s + 100ms);
+  Drive(
+      *clock, threads, [] { return false; }, 20s - (clock->Now() - frozen_at));
+  lock_a->Thaw();
+  lock_b->Thaw();
+  ASSERT_TRUE(Drive(
+      *clock, threads, [&] { return leadership.Leads("b"); }, 30s));
+
+  EXPECT_EQ(leadership.overlaps, 0);
+  EXPECT_LT(leadership.stopped["a"], leadership.started["b"]);
+  // b took the lease a full lease duration after a's last renewal, not before.
+  EXPECT_GE(leadership.started["b"] - *store.LastWriteBy("a"), 15s);
+  // a's renewal that hung through the freeze wrote nothing when it came back.
+  for (const auto& w : store.writes()) {
+    if (w.holder == "a") {
+      EXPECT_LT(w.at, frozen_at);
+    }
+  }
 }
 
 TEST(MicroTimeTest, RoundTripsWithMicroseconds) {

@@ -1,8 +1,14 @@
 // The worker's cluster-mode object: what the operator and `kubectl get pres` read.
 #include "worker/cluster.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <vector>
+
+#include "common/termination.h"
 
 namespace perfgate::worker {
 namespace {
@@ -55,6 +61,93 @@ TEST(WorkerCluster, PerfResultIsLabelledAndOwnedByItsValidation) {
   EXPECT_EQ(j["metadata"]["ownerReferences"][0]["kind"], "PerfValidation");
   EXPECT_EQ(j["spec"]["report"]["verdict"], "FAIL");
   EXPECT_EQ(j["spec"]["nodeName"], "node-0");
+}
+
+// The worker's PerfResult write against a fake clock: an API server answering 500 for 20 s
+// is waited out with growing, jittered waits; what cannot succeed by retrying is not retried.
+class ResultWriteRetry : public ::testing::Test {
+ protected:
+  using ms = std::chrono::milliseconds;
+  std::chrono::steady_clock::time_point now_{std::chrono::hours(1)};
+  std::vector<ms> waits_;
+  std::vector<std::chrono::steady_clock::time_point> attempts_;
+
+  // Answers `failure` until `outage` has passed since the first attempt, then `then`.
+  Status Write(Status failure, ms outage, Status then, ms timeout) {
+    const auto start = now_;
+    auto attempt = [&]() -> Status {
+      attempts_.push_back(now_);
+      return now_ - start < outage ? failure : then;
+    };
+    return RetryResultWrite(
+        attempt, timeout, WriteBackoff{}, [&] { return now_; },
+        [&](ms d) {
+          waits_.push_back(d);
+          now_ += d;
+        },
+        /*jitter_seed=*/42);
+  }
+};
+
+TEST_F(ResultWriteRetry, TwentySecondsOf500AreWaitedOut) {
+  Status st = Write(Unavailable("POST /apis/perfgate.io/v1alpha1/namespaces/x/perfresults: 500"),
+                    std::chrono::seconds(20), Status::Ok(), std::chrono::minutes(5));
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_GE(waits_.size(), 4u);
+  // Exponential with jitter: each wait in the upper half of 0.5 s, 1 s, 2 s, ... capped at 16 s.
+  ms step{500};
+  for (ms w : waits_) {
+    EXPECT_GE(w, step / 2);
+    EXPECT_LE(w, step);
+    step = std::min(step * 2, ms(16000));
+  }
+  // Written soon after the outage ended: within one (capped) wait.
+  EXPECT_LT(attempts_.back() - attempts_.front(), std::chrono::seconds(20 + 16));
+}
+
+TEST_F(ResultWriteRetry, AlreadyExistsIsSuccessAfterALostAnswer) {
+  // The first POST was stored but its answer lost (500); the retry finds the object.
+  Status st = Write(Unavailable("500"), ms(1), Status(Code::kAlreadyExists, "409 AlreadyExists"),
+                    std::chrono::minutes(5));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(attempts_.size(), 2u);
+}
+
+TEST_F(ResultWriteRetry, RefusalsAreNotRetried) {
+  for (Code code :
+       {Code::kPermissionDenied, Code::kInvalidArgument, Code::kNotFound, Code::kUnauthenticated}) {
+    attempts_.clear();
+    Status st = Write(Status(code, "403 Forbidden"), std::chrono::hours(1), Status::Ok(),
+                      std::chrono::minutes(5));
+    EXPECT_EQ(st.code(), code);
+    EXPECT_EQ(attempts_.size(), 1u);
+  }
+  EXPECT_TRUE(RetryableWriteError(Status(Code::kResourceExhausted, "429")));
+  EXPECT_TRUE(RetryableWriteError(Status(Code::kDeadlineExceeded, "timeout")));
+}
+
+TEST_F(ResultWriteRetry, GivesUpAtTheDeadlineWithTheLastError) {
+  Status st = Write(Unavailable("POST ...: 503 ServiceUnavailable"), std::chrono::hours(1),
+                    Status::Ok(), std::chrono::seconds(60));
+  EXPECT_EQ(st.code(), Code::kUnavailable);
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("503 ServiceUnavailable"));
+  EXPECT_THAT(st.message(), ::testing::HasSubstr("gave up after"));
+  // The last wait is cut to end at the deadline, and no attempt is made past it.
+  EXPECT_EQ(attempts_.back() - attempts_.front(), std::chrono::seconds(60));
+}
+
+TEST(WorkerCluster, TerminationResultCarriesTheVerdictAndWhyTheWriteFailed) {
+  ClusterTarget t{"v-g1-node-0", "perfgate-system", "node-0", "g1", "v", "uid-1"};
+  const std::string message = TerminationResult(t, TwoTests(), "cannot write the PerfResult: 500");
+  EXPECT_LE(message.size(), termination::kMaxMessageBytes);
+  auto decoded = termination::Decode(message);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->nodeName, "node-0");
+  EXPECT_EQ(decoded->run, "g1");
+  EXPECT_EQ(decoded->validation, "v");
+  EXPECT_EQ(decoded->report.verdict(), v1alpha1::FAIL);
+  EXPECT_EQ(decoded->worst, "gemm tflops median 512.2 (>= 700.0)");
+  EXPECT_EQ(decoded->note, "cannot write the PerfResult: 500");
 }
 
 }  // namespace
