@@ -75,9 +75,19 @@ class PostgresConnection final : public Connection {
 
   Result<std::vector<Row>> Query(std::string_view sql, const std::vector<Value>& params) override {
     RETURN_IF_ERROR(Connected());
-    auto numbered = numbered_.find(std::string(sql));
-    if (numbered == numbered_.end()) {
-      numbered = numbered_.emplace(std::string(sql), Numbered(sql)).first;
+    // Each statement is prepared once per connection (a reconnect forgets them).
+    auto prepared = prepared_.find(std::string(sql));
+    if (prepared == prepared_.end()) {
+      const std::string name = "s" + std::to_string(prepared_.size());
+      PGresult* prep = PQprepare(conn_, name.c_str(), Numbered(sql).c_str(),
+                                 static_cast<int>(params.size()), nullptr);
+      if (PQresultStatus(prep) != PGRES_COMMAND_OK) {
+        Status st = Error(prep, sql);
+        PQclear(prep);
+        return st;
+      }
+      PQclear(prep);
+      prepared = prepared_.emplace(std::string(sql), name).first;
     }
     std::vector<std::string> texts;
     std::vector<const char*> values;
@@ -91,8 +101,8 @@ class PostgresConnection final : public Connection {
         values.push_back(texts.back().c_str());
       }
     }
-    PGresult* res = PQexecParams(conn_, numbered->second.c_str(), static_cast<int>(params.size()),
-                                 nullptr, values.data(), nullptr, nullptr, 0);
+    PGresult* res = PQexecPrepared(conn_, prepared->second.c_str(), static_cast<int>(params.size()),
+                                   values.data(), nullptr, nullptr, 0);
     const ExecStatusType status = PQresultStatus(res);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
       Status st = Error(res, sql);
@@ -133,6 +143,7 @@ class PostgresConnection final : public Connection {
  private:
   Status Connected() {
     if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
+    prepared_.clear();  // the server forgot them with the session
     PQreset(conn_);
     if (PQstatus(conn_) == CONNECTION_OK) return Status::Ok();
     return Unavailable(described_ + ": " + Trimmed(PQerrorMessage(conn_)));
@@ -156,7 +167,7 @@ class PostgresConnection final : public Connection {
 
   PGconn* conn_;
   std::string described_;
-  std::map<std::string, std::string, std::less<>> numbered_;
+  std::map<std::string, std::string, std::less<>> prepared_;  // SQL -> statement name
 };
 
 }  // namespace

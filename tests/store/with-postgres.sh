@@ -5,6 +5,7 @@
 #   tests/store/with-postgres.sh COMMAND [ARGS...]
 # The command gets PERFGATE_TEST_PG (a libpq connection string to the `postgres` database as
 # the superuser) and PERFGATE_TEST_PG_CTL (a script taking stop | start, for outage tests).
+# PERFGATE_PG_FSYNC=1 keeps fsync on (for benchmarks); by default it is off, for speed.
 # As root the server runs as the postgres user (it refuses to run as root). When the server
 # cannot start, this fails with its log: the tests never skip for want of one.
 set -euo pipefail
@@ -20,6 +21,8 @@ if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
 fi
 
 tmp="$(mktemp -d /tmp/perfgate-pg.XXXXXX)"
+no_fsync="-F"
+[ "${PERFGATE_PG_FSYNC:-0}" = 1 ] && no_fsync=""
 as_server=()
 if [ "$(id -u)" -eq 0 ]; then
   if ! id postgres >/dev/null 2>&1; then
@@ -36,7 +39,7 @@ cat >"$tmp/ctl" <<CTL
 set -e
 case "\$1" in
   start) exec ${as_server[*]} "$bin/pg_ctl" -D "$tmp/data" -l "$tmp/server.log" -w -t 60 \
-           -o "-k $tmp -c listen_addresses= -F" start >/dev/null ;;
+           -o "-k $tmp -c listen_addresses= $no_fsync" start >/dev/null ;;
   stop) exec ${as_server[*]} "$bin/pg_ctl" -D "$tmp/data" -w -t 60 -m fast stop >/dev/null ;;
   *) echo "usage: \$0 stop|start" >&2; exit 2 ;;
 esac
@@ -63,7 +66,7 @@ fi
 
 export PERFGATE_TEST_PG="host=$tmp port=5432 user=postgres dbname=postgres"
 export PERFGATE_TEST_PG_CTL="$tmp/ctl"
-echo "with-postgres: PostgreSQL $("$bin/postgres" --version | awk '{print $NF}') on $tmp" >&2
+echo "with-postgres: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on $tmp" >&2
 set +e
 "$@"
 rc=$?
