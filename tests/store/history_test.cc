@@ -14,6 +14,7 @@
 
 #include "tests/store/sample_results.h"
 #include "worker/history.h"
+#include "worker/plan.h"
 
 namespace perfgate::worker {
 namespace {
@@ -65,6 +66,66 @@ TEST(CompareWithHistory, AMachineEightPercentSlowerIsFlaggedWorse) {
   close.scale = 0.98;
   const auto near = store::testing::SampleResult("n", "v", "r4", 4000, close).report;
   for (const auto& r : CompareWithHistory(near, before, 0.95, 0.03)) EXPECT_EQ(r.flag, 0);
+}
+
+// --- Thresholds relative to a baseline, as the plan resolves them -------------------------
+
+Result<Plan> PlanWithThreshold(const std::string& threshold, const PlanOptions& options) {
+  auto loaded = spec::ParseValidation(
+      "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata: {name: t}\nspec:\n"
+      "  tests:\n    - type: host-stream\n      name: stream\n      thresholds:\n        - " +
+          threshold + "\n",
+      "s.yaml");
+  if (!loaded.ok()) return loaded.status();
+  return BuildPlan(*loaded, options);
+}
+
+TEST(BaselineThreshold, TheBoundIsTheFractionOfTheBaselinesFigureForThatTestMetricAndStatistic) {
+  PlanOptions options;
+  std::vector<std::string> asked;
+  options.baseline_value = [&](const std::string& baseline, const std::string& profile_version,
+                               const std::string& test, const std::string& metric,
+                               const std::string& statistic) -> Result<double> {
+    asked.push_back(baseline + "|" + profile_version + "|" + test + "|" + metric + "|" + statistic);
+    return 200.0;
+  };
+  auto plan = PlanWithThreshold(
+      "{metric: triadBandwidthGBps, statistic: mean, baseline: june, fraction: 0.9}", options);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->tests[0].thresholds.size(), 1u);
+  EXPECT_DOUBLE_EQ(plan->tests[0].thresholds[0].bound, 180);
+  EXPECT_EQ(plan->tests[0].threshold_specs[0].baseline(), "june");
+  EXPECT_THAT(asked, ::testing::ElementsAre("june||stream|triadBandwidthGBps|mean"));
+}
+
+TEST(BaselineThreshold, MistakesAreInvalidInputNamingTheField) {
+  PlanOptions options;
+  options.baseline_value = [](const std::string& baseline, const std::string&, const std::string&,
+                              const std::string&, const std::string&) -> Result<double> {
+    return NotFound("no baseline \"" + baseline + "\" in the store");
+  };
+  struct Case {
+    std::string threshold, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"{metric: triadBandwidthGBps, baseline: june}",
+            "spec.tests[0].thresholds[0].fraction: a baseline bound needs a fraction"},
+           {"{metric: triadBandwidthGBps, baseline: june, reference: 10, fraction: 0.9}",
+            "spec.tests[0].thresholds[0].reference: give reference or baseline, not both"},
+           {"{metric: triadBandwidthGBps, baseline: june, fraction: 0.9, value: 3}",
+            "give either value, or reference and fraction, or baseline and fraction"},
+           {"{metric: triadBandwidthGBps, baseline: june, fraction: 0.9}",
+            "spec.tests[0].thresholds[0].baseline: no baseline \"june\" in the store"},
+       }) {
+    auto plan = PlanWithThreshold(c.threshold, options);
+    ASSERT_FALSE(plan.ok()) << c.threshold;
+    EXPECT_EQ(plan.status().code(), Code::kInvalidArgument);
+    EXPECT_THAT(plan.status().message(), HasSubstr(c.expected)) << c.threshold;
+  }
+  // Where no store is at hand (no lookup), a baseline threshold is refused, not guessed.
+  auto none = PlanWithThreshold("{metric: triadBandwidthGBps, baseline: june, fraction: 0.9}", {});
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("baselines live in the results store"));
 }
 
 // --- The worker ----------------------------------------------------------------------------
