@@ -59,20 +59,22 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
   return os.str();
 }
 
-// Where a local store keeps results it could not write yet.
+// Where results wait that the store at `url` could not take yet: beside a SQLite file
+// (results.db.spool/), or for a server, in the local data folder under a name of its own.
 std::string SpoolDir(const std::string& url) {
-  std::string path = url;
-  for (const char* scheme : {"sqlite://", "sqlite:"}) {
-    if (path.rfind(scheme, 0) == 0) {
-      path = path.substr(std::string_view(scheme).size());
-      break;
+  if (url.rfind("sqlite:", 0) == 0 || url.find("://") == std::string::npos) {
+    std::string path = url;
+    for (const char* scheme : {"sqlite://", "sqlite:"}) {
+      if (path.rfind(scheme, 0) == 0) {
+        path = path.substr(std::string_view(scheme).size());
+        break;
+      }
     }
+    return path.substr(0, path.find('?')) + ".spool";
   }
-  if (url.find("://") != std::string::npos && url.rfind("sqlite:", 0) != 0) {
-    path = store::DefaultLocalPath();  // a server: spool beside the default local file
-  }
-  path = path.substr(0, path.find('?'));
-  return (fs::path(path).parent_path() / "spool").string();
+  char name[32];
+  std::snprintf(name, sizeof name, "spool-%016zx", std::hash<std::string>{}(url));
+  return (fs::path(store::DefaultLocalPath()).parent_path() / name).string();
 }
 
 }  // namespace
@@ -183,8 +185,14 @@ void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& option
     err << "perfgate-worker: warning: the results store is unavailable: "
         << opened.status().message() << "\n";
   }
+  store::Spool spool(SpoolDir(url));
   std::vector<store::MetricRecord> before;
   if (store) {
+    // Runs that waited for the store go in first, so this one is compared with them too.
+    if (auto drained = spool.Drain(*store); !drained.ok()) {
+      err << "perfgate-worker: warning: earlier runs still wait in " << spool.dir() << ": "
+          << drained.status().message() << "\n";
+    }
     store::MetricQuery q;
     q.cluster = "local";
     q.node = result.key.node;
@@ -199,7 +207,6 @@ void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& option
           << "\n";
     }
   }
-  store::Spool spool(SpoolDir(url));
   Status why;
   auto stored = store::PutOrSpool(store.get(), spool, result, &why);
   if (!stored.ok()) {

@@ -214,6 +214,24 @@ TEST_F(LocalHistory, NoStoreRecordsNothingAndAnotherStoreIsUsedWhenNamed) {
   EXPECT_FALSE(fs::exists(dir_ / "perfgate" / "results.db"));
 }
 
+TEST_F(LocalHistory, ARunTheStoreCannotTakeWaitsAndIsComparedWithOnceItCan) {
+  // A store capped below what its tables need: full from the start.
+  const std::string db = (dir_ / "small.db").string();
+  Outcome full = Worker("run --enable-fixtures --quiet --store sqlite://" + db +
+                        "?max_size_mb=0.02 " + Spec(100, 1, kFloor));
+  EXPECT_EQ(full.exit_code, 0) << full.output;  // the run itself is not failed
+  EXPECT_THAT(full.output, HasSubstr("verdict: PASS"));
+  EXPECT_THAT(full.output, HasSubstr("warning: this run waits in " + db + ".spool"));
+  EXPECT_THAT(full.output, HasSubstr("full"));
+
+  Outcome roomy =
+      Worker("run --enable-fixtures --quiet --store sqlite://" + db + " " + Spec(100, 2, kFloor));
+  EXPECT_EQ(roomy.exit_code, 0) << roomy.output;
+  EXPECT_THAT(roomy.output, HasSubstr("compared with the previous run of history"));
+  EXPECT_THAT(roomy.output, Not(HasSubstr("warning")));
+  EXPECT_TRUE(fs::is_empty(db + ".spool"));
+}
+
 TEST_F(LocalHistory, AThresholdRelativeToABaselineDecidesByTheBaselinesFigure) {
   for (int seed = 1; seed <= 3; ++seed) {
     ASSERT_EQ(Worker("run --enable-fixtures --quiet " + Spec(100, seed, kFloor)).exit_code, 0);
