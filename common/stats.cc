@@ -346,6 +346,7 @@ namespace {
 // Counts of each value of U for sizes m, n (no ties), from the generating function
 // prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i): the Gaussian binomial [m+n choose m].
 std::vector<double> MannWhitneyCounts(int m, int n) {
+  if (m > n) std::swap(m, n);  // the same distribution; fewer passes over the counts
   const int top = m * n;
   std::vector<double> c = {1.0};
   c.resize(static_cast<std::size_t>(std::max(top, 0)) + 1, 0.0);

@@ -18,6 +18,9 @@ TEST(MannWhitney, ExactDistributionOfThreeAgainstThree) {
   EXPECT_DOUBLE_EQ(MannWhitneyCdf(9, 3, 3), 1.0);
   // m = n = 4: counts 1 1 2 3 5 ... out of 70.
   EXPECT_DOUBLE_EQ(MannWhitneyCdf(4, 4, 4), 12.0 / 70);
+  // m = 2, n = 3 and m = 3, n = 2 alike: counts 1 1 2 2 2 1 1 out of C(5, 2) = 10.
+  EXPECT_DOUBLE_EQ(MannWhitneyCdf(2, 2, 3), 4.0 / 10);
+  EXPECT_DOUBLE_EQ(MannWhitneyCdf(2, 3, 2), 4.0 / 10);
 }
 
 TEST(HodgesLehmann, ThreeAgainstThree) {
