@@ -113,11 +113,11 @@ std::vector<MetricComparison> CompareWithHistory(const v1alpha1::Report& now,
       c.runs_before = static_cast<int>(it->second.runs.size());
       const std::vector<double> x(m.samples().begin(), m.samples().end());
       c.ratio = stats::HodgesLehmannRatio(x, it->second.samples, confidence);
-      if (c.ratio.interval.confidence > 0) {
-        const bool above = c.ratio.interval.low > 1 + margin;
-        const bool below = c.ratio.interval.high < 1 - margin;
-        if (above || below) c.flag = (above == c.higher_is_better) ? 1 : -1;
-      }
+      // No ratio of figures that are zero (an error count that stayed at 0).
+      if (c.ratio.interval.confidence == 0) continue;
+      const bool above = c.ratio.interval.low > 1 + margin;
+      const bool below = c.ratio.interval.high < 1 - margin;
+      if (above || below) c.flag = (above == c.higher_is_better) ? 1 : -1;
       out.push_back(std::move(c));
     }
   }

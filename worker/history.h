@@ -40,7 +40,7 @@ struct MetricComparison {
 };
 
 // Pure: compares `now` with `before` (earlier runs' metric records with their samples).
-// Metrics without samples on either side are left out.
+// Metrics without samples above zero on either side are left out.
 std::vector<MetricComparison> CompareWithHistory(const v1alpha1::Report& now,
                                                  const std::vector<store::MetricRecord>& before,
                                                  double confidence, double margin);

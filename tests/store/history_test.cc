@@ -61,6 +61,25 @@ TEST(CompareWithHistory, AMachineEightPercentSlowerIsFlaggedWorse) {
   EXPECT_THAT(text, HasSubstr("WORSE   host-stream [host] triadBandwidthGBps: 0.920 of before"));
   EXPECT_THAT(text, HasSubstr("beyond the 3% margin"));
 
+  // A lower-is-better metric that rose 8% is worse; one that stayed at zero has no ratio.
+  {
+    auto latency = now;
+    auto* m = latency.mutable_tests(0)->mutable_metrics(0);
+    m->set_higherisbetter(false);
+    for (auto& v : *m->mutable_samples()) v = v / 0.92 * 1.08;
+    auto* zeros = latency.mutable_tests(0)->mutable_metrics(1);
+    for (auto& v : *zeros->mutable_samples()) v = 0;
+    auto before_zero = before;
+    for (auto& r : before_zero) {
+      if (r.metric == "copyBandwidthGBps") std::fill(r.samples.begin(), r.samples.end(), 0.0);
+    }
+    const auto lat = CompareWithHistory(latency, before_zero, 0.95, 0.03);
+    ASSERT_EQ(lat.size(), 7u);
+    EXPECT_EQ(lat[0].metric, "triadBandwidthGBps");
+    EXPECT_NEAR(lat[0].ratio.estimate, 1.08, 1e-9);
+    EXPECT_EQ(lat[0].flag, -1);
+  }
+
   // Within the margin: 2% slower is reported, not flagged.
   store::testing::SampleShape close = slow;
   close.scale = 0.98;
