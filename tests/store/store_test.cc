@@ -2,6 +2,7 @@
 // server (tests/store/with-postgres.sh starts one and passes PERFGATE_TEST_PG). Without that
 // server the PostgreSQL tests fail with the reason; they never skip.
 #include <libpq-fe.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -42,6 +43,15 @@ struct SqliteBackend {
   fs::path dir = TempDir("sqlite");
   ~SqliteBackend() { fs::remove_all(dir); }
   std::string Url() { return "sqlite://" + (dir / "results.db").string(); }
+  // Runs SQL on the database behind the store's back.
+  void Exec(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "results.db").string().c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
 };
 
 // Each test gets a fresh database on the server PERFGATE_TEST_PG names.
@@ -63,8 +73,8 @@ struct PostgresBackend {
   ~PostgresBackend() {
     if (!database.empty()) Admin("DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
   }
-  void Admin(const std::string& sql) {
-    PGconn* c = PQconnectdb(conninfo.c_str());
+  void Admin(const std::string& sql, const std::string& on = "") {
+    PGconn* c = PQconnectdb((conninfo + (on.empty() ? "" : " dbname=" + on)).c_str());
     if (PQstatus(c) != CONNECTION_OK) {
       ADD_FAILURE() << "cannot reach the test server (" << conninfo << "): " << PQerrorMessage(c);
     } else {
@@ -77,6 +87,7 @@ struct PostgresBackend {
     PQfinish(c);
   }
   std::string Url() { return "postgresql:" + conninfo + " dbname=" + database; }
+  void Exec(const std::string& sql) { Admin(sql, database); }
 };
 
 template <typename Backend>
@@ -123,6 +134,30 @@ TYPED_TEST(StoreTest, OpensAtTheLatestSchemaAndReopensWithoutLosingData) {
   ASSERT_TRUE(results.ok()) << results.status().ToString();
   ASSERT_EQ(results->size(), 1u);
   EXPECT_EQ((*results)[0].key.node, "node-a");
+}
+
+TYPED_TEST(StoreTest, AnOlderDatabaseIsMigratedInOrderAndANewerOneIsRefused) {
+  this->Put(SampleResult("node-a", "acceptance", "run-1", kT0));
+  this->store_.reset();
+  // The database as the schema's first version left it.
+  this->backend_.Exec(
+      "DROP TABLE baseline_values; DROP TABLE baselines; "
+      "DELETE FROM schema_version WHERE version >= 2");
+  auto migrated = this->OpenStore();
+  ASSERT_NE(migrated, nullptr);
+  EXPECT_EQ(*migrated->SchemaVersion(), LatestSchemaVersion());
+  EXPECT_EQ(migrated->Results({})->size(), 1u);
+  ResultQuery all;
+  auto b = migrated->CreateBaseline("after-migration", all, "everything", 0);
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  migrated.reset();
+
+  this->backend_.Exec("INSERT INTO schema_version (version) VALUES (999)");
+  auto newer = Open(this->backend_.Url());
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(newer.status().message(), HasSubstr("schema version 999"));
+  EXPECT_THAT(newer.status().message(), HasSubstr("upgrade perfgate"));
 }
 
 TYPED_TEST(StoreTest, AResultStoredTwiceIsStoredOnce) {
