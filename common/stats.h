@@ -76,4 +76,25 @@ Interval QuantileConfidenceSequence(std::span<const double> samples, double q, d
 // The same with each end at (1 - confidence) / 2.
 Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double confidence);
 
+// --- Comparing two runs ----------------------------------------------------------------------
+
+// A shift between two samples and its interval.
+struct Shift {
+  double estimate = 0;
+  Interval interval;
+};
+
+// Hodges-Lehmann estimate of how far `x` sits from `y`: the median of the m n differences
+// x_i - y_j, with the distribution-free interval [D_(k), D_(mn+1-k)] of the sorted differences,
+// k the largest count with P(U < k) <= (1 - confidence) / 2 for the Mann-Whitney U of sizes m, n
+// (exact for m n <= 10000, else the normal approximation with continuity correction). Where the
+// sizes cannot reach `confidence`, [min D, max D] with the confidence it has. Empty x or y:
+// a zero Shift with confidence 0. method "hodges-lehmann".
+Shift HodgesLehmannShift(std::span<const double> x, std::span<const double> y, double confidence);
+// The same on log figures, turned back into a ratio x / y (estimate and interval ends are
+// ratios). Figures <= 0 are left out.
+Shift HodgesLehmannRatio(std::span<const double> x, std::span<const double> y, double confidence);
+// P(U <= u) for the Mann-Whitney U statistic of samples of sizes m and n with no ties, exact.
+double MannWhitneyCdf(int u, int m, int n);
+
 }  // namespace perfgate::stats

@@ -10,6 +10,8 @@ packages=(
   libyaml-cpp-dev libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # The results store: SQLite and libpq; the PostgreSQL server its tests start.
+  libsqlite3-dev libpq-dev postgresql
   clang clang-format libclang-rt-14-dev
   # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap.
   golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev

@@ -17,6 +17,7 @@
 #include "common/spec.h"
 #include "kernels/registry.h"
 #include "worker/cluster.h"
+#include "worker/history.h"
 #include "worker/plan.h"
 #include "worker/runner.h"
 
@@ -35,6 +36,8 @@ usage:
   perfgate-worker run SPEC [options]   run a PerfValidation spec (YAML or JSON) here
   perfgate-worker plan SPEC [options]  what SPEC would run and cost; measures nothing
   perfgate-worker list [--json]        tests, their parameters and metrics
+  perfgate-worker baseline create|show|list|delete ...   named baselines in the store
+  perfgate-worker store prune [--older-than-days N] [--keep-per-node N]   retention
   perfgate-worker --version
 
 run options:
@@ -44,6 +47,8 @@ run options:
   --profiles DIR       where <profile>.yaml files are (repeatable; default: built-in)
   --quiet              no progress lines, only the table
   --enable-fixtures    allow test-only fixture tests (synthetic samples); never in production
+  --store URL          the results store (default: SQLite in ~/.local/share/perfgate/results.db)
+  --no-store           do not record this run or compare it with earlier ones
   --result NAME        cluster mode (in a perfgate pod): write this node's PerfResult NAME
                        (also env PERFGATE_RESULT_NAME) and exit 0 once it is written
 
@@ -159,9 +164,11 @@ int Fail(int code, const std::string& message) {
 // (default: built-in), `profile: auto` picked by this machine's GPUs.
 perfgate::Result<perfgate::worker::Plan> PlanSpec(
     const perfgate::Result<perfgate::spec::Loaded<perfgate::v1alpha1::PerfValidation>>& loaded,
-    const std::string& spec_path, const std::vector<std::string>& profile_dirs, bool fixtures) {
+    const std::string& spec_path, const std::vector<std::string>& profile_dirs, bool fixtures,
+    const std::string& store_url = "") {
   if (!loaded.ok()) return loaded.status();
   perfgate::worker::PlanOptions plan_options;
+  plan_options.baseline_value = perfgate::worker::LocalBaselineLookup(store_url);
   plan_options.profile_dirs = profile_dirs.empty() ? DefaultProfileDirs() : profile_dirs;
   plan_options.enable_fixtures = fixtures;
   plan_options.gpu_names = []() -> perfgate::Result<std::vector<std::string>> {
@@ -223,6 +230,7 @@ int Run(const std::vector<std::string>& args) {
   std::string spec_path, report_json, junit, result_name;
   std::vector<std::string> only, profile_dirs;
   bool quiet = false, fixtures = false;
+  perfgate::worker::HistoryOptions history;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> const std::string* {
@@ -231,7 +239,7 @@ int Run(const std::vector<std::string>& args) {
       return &args[++i];
     };
     if (a == "--report-json" || a == "--junit" || a == "--only" || a == "--profiles" ||
-        a == "--result") {
+        a == "--result" || a == "--store") {
       const std::string* v = value(a.c_str());
       if (v == nullptr) return Fail(kExitInvalid, a + " needs a value");
       if (a == "--report-json") report_json = *v;
@@ -239,6 +247,9 @@ int Run(const std::vector<std::string>& args) {
       if (a == "--only") only.push_back(*v);
       if (a == "--profiles") profile_dirs.push_back(*v);
       if (a == "--result") result_name = *v;
+      if (a == "--store") history.store_url = *v;
+    } else if (a == "--no-store") {
+      history.record = false;
     } else if (a == "--quiet") {
       quiet = true;
     } else if (a == "--enable-fixtures") {
@@ -265,7 +276,7 @@ int Run(const std::vector<std::string>& args) {
   if (in_cluster) spec_path = perfgate::worker::PodPath(spec_path);
 
   auto loaded = perfgate::spec::LoadValidation(spec_path);
-  auto plan = PlanSpec(loaded, spec_path, profile_dirs, fixtures);
+  auto plan = PlanSpec(loaded, spec_path, profile_dirs, fixtures, history.store_url);
   if (!plan.ok()) return fail(kExitInvalid, plan.status().message());
   if (!only.empty()) {
     std::set<std::string> wanted(only.begin(), only.end());
@@ -320,6 +331,7 @@ int Run(const std::vector<std::string>& args) {
     }
     return 0;
   }
+  perfgate::worker::RecordLocalRun(report, history, std::cout, std::cerr);
   return perfgate::worker::ExitCode(report);
 }
 
@@ -352,5 +364,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") return Run(args);
   if (cmd == "plan") return PlanCommand(args);
+  if (cmd == "baseline") return perfgate::worker::BaselineCommand(args, std::cout, std::cerr);
+  if (cmd == "store") return perfgate::worker::StoreCommand(args, std::cout, std::cerr);
   return Fail(kExitInvalid, "unknown command \"" + cmd + "\"\n\n" + kUsage);
 }

@@ -329,11 +329,22 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
       return ctx.where.Error(
           tpath + ".op", "unsupported value \"" + th.op() + "\": supported values: >=, >, <=, <");
     }
-    const bool relative = th.has_reference() || th.has_fraction();
+    const bool relative = th.has_reference() || th.has_fraction() || !th.baseline().empty();
     if (th.has_value() == relative) {
-      return ctx.where.Error(tpath, "give either value, or reference and fraction");
+      return ctx.where.Error(
+          tpath, "give either value, or reference and fraction, or baseline and fraction");
     }
-    if (relative) {
+    if (!th.baseline().empty()) {
+      // Resolved once the profile version is known (ResolveBaselines).
+      if (th.has_reference()) {
+        return ctx.where.Error(tpath + ".reference", "give reference or baseline, not both");
+      }
+      if (!th.has_fraction()) {
+        return ctx.where.Error(tpath + ".fraction", "a baseline bound needs a fraction");
+      }
+      if (!(th.fraction() > 0)) return ctx.where.Error(tpath + ".fraction", "must be more than 0");
+      resolved.bound = 0;
+    } else if (relative) {
       if (!th.has_reference() || !th.has_fraction()) {
         return ctx.where.Error(tpath + (th.has_reference() ? ".fraction" : ".reference"),
                                "a relative bound needs both reference and fraction");
@@ -348,6 +359,29 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
   }
   RETURN_IF_ERROR(CheckThresholdsBind(t, out.metrics, path, ctx.where));
   return out;
+}
+
+// Thresholds relative to a baseline take its figure for the plan's profile version.
+Status ResolveBaselines(Plan* plan, const PlanOptions& options,
+                        const std::vector<std::pair<const spec::SourceMap*, std::string>>& at) {
+  for (std::size_t i = 0; i < plan->tests.size(); ++i) {
+    PlannedTest& t = plan->tests[i];
+    for (std::size_t j = 0; j < t.threshold_specs.size(); ++j) {
+      const v1alpha1::Threshold& th = t.threshold_specs[j];
+      if (th.baseline().empty()) continue;
+      const std::string path = at[i].second + ".thresholds[" + std::to_string(j) + "].baseline";
+      if (!options.baseline_value) {
+        return at[i].first->Error(path,
+                                  "baselines live in the results store, and none is "
+                                  "available here");
+      }
+      auto v = options.baseline_value(th.baseline(), plan->profile_version, t.name, th.metric(),
+                                      th.statistic());
+      if (!v.ok()) return at[i].first->Error(path, v.status().message());
+      t.thresholds[j].bound = *v * th.fraction();
+    }
+  }
+  return Status::Ok();
 }
 
 // A confidence or a percentage for messages: "0.95", "10".
@@ -615,6 +649,7 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   if (plan.tests.empty()) {
     return ctx.where.Error("spec.tests", "the spec has no tests (give tests or a profile)");
   }
+  RETURN_IF_ERROR(ResolveBaselines(&plan, options, written_at));
   RETURN_IF_ERROR(CheckFeasible(plan, PlanningGpus(plan, options), written_at));
   return plan;
 }

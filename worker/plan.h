@@ -55,6 +55,13 @@ struct PlanOptions {
   // When set, the profiles to pick from by GPU model come from here instead of profile_dirs
   // (the operator: the cluster's PerfProfile objects).
   std::function<Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>>()> profile_list;
+  // The figure of a `baseline: NAME` threshold before its fraction: the baseline's value for
+  // the GPUs here, the plan's profile version, the test (display name), metric and statistic.
+  // Unset: such thresholds are invalid input.
+  std::function<Result<double>(const std::string& baseline, const std::string& profile_version,
+                               const std::string& test, const std::string& metric,
+                               const std::string& statistic)>
+      baseline_value;
 };
 
 // Builds the plan and checks that every statistical threshold can be decided within its

@@ -1,0 +1,480 @@
+#include "worker/history.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "common/report.h"
+#include "common/time.h"
+#include "kernels/devices.h"
+#include "store/spool.h"
+
+namespace perfgate::worker {
+namespace {
+
+namespace fs = std::filesystem;
+
+using MetricKey = std::tuple<std::string, std::string, std::string>;  // test, device, metric
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Ratio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", r);
+  return buf;
+}
+
+std::string Percent(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", f * 100);
+  return buf;
+}
+
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
+  }
+  std::ostringstream os;
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(widths[i] + 2 - r[i].size(), ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << "\n";
+  }
+  return os.str();
+}
+
+// Where results wait that the store at `url` could not take yet: beside a SQLite file
+// (results.db.spool/), or for a server, in the local data folder under a name of its own.
+std::string SpoolDir(const std::string& url) {
+  if (url.rfind("sqlite:", 0) == 0 || url.find("://") == std::string::npos) {
+    std::string path = url;
+    for (const char* scheme : {"sqlite://", "sqlite:"}) {
+      if (path.rfind(scheme, 0) == 0) {
+        path = path.substr(std::string_view(scheme).size());
+        break;
+      }
+    }
+    return path.substr(0, path.find('?')) + ".spool";
+  }
+  char name[32];
+  std::snprintf(name, sizeof name, "spool-%016zx", std::hash<std::string>{}(url));
+  return (fs::path(store::DefaultLocalPath()).parent_path() / name).string();
+}
+
+}  // namespace
+
+std::string LocalStoreUrl(const std::string& url) {
+  return url.empty() ? "sqlite://" + store::DefaultLocalPath() : url;
+}
+
+std::vector<MetricComparison> CompareWithHistory(const v1alpha1::Report& now,
+                                                 const std::vector<store::MetricRecord>& before,
+                                                 double confidence, double margin) {
+  struct Earlier {
+    std::vector<double> samples, medians;
+    std::set<std::string> runs;
+  };
+  std::map<MetricKey, Earlier> earlier;
+  for (const auto& m : before) {
+    auto& e = earlier[{m.test, m.device, m.metric}];
+    e.samples.insert(e.samples.end(), m.samples.begin(), m.samples.end());
+    e.medians.push_back(m.summary.median());
+    e.runs.insert(m.key.run);
+  }
+  std::vector<MetricComparison> out;
+  for (const auto& t : now.tests()) {
+    for (const auto& m : t.metrics()) {
+      auto it = earlier.find({t.name(), t.device(), m.name()});
+      if (it == earlier.end() || it->second.samples.empty() || m.samples().empty()) continue;
+      MetricComparison c;
+      c.test = t.name();
+      c.device = t.device();
+      c.metric = m.name();
+      c.unit = m.unit();
+      c.higher_is_better = m.higherisbetter();
+      c.now_median = m.summary().median();
+      c.before_median = Median(it->second.medians);
+      c.runs_before = static_cast<int>(it->second.runs.size());
+      const std::vector<double> x(m.samples().begin(), m.samples().end());
+      c.ratio = stats::HodgesLehmannRatio(x, it->second.samples, confidence);
+      // No ratio of figures that are zero (an error count that stayed at 0).
+      if (c.ratio.interval.confidence == 0) continue;
+      const bool above = c.ratio.interval.low > 1 + margin;
+      const bool below = c.ratio.interval.high < 1 - margin;
+      if (above || below) c.flag = (above == c.higher_is_better) ? 1 : -1;
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::string FormatComparison(const std::vector<MetricComparison>& rows, int runs_before,
+                             const std::string& validation, double confidence, double margin) {
+  std::ostringstream os;
+  os << "compared with the previous "
+     << (runs_before == 1 ? "run" : std::to_string(runs_before) + " runs") << " of " << validation
+     << " on this machine (ratio now / before, Hodges-Lehmann on log "
+     << "samples, " << Percent(confidence) << " interval; flagged beyond " << Percent(margin)
+     << "):\n";
+  if (rows.empty()) {
+    os << "  no metric with samples in both\n";
+    return os.str();
+  }
+  std::vector<std::vector<std::string>> table = {
+      {"TEST", "DEVICE", "METRIC", "NOW", "BEFORE", "RATIO", "INTERVAL", ""}};
+  for (const auto& r : rows) {
+    const std::string unit = r.unit.empty() ? "" : " " + r.unit;
+    std::string interval =
+        r.ratio.interval.confidence > 0
+            ? "[" + Ratio(r.ratio.interval.low) + ", " + Ratio(r.ratio.interval.high) + "]"
+            : "-";
+    if (r.ratio.interval.confidence > 0 && r.ratio.interval.confidence + 1e-9 < confidence) {
+      interval += " (" + Percent(r.ratio.interval.confidence) + ")";
+    }
+    table.push_back({r.test, r.device, r.metric, report::FormatFigure(r.now_median) + unit,
+                     report::FormatFigure(r.before_median) + unit, Ratio(r.ratio.estimate),
+                     interval,
+                     r.flag < 0   ? "WORSE"
+                     : r.flag > 0 ? "BETTER"
+                                  : ""});
+  }
+  os << Table(table);
+  for (const auto& r : rows) {
+    if (r.flag == 0) continue;
+    os << (r.flag < 0 ? "WORSE   " : "BETTER  ") << r.test << " [" << r.device << "] " << r.metric
+       << ": " << Ratio(r.ratio.estimate) << " of before, interval [" << Ratio(r.ratio.interval.low)
+       << ", " << Ratio(r.ratio.interval.high) << "] beyond the " << Percent(margin) << " margin\n";
+  }
+  return os.str();
+}
+
+void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& options,
+                    std::ostream& out, std::ostream& err) {
+  if (!options.record) return;
+  const std::string url = LocalStoreUrl(options.store_url);
+  store::NodeResult result;
+  result.key.cluster = "local";
+  result.key.validation = report.validation();
+  result.key.node =
+      report.identity().hostname().empty() ? "localhost" : report.identity().hostname();
+  result.key.run = (report.starttime().empty() ? NowRfc3339() : report.starttime()) + "/" +
+                   std::to_string(getpid());
+  result.report = report;
+
+  auto opened = store::Open(url);
+  std::unique_ptr<store::Store> store;
+  if (opened.ok()) {
+    store = std::move(opened).value();
+  } else {
+    err << "perfgate-worker: warning: the results store is unavailable: "
+        << opened.status().message() << "\n";
+  }
+  store::Spool spool(SpoolDir(url));
+  std::vector<store::MetricRecord> before;
+  if (store) {
+    // Runs that waited for the store go in first, so this one is compared with them too.
+    if (auto drained = spool.Drain(*store); !drained.ok()) {
+      err << "perfgate-worker: warning: earlier runs still wait in " << spool.dir() << ": "
+          << drained.status().message() << "\n";
+    }
+    store::MetricQuery q;
+    q.cluster = "local";
+    q.node = result.key.node;
+    q.validation = report.validation();
+    q.profile = report.profile();
+    q.latest_results = options.previous_runs;
+    auto got = store->Metrics(q);
+    if (got.ok()) {
+      before = std::move(got).value();
+    } else {
+      err << "perfgate-worker: warning: cannot read earlier runs: " << got.status().message()
+          << "\n";
+    }
+  }
+  Status why;
+  auto stored = store::PutOrSpool(store.get(), spool, result, &why);
+  if (!stored.ok()) {
+    err << "perfgate-worker: warning: this run was not recorded: " << stored.status().message()
+        << "\n";
+  } else if (*stored == store::Stored::kSpooled) {
+    err << "perfgate-worker: warning: this run waits in " << spool.dir()
+        << " and is recorded at the next run: " << why.message() << "\n";
+  }
+
+  std::set<std::string> runs;
+  for (const auto& m : before) runs.insert(m.key.run);
+  out << "\n";
+  if (runs.empty()) {
+    out << "recorded in " << (store ? store->Describe() : url) << ": the first run of "
+        << report.validation() << " on this machine; the next one is compared with it\n";
+    return;
+  }
+  out << FormatComparison(CompareWithHistory(report, before, options.confidence, options.margin),
+                          static_cast<int>(runs.size()), report.validation(), options.confidence,
+                          options.margin);
+}
+
+Result<double> BaselineValue(store::Store& store, const std::string& baseline,
+                             const std::string& gpu_model, const std::string& profile_version,
+                             const std::string& test, const std::string& metric,
+                             const std::string& statistic) {
+  ASSIGN_OR_RETURN(auto b, store.GetBaseline(baseline));
+  for (const auto& v : b.values) {
+    if (v.gpu_model == gpu_model && v.profile_version == profile_version && v.test == test &&
+        v.metric == metric && v.statistic == statistic) {
+      return v.value;
+    }
+  }
+  std::set<std::string> models;
+  for (const auto& v : b.values) {
+    models.insert((v.gpu_model.empty() ? "no GPU" : v.gpu_model) + " (profile version " +
+                  (v.profile_version.empty() ? "none" : v.profile_version) + ")");
+  }
+  std::string have;
+  for (const auto& m : models) have += (have.empty() ? "" : ", ") + m;
+  return NotFound("baseline \"" + baseline + "\" has no " + statistic + " " + metric + " of " +
+                  test + " for " + (gpu_model.empty() ? "a machine without GPUs" : gpu_model) +
+                  " at profile version " + (profile_version.empty() ? "none" : profile_version) +
+                  " (it holds: " + have + ")");
+}
+
+std::function<Result<double>(const std::string&, const std::string&, const std::string&,
+                             const std::string&, const std::string&)>
+LocalBaselineLookup(const std::string& store_url) {
+  auto opened = std::make_shared<std::unique_ptr<store::Store>>();
+  return [opened, store_url](const std::string& baseline, const std::string& profile_version,
+                             const std::string& test, const std::string& metric,
+                             const std::string& statistic) -> Result<double> {
+    if (!*opened) {
+      ASSIGN_OR_RETURN(*opened, store::Open(LocalStoreUrl(store_url)));
+    }
+    std::string model;
+    if (auto gpus = kernels::ListCudaDevices(); gpus.ok() && !gpus->empty()) {
+      model = gpus->front().name;
+    }
+    return BaselineValue(**opened, baseline, model, profile_version, test, metric, statistic);
+  };
+}
+
+int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  constexpr int kInvalid = 2, kError = 3;
+  const char* usage =
+      "usage:\n"
+      "  perfgate-worker baseline create NAME --from SELECTION [--nodes A,B,...] [--any-verdict]\n"
+      "  perfgate-worker baseline show NAME\n"
+      "  perfgate-worker baseline list\n"
+      "  perfgate-worker baseline delete NAME\n"
+      "  every one takes --store URL (default: the local SQLite store)\n"
+      "SELECTION: comma-separated validation=NAME, run=ID, cluster=NAME, since=TIME, until=TIME\n"
+      "  (RFC 3339), e.g. --from validation=h200-acceptance,since=2026-06-01T00:00:00Z\n";
+  if (args.empty()) {
+    err << usage;
+    return kInvalid;
+  }
+  const std::string verb = args[0];
+  std::string name, url, from, nodes;
+  bool any_verdict = false;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--store" || a == "--from" || a == "--nodes") {
+      if (i + 1 >= args.size()) {
+        err << "perfgate-worker: " << a << " needs a value\n";
+        return kInvalid;
+      }
+      (a == "--store" ? url : a == "--from" ? from : nodes) = args[++i];
+    } else if (a == "--any-verdict") {
+      any_verdict = true;
+    } else if (!a.empty() && a[0] != '-' && name.empty()) {
+      name = a;
+    } else {
+      err << "perfgate-worker: baseline: unexpected " << a << "\n" << usage;
+      return kInvalid;
+    }
+  }
+  if (verb != "list" && name.empty()) {
+    err << "perfgate-worker: baseline " << verb << " needs a NAME\n" << usage;
+    return kInvalid;
+  }
+  if (verb != "create" && verb != "show" && verb != "list" && verb != "delete") {
+    err << "perfgate-worker: baseline: unknown command " << verb << "\n" << usage;
+    return kInvalid;
+  }
+  store::ResultQuery query;
+  if (verb == "create") {
+    if (from.empty()) {
+      err << "perfgate-worker: baseline create needs --from\n" << usage;
+      return kInvalid;
+    }
+    std::stringstream parts(from);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      const auto eq = part.find('=');
+      const std::string key = part.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+      if (value.empty()) {
+        err << "perfgate-worker: --from: \"" << part << "\" is not KEY=VALUE\n" << usage;
+        return kInvalid;
+      }
+      if (key == "validation") {
+        query.validation = value;
+      } else if (key == "run") {
+        query.run = value;
+      } else if (key == "cluster") {
+        query.cluster = value;
+      } else if (key == "since" || key == "until") {
+        auto t = ParseRfc3339(value);
+        if (!t) {
+          err << "perfgate-worker: --from: " << key << "=" << value
+              << " is not an RFC 3339 time (2026-06-01T00:00:00Z)\n";
+          return kInvalid;
+        }
+        const int64_t ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+        (key == "since" ? query.since_ms : query.until_ms) = ms;
+      } else {
+        err << "perfgate-worker: --from: unknown selection " << key << "\n" << usage;
+        return kInvalid;
+      }
+    }
+    std::stringstream list(nodes);
+    for (std::string node; std::getline(list, node, ',');) {
+      if (!node.empty()) query.nodes.push_back(node);
+    }
+    if (!any_verdict) query.verdict = "PASS";
+  }
+
+  auto opened = store::Open(LocalStoreUrl(url));
+  if (!opened.ok()) {
+    err << "perfgate-worker: " << opened.status().message() << "\n";
+    return kError;
+  }
+  store::Store& store = **opened;
+  if (verb == "list") {
+    auto names = store.ListBaselines();
+    if (!names.ok()) {
+      err << "perfgate-worker: " << names.status().message() << "\n";
+      return kError;
+    }
+    for (const auto& n : *names) out << n << "\n";
+    return 0;
+  }
+  if (verb == "delete") {
+    auto deleted = store.DeleteBaseline(name);
+    if (!deleted.ok()) {
+      err << "perfgate-worker: " << deleted.status().message() << "\n";
+      return kError;
+    }
+    if (!*deleted) {
+      err << "perfgate-worker: no baseline \"" << name << "\" in " << store.Describe() << "\n";
+      return kInvalid;
+    }
+    out << "deleted baseline " << name << "\n";
+    return 0;
+  }
+  Result<store::Baseline> b = Status(Code::kUnknown, "");
+  if (verb == "create") {
+    std::string source = "--from " + from + (nodes.empty() ? "" : " --nodes " + nodes) +
+                         (any_verdict ? "" : " (PASS results)");
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    b = store.CreateBaseline(name, query, source, now);
+  } else {
+    b = store.GetBaseline(name);
+  }
+  if (!b.ok()) {
+    err << "perfgate-worker: " << b.status().message() << "\n";
+    return b.status().code() == Code::kUnavailable || b.status().code() == Code::kInternal
+               ? kError
+               : kInvalid;
+  }
+  out << "baseline " << b->name << " (" << b->source << ", created "
+      << FormatRfc3339(
+             std::chrono::system_clock::time_point(std::chrono::milliseconds(b->created_ms)))
+      << ", in " << store.Describe() << ")\n";
+  std::vector<std::vector<std::string>> table = {
+      {"GPU MODEL", "PROFILE", "TEST", "METRIC", "STATISTIC", "VALUE", "N", "LOWEST", "HIGHEST"}};
+  for (const auto& v : b->values) {
+    table.push_back({v.gpu_model.empty() ? "-" : v.gpu_model,
+                     v.profile_version.empty() ? "-" : v.profile_version, v.test, v.metric,
+                     v.statistic, report::FormatFigure(v.value), std::to_string(v.count),
+                     report::FormatFigure(v.low), report::FormatFigure(v.high)});
+  }
+  out << Table(table);
+  return 0;
+}
+
+int StoreCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  constexpr int kInvalid = 2, kError = 3;
+  const char* usage =
+      "usage: perfgate-worker store prune [--older-than-days N] [--keep-per-node N] "
+      "[--store URL]\n";
+  if (args.empty() || args[0] != "prune") {
+    err << usage;
+    return kInvalid;
+  }
+  std::string url;
+  store::Retention retention;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if ((a != "--older-than-days" && a != "--keep-per-node" && a != "--store") ||
+        i + 1 >= args.size()) {
+      err << "perfgate-worker: store prune: unexpected " << a << "\n" << usage;
+      return kInvalid;
+    }
+    const std::string& v = args[++i];
+    if (a == "--store") {
+      url = v;
+      continue;
+    }
+    char* end = nullptr;
+    const double n = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() || *end != '\0' || !(n > 0)) {
+      err << "perfgate-worker: " << a << ": expected a positive number, got \"" << v << "\"\n";
+      return kInvalid;
+    }
+    if (a == "--older-than-days") {
+      retention.max_age_ms = static_cast<int64_t>(n * 86400 * 1000);
+    } else {
+      retention.keep_per_node = static_cast<int>(n);
+    }
+  }
+  if (retention.max_age_ms == 0 && retention.keep_per_node == 0) {
+    err << "perfgate-worker: store prune needs --older-than-days or --keep-per-node\n" << usage;
+    return kInvalid;
+  }
+  auto opened = store::Open(LocalStoreUrl(url));
+  if (!opened.ok()) {
+    err << "perfgate-worker: " << opened.status().message() << "\n";
+    return kError;
+  }
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  auto pruned = (*opened)->Prune(retention, now);
+  if (!pruned.ok()) {
+    err << "perfgate-worker: " << pruned.status().message() << "\n";
+    return kError;
+  }
+  out << "deleted " << *pruned << " node result" << (*pruned == 1 ? "" : "s") << " from "
+      << (*opened)->Describe() << "\n";
+  return 0;
+}
+
+}  // namespace perfgate::worker

@@ -1,0 +1,78 @@
+// A local run's memory: every run recorded in the results store (store/store.h), each new
+// run compared with the runs before it on this machine, and named baselines built from stored
+// results for thresholds relative to them.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/stats.h"
+#include "perfgate/v1alpha1/report.pb.h"
+#include "store/store.h"
+
+namespace perfgate::worker {
+
+struct HistoryOptions {
+  bool record = true;     // --no-store: false
+  std::string store_url;  // --store URL; empty: SQLite at store::DefaultLocalPath()
+  int previous_runs = 3;  // the runs a new one is compared with, newest first
+  double confidence = 0.95;
+  double margin = 0.03;  // a shift flagged once its whole interval lies beyond this
+};
+
+// The store a local command uses: `url`, else the default SQLite file.
+std::string LocalStoreUrl(const std::string& url);
+
+// How one metric of this run compares with the same test, device and metric in earlier runs.
+struct MetricComparison {
+  std::string test, device, metric, unit;
+  bool higher_is_better = true;
+  double now_median = 0;     // this run's median
+  double before_median = 0;  // median of the earlier runs' medians
+  int runs_before = 0;
+  stats::Shift ratio;  // now / before, Hodges-Lehmann on log samples
+  // +1 better, -1 worse (the whole interval beyond the margin), 0 within it or unsure.
+  int flag = 0;
+};
+
+// Pure: compares `now` with `before` (earlier runs' metric records with their samples).
+// Metrics without samples above zero on either side are left out.
+std::vector<MetricComparison> CompareWithHistory(const v1alpha1::Report& now,
+                                                 const std::vector<store::MetricRecord>& before,
+                                                 double confidence, double margin);
+// The comparison as people read it: a table, then a line per flagged metric.
+std::string FormatComparison(const std::vector<MetricComparison>& rows, int runs_before,
+                             const std::string& validation, double confidence, double margin);
+
+// After a local run: reads the earlier runs of this validation and profile on this node,
+// records `report` (spooled beside the SQLite file if the store cannot take it now: written at
+// the next run), and writes the comparison to `out`. A store that cannot be used is a warning
+// on `err`, never a failed run.
+void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& options,
+                    std::ostream& out, std::ostream& err);
+
+// `perfgate-worker baseline create|show|list|delete ...`; returns the exit code.
+int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// `perfgate-worker store prune [--older-than-days N] [--keep-per-node N] [--store URL]`;
+// returns the exit code.
+int StoreCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The bound a `baseline: NAME` threshold takes before its fraction: the baseline's value for
+// this GPU model and profile version, test (display name), metric and statistic.
+Result<double> BaselineValue(store::Store& store, const std::string& baseline,
+                             const std::string& gpu_model, const std::string& profile_version,
+                             const std::string& test, const std::string& metric,
+                             const std::string& statistic);
+
+// PlanOptions::baseline_value for a local run: the store at LocalStoreUrl(store_url), opened
+// on first use, and the GPU model of this machine's first GPU ("" without GPUs).
+std::function<Result<double>(const std::string&, const std::string&, const std::string&,
+                             const std::string&, const std::string&)>
+LocalBaselineLookup(const std::string& store_url);
+
+}  // namespace perfgate::worker
