@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/termination.h"
 #include "common/time.h"
 #include "operator/gangs.h"
 #include "operator/names.h"
@@ -190,6 +191,16 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       if (pod.resultInApi) {
         st.requeue = std::chrono::milliseconds(200);
         outcomes.push_back({node, "", "", "", ""});
+        continue;
+      }
+      // A worker that measured but could not write its result (the API server down past its
+      // retries) left the verdict in its termination message: that is the node's result.
+      if (auto decoded = termination::Decode(pod.terminationMessage);
+          decoded.ok() && decoded->nodeName == node && decoded->run == s.run) {
+        Json result =
+            BuildRecoveredResult(ctx.owner, config.nameSpace, s.run, node, pod_name, *decoded);
+        outcomes.push_back(OutcomeOfResult(node, result));
+        d->results.push_back({std::move(result), ""});
         continue;
       }
       record_error(node, pod_name, WhyNoResult(pod, ctx.timeoutSeconds));

@@ -21,6 +21,8 @@ inline constexpr const char* kVerdictByAnnotation = "perfgate.io/verdict-by";
 inline constexpr const char* kValidationLabel = "perfgate.io/validation";
 inline constexpr const char* kNodeLabel = "perfgate.io/node";
 inline constexpr const char* kRunLabel = "perfgate.io/run";
+// On a PerfResult the operator recovered from the worker's termination message.
+inline constexpr const char* kRecoveredFromAnnotation = "perfgate.io/recovered-from";
 inline constexpr const char* kGangLabel = "perfgate.io/gang";
 
 kube::GroupVersionResource ValidationsResource();

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "common/labels.h"
+#include "common/report.h"
 #include "operator/names.h"
 
 namespace perfgate::op {
@@ -187,9 +188,11 @@ Json BuildPlanConfigMap(const Owner& owner, const std::string& nameSpace, const 
           {"data", {{"plan.yaml", plan_text}}}};
 }
 
-Json BuildOperatorResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
-                         const std::string& node, const std::string& name,
-                         const std::string& reason, const std::string& completion_time) {
+namespace {
+
+Json ResultObject(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                  const std::string& node, const std::string& name, const std::string& worst,
+                  Json report) {
   return {{"apiVersion", "perfgate.io/v1alpha1"},
           {"kind", "PerfResult"},
           {"metadata",
@@ -205,12 +208,34 @@ Json BuildOperatorResult(const Owner& owner, const std::string& nameSpace, const
             {"nodeName", node},
             {"run", run},
             {"writtenBy", "operator"},
-            {"worst", Cut(reason, 200)},
-            {"report",
-             {{"validation", owner.name},
-              {"verdict", "ERROR"},
-              {"reason", Cut(reason, 2048)},
-              {"completionTime", completion_time}}}}}};
+            {"worst", Cut(worst, 200)},
+            {"report", std::move(report)}}}};
+}
+
+}  // namespace
+
+Json BuildRecoveredResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                          const std::string& node, const std::string& name,
+                          const termination::NodeResult& decoded) {
+  Json report = Json::object();
+  if (auto text = report::ToJson(decoded.report); text.ok()) {
+    report = Json::parse(*text, nullptr, false);
+    if (report.is_discarded()) report = Json::object();
+  }
+  report["validation"] = owner.name;
+  Json obj = ResultObject(owner, nameSpace, run, node, name, decoded.worst, std::move(report));
+  obj["metadata"]["annotations"] = {{kRecoveredFromAnnotation, "termination-message"}};
+  return obj;
+}
+
+Json BuildOperatorResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                         const std::string& node, const std::string& name,
+                         const std::string& reason, const std::string& completion_time) {
+  return ResultObject(owner, nameSpace, run, node, name, reason,
+                      {{"validation", owner.name},
+                       {"verdict", "ERROR"},
+                       {"reason", Cut(reason, 2048)},
+                       {"completionTime", completion_time}});
 }
 
 }  // namespace perfgate::op

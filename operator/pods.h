@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/termination.h"
 #include "operator/config.h"
 #include "operator/json_fields.h"
 #include "perfgate/v1alpha1/validation.pb.h"
@@ -54,6 +55,11 @@ Json BuildGangService(const Owner& owner, const std::string& nameSpace, const st
 // The ConfigMap `name` holding the resolved plan, mounted at /etc/perfgate/plan.yaml.
 Json BuildPlanConfigMap(const Owner& owner, const std::string& nameSpace, const std::string& run,
                         const std::string& name, const std::string& plan_text);
+// A worker's measured result recovered from its termination message, when the worker could not
+// write it (spec.writtenBy: operator; annotation perfgate.io/recovered-from).
+Json BuildRecoveredResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
+                          const std::string& node, const std::string& name,
+                          const termination::NodeResult& decoded);
 // An ERROR PerfResult the operator writes for `node` (spec.writtenBy: operator).
 Json BuildOperatorResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
                          const std::string& node, const std::string& name,

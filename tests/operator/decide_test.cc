@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/labels.h"
+#include "common/termination.h"
 #include "common/time.h"
 #include "operator/names.h"
 #include "operator/node_actions.h"
@@ -1056,6 +1057,50 @@ TEST(DecideEdge, CrashedWorkerWithoutMessageQuotesItsLog) {
   const Decision d = w.Decide();
   EXPECT_EQ(ResultReasons(d).at("node-0"),
             "worker failed: exit code 139 (Error): cudaMalloc failed\nsegfault");
+}
+
+// A worker that measured FAIL but could not write its result (the API server down past its
+// retries) left the verdict in its termination message: the node FAILs, not ERRORs, and the
+// result says where it came from. A message of another run or node is not taken.
+TEST(DecideEdge, VerdictInTheTerminationMessageIsTheNodesResult) {
+  World w("lost", StreamSpec(), Nodes(2));
+  w.Apply(w.Decide());
+  termination::NodeResult r;
+  r.validation = "lost";
+  r.run = w.Run();
+  r.report.set_verdict(v1alpha1::FAIL);
+  r.report.set_reason("hbm-stream [gpu0]: triadBandwidthGBps median 3100 below 3840");
+  r.worst = "hbm-stream gpu0 triadBandwidthGBps median 3100 (>= 3840)";
+  r.note = "cannot write the PerfResult: 500";
+  r.nodeName = "node-0";  // node-1's pod carries node-0's message: not its own result
+  for (const std::string node : {"node-0", "node-1"}) {
+    Json* pod = w.PodOn(node);
+    (*pod)["spec"]["nodeName"] = node;
+    (*pod)["status"] = {
+        {"phase", "Failed"},
+        {"containerStatuses",
+         {{{"state",
+            {{"terminated",
+              {{"exitCode", 3}, {"reason", "Error"}, {"message", termination::Encode(r)}}}}}}}}};
+  }
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.results.size(), 2u);
+  for (const auto& write : d.results) {
+    const Json& spec = write.result["spec"];
+    if (spec["nodeName"] == "node-0") {
+      EXPECT_EQ(spec["report"]["verdict"], "FAIL");
+      EXPECT_EQ(spec["worst"], r.worst);
+      EXPECT_EQ(write.result["metadata"]["annotations"][kRecoveredFromAnnotation],
+                "termination-message");
+    } else {
+      EXPECT_EQ(spec["report"]["verdict"], "ERROR");
+    }
+  }
+  w.Apply(d);
+  const Decision next = w.Decide();
+  ASSERT_TRUE(next.status.has_value());
+  EXPECT_EQ((*next.status)["failed"], 1);
+  EXPECT_EQ((*next.status)["errors"], 1);
 }
 
 // A node busy with another validation waits, named in the status; nothing starts there.
