@@ -58,7 +58,8 @@ void Controller::Run(std::vector<kube::Informer*> caches) {
   for (auto* cache : caches) cache->Start();
   for (auto* cache : caches) {
     while (!cache->WaitForSync(options_.syncPollInterval)) {
-      if (cancel_.cancelled()) return;
+      // A stopped informer answers at once: wait here, so that this never spins.
+      if (cancel_.WaitFor(std::chrono::milliseconds(10))) return;
     }
   }
   std::lock_guard lock(mu_);
@@ -76,8 +77,10 @@ void Controller::Work() {
       queue_.Done(*key);
       return;
     }
+    ++active_;
     Handle(*key);
     queue_.Done(*key);
+    --active_;
   }
 }
 

@@ -73,6 +73,9 @@ class Controller {
   bool Synced() const { return synced_.load(); }
   // Keys ready to be handed out. Thread-safe, non-blocking.
   size_t QueueDepth() const { return queue_.Len(); }
+  // Workers handling a key now, from taking it until its requeue is decided. Thread-safe,
+  // non-blocking.
+  int ActiveWorkers() const { return active_.load(); }
 
  private:
   void Run(std::vector<kube::Informer*> caches);
@@ -85,6 +88,7 @@ class Controller {
   kube::Cancellation cancel_;
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<int> active_{0};
 
   std::mutex mu_;  // guards started_, stopped_, starter_, workers_
   bool started_ = false;

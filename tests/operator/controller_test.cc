@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -86,6 +87,11 @@ ControllerOptions FakeClockOptions(std::shared_ptr<FakeClock> clock, int workers
   return o;
 }
 
+// The n-th reconcile has run and its requeue is decided (so the fake clock may move on).
+bool Handled(const Controller& c, const std::function<size_t()>& count, size_t n) {
+  return Eventually([&] { return count() == n && c.ActiveWorkers() == 0; });
+}
+
 // Nothing more happens for a while (real time): what a test waits before saying "not called".
 void Settle() { std::this_thread::sleep_for(milliseconds(60)); }
 
@@ -103,8 +109,9 @@ TEST(ControllerTest, AFailedReconcileIsRetriedAfterGrowingDelaysAndSuccessResets
                                       Failed(), ReconcileResult{}});
   Controller c(reconcile.Func(), FakeClockOptions(clock));
   c.Start({});
+  auto calls = [&] { return reconcile.count(); };
   c.Enqueue("a");
-  ASSERT_TRUE(Eventually([&] { return reconcile.count() == 1; }));
+  ASSERT_TRUE(Handled(c, calls, 1));
   // Failures 1..4: retried after 1 s, 2 s, 4 s, 8 s, and not a millisecond earlier.
   for (int k = 0; k < 4; ++k) {
     const auto delay = seconds(1) * (1 << k);
@@ -112,7 +119,7 @@ TEST(ControllerTest, AFailedReconcileIsRetriedAfterGrowingDelaysAndSuccessResets
     Settle();
     ASSERT_EQ(reconcile.count(), static_cast<size_t>(k + 1)) << "retry " << k << " came early";
     clock->Advance(milliseconds(1));
-    ASSERT_TRUE(Eventually([&] { return reconcile.count() == static_cast<size_t>(k + 2); }));
+    ASSERT_TRUE(Handled(c, calls, static_cast<size_t>(k + 2)));
     EXPECT_EQ(reconcile.at(k + 1) - reconcile.at(k), delay);
   }
   // The fifth call succeeded: no retry however long we wait.
@@ -121,7 +128,7 @@ TEST(ControllerTest, AFailedReconcileIsRetriedAfterGrowingDelaysAndSuccessResets
   EXPECT_EQ(reconcile.count(), 5u);
   // A new failure starts again from the first delay, not the sixth.
   c.Enqueue("a");
-  ASSERT_TRUE(Eventually([&] { return reconcile.count() == 6; }));
+  ASSERT_TRUE(Handled(c, calls, 6));
   clock->Advance(seconds(1));
   ASSERT_TRUE(Eventually([&] { return reconcile.count() == 7; }));
   EXPECT_EQ(reconcile.at(6) - reconcile.at(5), seconds(1));
@@ -133,13 +140,14 @@ TEST(ControllerTest, RequeueAfterRunsTheKeyAgainWhenAsked) {
   ScriptedReconcile reconcile(clock, {RequeueAfter(milliseconds(30000)), ReconcileResult{}});
   Controller c(reconcile.Func(), FakeClockOptions(clock));
   c.Start({});
+  auto calls = [&] { return reconcile.count(); };
   c.Enqueue("a");
-  ASSERT_TRUE(Eventually([&] { return reconcile.count() == 1; }));
+  ASSERT_TRUE(Handled(c, calls, 1));
   clock->Advance(milliseconds(29999));
   Settle();
   EXPECT_EQ(reconcile.count(), 1u);
   clock->Advance(milliseconds(1));
-  ASSERT_TRUE(Eventually([&] { return reconcile.count() == 2; }));
+  ASSERT_TRUE(Handled(c, calls, 2));
   EXPECT_EQ(reconcile.at(1) - reconcile.at(0), seconds(30));
   // The second asked for nothing: no third.
   clock->Advance(seconds(600));
@@ -338,7 +346,8 @@ TEST(ControllerTest, AReconcileThatThrowsIsRetriedLikeAFailure) {
       FakeClockOptions(clock));
   c.Start({});
   c.Enqueue("a");
-  ASSERT_TRUE(Eventually([&] { return calls.load() == 1; }));
+  ASSERT_TRUE(Handled(
+      c, [&] { return static_cast<size_t>(calls.load()); }, 1));
   clock->Advance(seconds(1));
   ASSERT_TRUE(Eventually([&] { return calls.load() == 2; }));
   c.Stop();
@@ -383,6 +392,69 @@ TEST(ControllerTest, AWorkerPodOrResultEnqueuesTheValidationThatOwnsIt) {
   Settle();
   std::lock_guard lock(mu);
   EXPECT_EQ(keys, std::vector<std::string>{"gone"});
+}
+
+std::string ListOf(const std::string& kind, const std::vector<Json>& items) {
+  return Json{{"kind", kind + "List"}, {"metadata", {{"resourceVersion", "10"}}}, {"items", items}}
+      .dump();
+}
+
+TEST(ControllerTest, ANodeEventEnqueuesOnlyTheValidationsStillRunning) {
+  auto transport = std::make_shared<kube::testing::FakeTransport>();
+  using kube::testing::Reply;
+  transport->Expect(
+      "GET", "/apis/perfgate.io/v1alpha1/perfvalidations?",
+      Reply().WithBody(
+          ListOf("PerfValidation", {{{"metadata", {{"name", "running"}, {"resourceVersion", "1"}}}},
+                                    {{"metadata", {{"name", "done"}, {"resourceVersion", "2"}}},
+                                     {"status", {{"completionTime", "2026-12-01T10:00:00Z"}}}}})));
+  transport->Expect("GET", "/api/v1/namespaces/ns/pods?", Reply().WithBody(ListOf("Pod", {})));
+  transport->Expect("GET", "/apis/perfgate.io/v1alpha1/namespaces/ns/perfresults?",
+                    Reply().WithBody(ListOf("PerfResult", {})));
+  transport->Expect("GET", "/api/v1/nodes?",
+                    Reply().WithBody(ListOf(
+                        "Node", {{{"metadata", {{"name", "n1"}, {"resourceVersion", "3"}}}}})));
+  kube::RestConfig config;
+  config.server = "https://api";
+  config.qps = 0;
+  auto client = std::make_shared<kube::Client>(config, transport, kube::ClientOptions{});
+  auto informer = [&](kube::GroupVersionResource gvr, const std::string& ns) {
+    kube::InformerOptions io;
+    io.reflector.gvr = std::move(gvr);
+    io.reflector.ns = ns;
+    return std::make_unique<kube::Informer>(client, io);
+  };
+  auto validations = informer(ValidationsResource(), "");
+  auto pods = informer(kube::PodsResource(), "ns");
+  auto results = informer(ResultsResource(), "ns");
+  auto nodes = informer(kube::NodesResource(), "");
+
+  std::mutex mu;
+  std::map<std::string, int> calls;
+  auto count = [&](const std::string& key) {
+    std::lock_guard lock(mu);
+    return calls[key];
+  };
+  ControllerOptions o;
+  o.syncPollInterval = milliseconds(10);
+  Controller c(
+      [&](const std::string& key) -> Result<ReconcileResult> {
+        std::lock_guard lock(mu);
+        ++calls[key];
+        return ReconcileResult{};
+      },
+      o);
+  EnqueueValidationsOn(c, {validations.get(), pods.get(), results.get(), nodes.get()});
+  // Every validation is reconciled once its informer lists it.
+  c.Start({validations.get(), pods.get(), results.get()});
+  ASSERT_TRUE(Eventually([&] { return count("running") == 1 && count("done") == 1; }));
+  // Then a node appears: the running validation may select it; the complete one may not.
+  nodes->Start();
+  ASSERT_TRUE(Eventually([&] { return count("running") == 2; }));
+  Settle();
+  EXPECT_EQ(count("done"), 1);
+  c.Stop();
+  for (auto* inf : {validations.get(), pods.get(), results.get(), nodes.get()}) inf->Stop();
 }
 
 TEST(ControllerTest, AnUpdateThatChangesOnlyTheResourceVersionEnqueuesNothingWhenAsked) {
