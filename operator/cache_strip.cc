@@ -85,7 +85,7 @@ void StripWorkerPod(Json& pod) {
     KeepOnly(*spec, {"nodeName", "affinity", "containers"});
     if (Json* affinity = Member(*spec, "affinity")) KeepOnly(*affinity, {"nodeAffinity"});
     if (Json* containers = ArrayMember(*spec, "containers")) {
-      for (size_t i = 0; i < containers->size(); ++i) StripContainer((*containers)[i]);
+      for (Json& c : *containers) StripContainer(c);
     }
   }
   Json* status = Member(pod, "status");
@@ -93,8 +93,7 @@ void StripWorkerPod(Json& pod) {
   for (const char* list : {"containerStatuses", "initContainerStatuses"}) {
     Json* statuses = ArrayMember(*status, list);
     if (statuses == nullptr) continue;
-    for (size_t i = 0; i < statuses->size(); ++i) {
-      Json& cs = (*statuses)[i];
+    for (Json& cs : *statuses) {
       if (!cs.is_object()) continue;
       for (const char* k : {"image", "imageID", "containerID"}) cs.erase(k);
     }
@@ -110,9 +109,7 @@ void StripResult(Json& result) {
   report->erase("identity");
   Json* tests = ArrayMember(*report, "tests");
   if (tests == nullptr) return;
-  for (size_t i = 0; i < tests->size(); ++i) {
-    KeepOnly((*tests)[i], {"name", "type", "device", "verdict", "reason"});
-  }
+  for (Json& t : *tests) KeepOnly(t, {"name", "type", "device", "verdict", "reason"});
 }
 
 }  // namespace perfgate::op

@@ -31,7 +31,7 @@ Controller::Controller(ReconcileFunc reconcile, ControllerOptions options)
 
 Controller::~Controller() { Stop(); }
 
-kube::InformerHandlers Controller::EnqueueFor(KeysOf keys_of, bool skip_unchanged) {
+kube::InformerHandlers Controller::EnqueueFor(const KeysOf& keys_of, bool skip_unchanged) {
   auto enqueue = [this, keys_of](const Json& object) {
     for (const auto& key : keys_of(object)) {
       if (!key.empty()) queue_.Add(key);
@@ -54,7 +54,7 @@ void Controller::Start(std::vector<kube::Informer*> caches) {
   starter_ = std::thread([this, caches = std::move(caches)] { Run(caches); });
 }
 
-void Controller::Run(std::vector<kube::Informer*> caches) {
+void Controller::Run(const std::vector<kube::Informer*>& caches) {
   for (auto* cache : caches) cache->Start();
   for (auto* cache : caches) {
     while (!cache->WaitForSync(options_.syncPollInterval)) {

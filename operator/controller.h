@@ -56,7 +56,7 @@ class Controller {
   // metadata.resourceVersion enqueues nothing (a resync, or a write to fields the cache drops).
   // Register them before the informer starts; the controller must outlive the informer's
   // handler thread (stop the informer first).
-  kube::InformerHandlers EnqueueFor(KeysOf keys_of, bool skip_unchanged = false);
+  kube::InformerHandlers EnqueueFor(const KeysOf& keys_of, bool skip_unchanged = false);
   // Makes `key` ready now. Thread-safe, non-blocking; ignored after Stop.
   void Enqueue(const std::string& key);
 
@@ -78,7 +78,7 @@ class Controller {
   int ActiveWorkers() const { return active_.load(); }
 
  private:
-  void Run(std::vector<kube::Informer*> caches);
+  void Run(const std::vector<kube::Informer*>& caches);
   void Work();
   void Handle(const std::string& key);
 

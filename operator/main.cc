@@ -271,6 +271,7 @@ int main(int argc, char** argv) {
       [&reconciler](const std::string& name) { return reconciler.Reconcile(name); }, co);
   op::EnqueueValidationsOn(controller, {validations, pods, results, nodes});
   std::vector<kube::Informer*> all_informers;
+  all_informers.reserve(informers.size());
   for (auto& inf : informers) all_informers.push_back(inf.get());
 
   std::atomic<bool> leading{!flags.leaderElect};
