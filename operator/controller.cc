@@ -92,6 +92,8 @@ void Controller::Handle(const std::string& key) {
     // A bug, not a cluster state: retried with backoff like any error rather than ending the
     // process from a worker thread.
     r = Status(Code::kInternal, std::string("reconcile threw: ") + e.what());
+  } catch (...) {
+    r = Status(Code::kInternal, "reconcile threw a non-standard exception");
   }
   if (!r.ok()) {
     Logger()->warn("{}: reconcile failed (retrying): {}", key, r.status().message());
@@ -103,6 +105,7 @@ void Controller::Handle(const std::string& key) {
 }
 
 void Controller::Stop() {
+  std::lock_guard serial(stop_mu_);  // two Stops never join one thread together
   {
     std::lock_guard lock(mu_);
     stopped_ = true;

@@ -90,7 +90,8 @@ class Controller {
   std::atomic<bool> stopping_{false};
   std::atomic<int> active_{0};
 
-  std::mutex mu_;  // guards started_, stopped_, starter_, workers_
+  std::mutex stop_mu_;  // held for the whole of Stop
+  std::mutex mu_;       // guards started_, stopped_, starter_, workers_
   bool started_ = false;
   bool stopped_ = false;
   std::thread starter_;

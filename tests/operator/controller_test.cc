@@ -268,6 +268,28 @@ TEST(ControllerTest, StopWaitsForReconcilesInFlightJoinsEveryWorkerAndRunsNoMore
   c.Stop();  // idempotent
 }
 
+TEST(ControllerTest, StopFromTwoThreadsAtOnceJoinsOnce) {
+  // A signal handler's shutdown and a leader elector's may both stop the controller.
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> calls{0};
+    ControllerOptions o;
+    o.workers = 4;
+    Controller c(
+        [&](const std::string&) -> Result<ReconcileResult> {
+          ++calls;
+          return ReconcileResult{};
+        },
+        o);
+    c.Start({});
+    c.Enqueue("a");
+    ASSERT_TRUE(Eventually([&] { return calls.load() == 1; }));
+    std::thread other([&] { c.Stop(); });
+    c.Stop();
+    other.join();
+    EXPECT_EQ(c.ActiveWorkers(), 0);
+  }
+}
+
 TEST(ControllerTest, StopWhileCachesHaveNotSyncedReturnsAndNothingIsReconciled) {
   // An informer whose list never succeeds (the fake API server answers 599) never syncs.
   auto transport = std::make_shared<kube::testing::FakeTransport>();
