@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -27,7 +28,8 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "kube/leaderelection.h"
-#include "kube/workqueue.h"
+#include "operator/cache_strip.h"
+#include "operator/controller.h"
 #include "operator/http_server.h"
 #include "operator/index.h"
 #include "operator/log.h"
@@ -188,12 +190,14 @@ void SetUpLogging(const std::string& format) {
 
 kube::Informer* MakeInformer(std::shared_ptr<kube::Client> client, kube::GroupVersionResource gvr,
                              const std::string& ns, const std::string& selector,
+                             std::function<void(Json&)> transform,
                              std::vector<std::unique_ptr<kube::Informer>>* keep) {
   kube::InformerOptions o;
   o.reflector.gvr = std::move(gvr);
   o.reflector.ns = ns;
   o.reflector.labelSelector = selector;
   o.resyncPeriod = std::chrono::seconds(300);
+  o.transform = std::move(transform);
   keep->push_back(std::make_unique<kube::Informer>(std::move(client), o));
   return keep->back().get();
 }
@@ -225,13 +229,16 @@ int main(int argc, char** argv) {
   signal(SIGINT, OnSignal);
   signal(SIGPIPE, SIG_IGN);
 
-  // Informers: validations, worker pods and results in our namespace, nodes.
+  // Informers: validations, worker pods and results in our namespace, nodes. Each keeps only
+  // what the operator reads (operator/cache_strip.h).
   std::vector<std::unique_ptr<kube::Informer>> informers;
-  auto* validations = MakeInformer(client, op::ValidationsResource(), "", "", &informers);
+  auto* validations =
+      MakeInformer(client, op::ValidationsResource(), "", "", op::StripValidation, &informers);
   auto* pods = MakeInformer(client, kube::PodsResource(), flags.nameSpace, "perfgate.io/validation",
-                            &informers);
-  auto* results = MakeInformer(client, op::ResultsResource(), flags.nameSpace, "", &informers);
-  auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", &informers);
+                            op::StripWorkerPod, &informers);
+  auto* results =
+      MakeInformer(client, op::ResultsResource(), flags.nameSpace, "", op::StripResult, &informers);
+  auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", op::StripNode, &informers);
 
   // The indexes first: handlers run in order, and a reconcile queued by the next handler
   // must find the object that triggered it.
@@ -241,39 +248,6 @@ int main(int argc, char** argv) {
   pods->AddHandlers(pods_by_validation.Handlers());
   pods->AddHandlers(pods_by_node.Handlers());
   results->AddHandlers(results_by_validation.Handlers());
-
-  kube::WorkQueue queue;
-  auto enqueue_obj = [&queue](const Json& o) { queue.Add(o["metadata"].value("name", "")); };
-  // By the owner reference, which names the validation in full (the label may be shortened).
-  auto enqueue_owner = [&queue](const Json& o) {
-    for (const auto& ref : o["metadata"].value("ownerReferences", Json::array())) {
-      if (ref.value("kind", "") == "PerfValidation" && !ref.value("name", "").empty()) {
-        queue.Add(ref.value("name", ""));
-        return;
-      }
-    }
-    auto labels = o["metadata"].value("labels", Json::object());
-    if (labels.contains("perfgate.io/validation")) {
-      queue.Add(labels["perfgate.io/validation"].get<std::string>());
-    }
-  };
-  validations->AddHandlers(
-      {enqueue_obj, [&](const Json&, const Json& o) { enqueue_obj(o); }, enqueue_obj});
-  for (auto* inf : {pods, results}) {
-    inf->AddHandlers(
-        {enqueue_owner, [&](const Json&, const Json& o) { enqueue_owner(o); }, enqueue_owner});
-  }
-  // A node change (GPUs, cordon, labels) can change a running validation's selection.
-  auto enqueue_running = [&](const Json&) {
-    for (const auto& v : validations->List()) {
-      if (v.value("status", Json::object()).value("completionTime", "").empty()) enqueue_obj(v);
-    }
-  };
-  nodes->AddHandlers({enqueue_running,
-                      [&](const Json& a, const Json& b) {
-                        if (a != b) enqueue_running(b);
-                      },
-                      enqueue_running});
 
   op::ReconcilerConfig rc;
   rc.nameSpace = flags.nameSpace;
@@ -291,15 +265,23 @@ int main(int argc, char** argv) {
       }};
   op::Reconciler reconciler(client, caches, rc);
 
-  std::atomic<bool> synced{false};
+  op::ControllerOptions co;
+  co.workers = flags.workers;
+  op::Controller controller(
+      [&reconciler](const std::string& name) { return reconciler.Reconcile(name); }, co);
+  op::EnqueueValidationsOn(controller, {validations, pods, results, nodes});
+  std::vector<kube::Informer*> all_informers;
+  all_informers.reserve(informers.size());
+  for (auto& inf : informers) all_informers.push_back(inf.get());
+
   std::atomic<bool> leading{!flags.leaderElect};
 
   // /healthz, /readyz, /metrics.
   auto handler = [&](const std::string& path) -> op::HttpReply {
     if (path == "/healthz") return {200, "text/plain", "ok\n"};
     if (path == "/readyz") {
-      return synced ? op::HttpReply{200, "text/plain", "ok\n"}
-                    : op::HttpReply{503, "text/plain", "caches not synced\n"};
+      return controller.Synced() ? op::HttpReply{200, "text/plain", "ok\n"}
+                                 : op::HttpReply{503, "text/plain", "caches not synced\n"};
     }
     if (path != "/metrics") return {404, "text/plain", "not found\n"};
     auto& m = reconciler.metrics();
@@ -308,7 +290,7 @@ int main(int argc, char** argv) {
     snapshot.reconcileErrors = m.errors.load();
     snapshot.podsCreated = m.podsCreated.load();
     snapshot.resultsWrittenByOperator = m.resultsWrittenByOperator.load();
-    snapshot.queueDepth = queue.Len();
+    snapshot.queueDepth = controller.QueueDepth();
     snapshot.leading = leading;
     snapshot.validations = validations->List();
     snapshot.nodes = nodes->List();
@@ -328,33 +310,8 @@ int main(int argc, char** argv) {
     log->info("serving /metrics /healthz /readyz on port {}", servers.back()->port());
   }
 
-  kube::Cancellation stop;
-  std::vector<std::thread> workers;
-  auto start_workers = [&] {
-    for (auto& inf : informers) inf->Start();
-    for (auto& inf : informers) {
-      while (!g_stop && !inf->WaitForSync(std::chrono::milliseconds(200))) {
-      }
-    }
-    synced = true;
-    log->info("caches synced; {} workers", flags.workers);
-    for (int i = 0; i < flags.workers; ++i) {
-      workers.emplace_back([&] {
-        while (auto key = queue.Get()) {
-          auto r = reconciler.Reconcile(*key);
-          if (!r.ok()) {
-            log->warn("{}: reconcile failed (retrying): {}", *key, r.status().message());
-            queue.AddRateLimited(*key);
-          } else {
-            queue.Forget(*key);
-            if (r->requeueAfter.count() > 0) queue.AddAfter(*key, r->requeueAfter);
-          }
-          queue.Done(*key);
-        }
-      });
-    }
-  };
-
+  // The caches start (and the workers once they have synced) when this replica leads.
+  kube::Cancellation stop_electing;
   std::thread elector_thread;
   std::unique_ptr<kube::LeaderElector> elector;
   if (flags.leaderElect) {
@@ -365,8 +322,7 @@ int main(int argc, char** argv) {
     lc.onStartedLeading = [&] {
       leading = true;
       log->info("became leader");
-      // Starting is quick (threads only); syncing happens on the workers' side.
-      std::thread(start_workers).detach();
+      controller.Start(all_informers);  // returns at once: the controller's threads sync
     };
     lc.onStoppedLeading = [&] {
       log->info("stopped leading");
@@ -374,16 +330,18 @@ int main(int argc, char** argv) {
     };
     elector = std::make_unique<kube::LeaderElector>(
         kube::NewLeaseLock(client, flags.nameSpace, "perfgate-operator-leader"), lc);
-    elector_thread = std::thread([&] { elector->Run(stop); });
+    elector_thread = std::thread([&] { elector->Run(stop_electing); });
   } else {
-    start_workers();
+    controller.Start(all_informers);
   }
 
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   log->info("shutting down");
-  queue.ShutDown();
-  for (auto& w : workers) w.join();
-  stop.Cancel();
+  // The workers first, while this replica still holds the lease (a Start the elector asks for
+  // after this does nothing); then the elector; then the informers, whose handlers enqueue
+  // into the controller.
+  controller.Stop();
+  stop_electing.Cancel();
   if (elector_thread.joinable()) elector_thread.join();
   for (auto& inf : informers) inf->Stop();
   for (auto& s : servers) s->Stop();

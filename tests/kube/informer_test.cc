@@ -286,6 +286,50 @@ TEST_F(InformerTest, TransformRunsBeforeObjectsAreStoredOrHandedOut) {
   EXPECT_EQ((*stored)["metadata"]["resourceVersion"], "6");
 }
 
+TEST_F(InformerTest, TransformRunsOnEveryWatchEventKindAndOnARelist) {
+  auto with_fields = [](Json pod) {
+    pod["metadata"]["managedFields"] = Json::array({{{"manager", "kubelet"}}});
+    pod["status"] = {{"phase", "Running"}, {"images", Json::array({"a", "b"})}};
+    return pod;
+  };
+  transport_->Expect("GET", kList, Reply().WithBody(List("5", {with_fields(Pod("a", "1"))})));
+  transport_->Expect("GET", "/api/v1/namespaces/ns/pods?watch=true&resourceVersion=5",
+                     Reply().WithChunks({Ev("ADDED", with_fields(Pod("b", "6"))) +
+                                             Ev("DELETED", with_fields(Pod("a", "7"))),
+                                         Gone()}));
+  // The relist after the 410 brings back c only (b went away meanwhile).
+  transport_->Expect("GET", kList, Reply().WithBody(List("9", {with_fields(Pod("c", "8"))})));
+  std::atomic<int> transformed{0};
+  auto informer = Make(500, std::chrono::seconds(0), [&](Json& o) {
+    ++transformed;
+    StripManagedFields(o);
+    o["status"].erase("images");
+  });
+  std::mutex mu;
+  std::vector<std::string> seen;  // "<event> <key>" for objects that reached a handler unstripped
+  auto check = [&](const std::string& event, const Json& obj) {
+    std::lock_guard lock(mu);
+    const bool stripped = !obj["metadata"].contains("managedFields") &&
+                          !obj["status"].contains("images") &&
+                          obj["status"].value("phase", "") == "Running";
+    seen.push_back(event + " " + ObjectKey(obj) + (stripped ? "" : " UNSTRIPPED"));
+  };
+  informer->AddHandlers({[&](const Json& o) { check("add", o); },
+                         [&](const Json&, const Json& o) { check("update", o); },
+                         [&](const Json& o) { check("delete", o); }});
+  informer->Start();
+  ASSERT_TRUE(Eventually([&] { return recorder_.Count("delete ns/b") == 1; }));
+  informer->Stop();
+  std::lock_guard lock(mu);
+  EXPECT_THAT(seen, ::testing::ElementsAre("add ns/a", "add ns/b", "delete ns/a", "add ns/c",
+                                           "delete ns/b"));
+  EXPECT_EQ(transformed.load(), 4);  // a (list), b (ADDED), a (DELETED), c (relist)
+  auto stored = informer->Get("ns/c");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_FALSE((*stored)["metadata"].contains("managedFields"));
+  EXPECT_FALSE((*stored)["status"].contains("images"));
+}
+
 TEST_F(InformerTest, StopEndsAHangingWatchAndNoHandlerRunsAfterIt) {
   transport_->Expect("GET", kList, Reply().WithBody(List("5", {Pod("a", "1")})));
   auto informer = Make();

@@ -1,0 +1,115 @@
+#include "operator/cache_strip.h"
+
+#include <string>
+
+namespace perfgate::op {
+namespace {
+
+using Json = nlohmann::json;
+
+// The object member `key` when it is an object, else null.
+Json* Member(Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? &*it : nullptr;
+}
+
+// The object member `key` when it is an array, else null.
+Json* ArrayMember(Json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? &*it : nullptr;
+}
+
+// Keeps only `keys` of the object `j` (nothing happens to a non-object).
+void KeepOnly(Json& j, std::initializer_list<const char*> keys) {
+  if (!j.is_object()) return;
+  Json kept = Json::object();
+  for (const char* k : keys) {
+    auto it = j.find(k);
+    if (it != j.end()) kept[k] = std::move(*it);
+  }
+  j = std::move(kept);
+}
+
+// The container environment variables a reconcile reads: the gang's rendezvous address, which
+// a new rank of a running gang must share.
+constexpr const char* kEnvRead[] = {"NCCL_COMM_ID"};
+
+}  // namespace
+
+void StripMetadata(Json& object) {
+  Json* meta = Member(object, "metadata");
+  if (meta == nullptr) return;
+  meta->erase("managedFields");
+  if (Json* ann = Member(*meta, "annotations")) {
+    ann->erase("kubectl.kubernetes.io/last-applied-configuration");
+    if (ann->empty()) meta->erase("annotations");
+  }
+}
+
+void StripValidation(Json& validation) { StripMetadata(validation); }
+
+void StripNode(Json& node) {
+  if (Json* meta = Member(node, "metadata")) meta->erase("managedFields");
+  if (Json* status = Member(node, "status")) KeepOnly(*status, {"capacity", "allocatable"});
+}
+
+namespace {
+
+// Keeps a container's name and the environment variables a reconcile reads.
+void StripContainer(Json& container) {
+  KeepOnly(container, {"name", "env"});
+  Json* env = ArrayMember(container, "env");
+  if (env == nullptr) return;
+  Json kept = Json::array();
+  for (const Json& e : *env) {
+    if (!e.is_object()) continue;
+    const std::string name = e.value("name", "");
+    for (const char* read : kEnvRead) {
+      if (name == read) kept.push_back(e);
+    }
+  }
+  if (kept.empty()) {
+    container.erase("env");
+  } else {
+    env->swap(kept);
+  }
+}
+
+}  // namespace
+
+void StripWorkerPod(Json& pod) {
+  StripMetadata(pod);
+  if (Json* spec = Member(pod, "spec")) {
+    KeepOnly(*spec, {"nodeName", "affinity", "containers"});
+    if (Json* affinity = Member(*spec, "affinity")) KeepOnly(*affinity, {"nodeAffinity"});
+    if (Json* containers = ArrayMember(*spec, "containers")) {
+      for (Json& c : *containers) StripContainer(c);
+    }
+  }
+  Json* status = Member(pod, "status");
+  if (status == nullptr) return;
+  for (const char* list : {"containerStatuses", "initContainerStatuses"}) {
+    Json* statuses = ArrayMember(*status, list);
+    if (statuses == nullptr) continue;
+    for (Json& cs : *statuses) {
+      if (!cs.is_object()) continue;
+      for (const char* k : {"image", "imageID", "containerID"}) cs.erase(k);
+    }
+  }
+}
+
+void StripResult(Json& result) {
+  StripMetadata(result);
+  Json* spec = Member(result, "spec");
+  if (spec == nullptr) return;
+  Json* report = Member(*spec, "report");
+  if (report == nullptr) return;
+  report->erase("identity");
+  Json* tests = ArrayMember(*report, "tests");
+  if (tests == nullptr) return;
+  for (Json& t : *tests) KeepOnly(t, {"name", "type", "device", "verdict", "reason"});
+}
+
+}  // namespace perfgate::op
