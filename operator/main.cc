@@ -325,8 +325,16 @@ int main(int argc, char** argv) {
       controller.Start(all_informers);  // returns at once: the controller's threads sync
     };
     lc.onStoppedLeading = [&] {
-      log->info("stopped leading");
-      g_stop = true;
+      if (g_stop) {
+        log->info("stopped leading");
+        return;
+      }
+      // Lost, not given up: another replica may lead from the lease's expiry on, and a
+      // reconcile still running here could write after that. End at once, as controller-runtime
+      // does; the Deployment starts this replica again as a candidate.
+      log->error("stopped leading: the lease could not be renewed in time; exiting now");
+      log->flush();
+      std::_Exit(1);
     };
     elector = std::make_unique<kube::LeaderElector>(
         kube::NewLeaseLock(client, flags.nameSpace, "perfgate-operator-leader"), lc);
