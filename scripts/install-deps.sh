@@ -10,7 +10,7 @@ packages=(
   libyaml-cpp-dev libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  clang clang-format libclang-rt-14-dev
+  clang clang-format clang-tidy libclang-rt-14-dev
   # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap.
   golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
   lua5.1 lua-cjson debootstrap curl python3

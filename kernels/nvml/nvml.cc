@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/strings.h"
+
 namespace perfgate::kernels::nvml {
 
 std::string ReturnName(nvmlReturn_t code) {
@@ -63,9 +65,7 @@ std::string ReturnName(nvmlReturn_t code) {
 }
 
 std::string NormalizePciBusId(const std::string& bus_id) {
-  std::string lower = bus_id;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = Lower(bus_id);
   unsigned domain = 0;
   unsigned bus = 0;
   unsigned device = 0;
