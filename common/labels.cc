@@ -1,7 +1,8 @@
 #include "common/labels.h"
 
 #include <cctype>
-#include <cstdint>
+
+#include "common/strings.h"
 
 namespace perfgate {
 namespace {
@@ -19,25 +20,47 @@ bool ValidLabelValue(const std::string& v) {
 
 }  // namespace
 
+std::uint64_t Fnv1a(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string HexDigits(std::uint64_t value, int digits) {
+  static constexpr std::string_view kDigits = "0123456789abcdef";
+  std::string out(static_cast<std::size_t>(digits), '0');
+  for (int i = digits - 1; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = kDigits[value & 0xfU];
+    value >>= 4U;
+  }
+  return out;
+}
+
 std::string LabelValue(const std::string& name) {
   if (ValidLabelValue(name)) return name;
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
   std::string out;
   for (char c : name.substr(0, 54)) {
     out.push_back(Alnum(c) || c == '-' || c == '_' || c == '.' ? c : '-');
   }
   while (!out.empty() && !Alnum(out.front())) out.erase(out.begin());
-  static const char* kDigits = "0123456789abcdef";
-  std::string hex(8, '0');
-  for (int i = 7; i >= 0; --i) {
-    hex[static_cast<size_t>(i)] = kDigits[h & 0xf];
-    h >>= 4;
-  }
+  const std::string hex = HexDigits(Fnv1a(name), 8);
   return out.empty() ? hex : out + "-" + hex;
+}
+
+std::string ObjectName(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (const auto& p : parts) joined += (joined.empty() ? "" : "-") + p;
+  std::string out;
+  for (char c : Lower(joined)) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    out.push_back(ok ? c : '-');
+  }
+  if (out.size() > 63) out = out.substr(0, 54) + "-" + HexDigits(Fnv1a(joined), 8);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
 }
 
 }  // namespace perfgate

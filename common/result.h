@@ -106,10 +106,13 @@ class [[nodiscard]] Result {
     if (!perfgate_status_.ok()) return perfgate_status_; \
   } while (false)
 
-// ASSIGN_OR_RETURN(auto x, ResultExpr()): binds the value or returns the error.
+// ASSIGN_OR_RETURN(auto x, ResultExpr()): binds the value or returns the error. `lhs` and
+// `tmp` are declarations, so they cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL(PERFGATE_CONCAT(perfgate_result_, __LINE__), lhs, expr)
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                          \
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

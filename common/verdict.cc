@@ -335,7 +335,8 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       TRule(sorted, low_end ? Op::kGe : Op::kLe, th.bound, false, budget, k, &out.interval);
       out.observed = low_end ? out.interval.low : out.interval.high;
       out.rule = kRuleTRaw;
-      if (n < 3 || (!at_look && !plan.final)) {
+      // Too early and undecided are both INCONCLUSIVE, for different reasons.
+      if (n < 3 || (!at_look && !plan.final)) {  // NOLINT(bugprone-branch-clone)
         out.verdict = Verdict::kInconclusive;
       } else if (Holds(out.observed, th.op, th.bound)) {
         out.verdict = Verdict::kPass;

@@ -23,9 +23,9 @@
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/test_support.h"
-#include "kernels/nvml/health.h"
 #include "kernels/nvml/nvml.h"
-#include "kernels/tests.h"
+#include "kernels/nvml/readings.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace {

@@ -12,7 +12,7 @@
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/test_support.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace {

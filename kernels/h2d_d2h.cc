@@ -25,9 +25,9 @@
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/h2d_d2h.h"
 #include "kernels/cuda/test_support.h"
-#include "kernels/nvml/health.h"
 #include "kernels/nvml/nvml.h"
-#include "kernels/tests.h"
+#include "kernels/nvml/readings.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace {

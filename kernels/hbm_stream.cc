@@ -15,7 +15,7 @@
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/hbm_stream.h"
 #include "kernels/cuda/test_support.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace {

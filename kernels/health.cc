@@ -21,9 +21,9 @@
 #include <string>
 
 #include "kernels/cuda/test_support.h"
-#include "kernels/nvml/health.h"
 #include "kernels/nvml/nvml.h"
-#include "kernels/tests.h"
+#include "kernels/nvml/readings.h"
+#include "kernels/test_factories.h"
 #include "kernels/unmeasured.h"
 
 namespace perfgate::kernels {

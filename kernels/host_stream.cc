@@ -25,7 +25,7 @@
 #include <string>
 #include <thread>
 
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace {
@@ -61,7 +61,7 @@ std::int64_t LastLevelCacheBytes() {
     if (type == "Instruction") continue;
     std::int64_t bytes = std::atoll(size.c_str());
     if (!size.empty() && (size.back() == 'K' || size.back() == 'k')) bytes *= 1024;
-    if (!size.empty() && size.back() == 'M') bytes *= 1024 * 1024;
+    if (!size.empty() && size.back() == 'M') bytes *= std::int64_t{1024} * 1024;
     if (level >= best_level) {
       best_level = level;
       best = bytes;

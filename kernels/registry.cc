@@ -1,6 +1,9 @@
 #include "kernels/registry.h"
 
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
+#ifdef PERFGATE_TEST_FIXTURES
+#include "kernels/fixtures/fixtures.h"
+#endif
 
 namespace perfgate::kernels {
 namespace {
@@ -22,8 +25,10 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakeNcclAllToAllTest());
     v->push_back(MakeNcclBroadcastTest());
     v->push_back(MakeNcclSendRecvTest());
+#ifdef PERFGATE_TEST_FIXTURES
     v->push_back(MakeSyntheticTest());
     v->push_back(MakeNcclCpuLoopbackTest());
+#endif
     return v;
   }();
   return *tests;

@@ -10,8 +10,8 @@
 namespace perfgate::kernels {
 
 // Every registered test, in the order `perfgate-worker list` shows them. Fixture tests
-// (synthetic samples, for the operator's end-to-end tests) are included only when
-// `include_fixtures` is set.
+// (kernels/fixtures/, for the operator's end-to-end tests) are included only when
+// `include_fixtures` is set, and exist only in a build with PERFGATE_TEST_FIXTURES=ON.
 std::vector<const Test*> AllTests(bool include_fixtures = false);
 
 // nullptr when no test has that type (fixtures are found only when included).

@@ -6,20 +6,11 @@
 #include <cstring>
 #include <utility>
 
+#include "common/strings.h"
 #include "kube/log.h"
 
 namespace perfgate::kube {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  return s;
-}
 
 std::string Excerpt(std::string_view s) {
   if (s.size() <= 120) return std::string(s);

@@ -12,7 +12,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # The results store: SQLite and libpq; the PostgreSQL server its tests start.
   libsqlite3-dev libpq-dev postgresql
-  clang clang-format libclang-rt-14-dev
+  clang clang-format clang-tidy libclang-rt-14-dev
   # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap.
   golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
   lua5.1 lua-cjson debootstrap curl python3

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything once (warnings as errors), checks formatting,
-# and runs every test: unit, integration and end-to-end suites (CTest), then the spec
-# loader's fuzzer for a minute. This is what CI runs (.ci/run).
+# Installs what is missing, builds everything once (warnings as errors), checks formatting and
+# clang-tidy, and runs every test: unit, integration and end-to-end suites (CTest), then the
+# spec loader's fuzzer for a minute. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -14,8 +14,11 @@ echo "== build (preset ci)"
 cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$(nproc)"
 
-echo "== the operator without CUDA (preset nocuda: what the operator image holds)"
-cmake --preset nocuda -DPERFGATE_TESTS=OFF >/dev/null
+echo "== clang-tidy (.clang-tidy) on the product sources"
+bash scripts/check-tidy.sh build-ci
+
+echo "== the product without CUDA or fixtures (preset nocuda: what the images hold)"
+cmake --preset nocuda -DPERFGATE_TESTS=OFF -DPERFGATE_TEST_FIXTURES=OFF >/dev/null
 cmake --build --preset nocuda -j "$(nproc)" --target perfgate-operator perfgate-worker
 
 echo "== tests"

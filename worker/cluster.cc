@@ -48,7 +48,7 @@ void ClusterTargetFromEnv(ClusterTarget* target) {
 }
 
 std::string PodPath(const std::string& path) {
-  const std::string root = Env("KUBE_SIM_ROOT");
+  const std::string root = Env("PERFGATE_POD_ROOT");
   if (root.empty() || path.empty() || path[0] != '/') return path;
   return root + path;
 }

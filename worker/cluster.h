@@ -35,8 +35,9 @@ struct ClusterTarget {
 // Fills the unset fields of `target` from the environment. Non-blocking.
 void ClusterTargetFromEnv(ClusterTarget* target);
 
-// A path as a program in this pod must open it: under $KUBE_SIM_ROOT when the test cluster's
-// kubelet runs us (it cannot give each pod its own /etc), else unchanged.
+// An absolute path the pod spec names (/etc/perfgate/plan.yaml, /dev/termination-log) as this
+// process must open it: under $PERFGATE_POD_ROOT when that is set (a kubelet, or a run outside
+// a container, that cannot give each pod its own /etc and /dev), else unchanged.
 std::string PodPath(const std::string& path);
 
 // The PerfResult object for `report` (JSON text of a perfgate.io/v1alpha1 PerfResult).

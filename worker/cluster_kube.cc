@@ -26,9 +26,11 @@ std::string Env(const char* name) {
 
 Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report) {
   if (target.resultName.empty()) return InvalidArgument("no PerfResult name (--result)");
-  const std::string sa_dir = Env("KUBE_SIM_SA_DIR").empty()
+  // PERFGATE_SERVICE_ACCOUNT_DIR: the token, ca.crt and namespace where the standard path is
+  // not the pod's own (a kubelet that cannot mount per pod there).
+  const std::string sa_dir = Env("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
                                  ? "/var/run/secrets/kubernetes.io/serviceaccount"
-                                 : Env("KUBE_SIM_SA_DIR");
+                                 : Env("PERFGATE_SERVICE_ACCOUNT_DIR");
   ASSIGN_OR_RETURN(kube::RestConfig config, kube::InClusterConfig(sa_dir));
   ClusterTarget t = target;
   if (t.nameSpace.empty()) t.nameSpace = config.defaultNamespace;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "common/report.h"
+#include "common/strings.h"
 #include "kernels/cuda/profile_select.h"
 #include "kernels/registry.h"
 #include "worker/plan_checks.h"
@@ -39,25 +40,13 @@ std::string TypeName(ParamType t) {
   return "?";
 }
 
-std::string Trim(std::string s) {
-  auto b = s.find_first_not_of(" \t");
-  auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-std::vector<std::string> SplitList(const std::string& text) {
-  std::string body = Trim(text);
-  if (!body.empty() && body.front() == '[') body = body.substr(1);
-  if (!body.empty() && body.back() == ']') body.pop_back();
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (!Trim(body).empty() && start <= body.size()) {
-    auto comma = body.find(',', start);
-    out.push_back(Trim(body.substr(start, comma - start)));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+// "[a, b]" or "a, b" as its elements; "[]" and "" have none.
+std::vector<std::string> SplitList(std::string_view text) {
+  std::string_view body = Trim(text);
+  if (!body.empty() && body.front() == '[') body.remove_prefix(1);
+  if (!body.empty() && body.back() == ']') body.remove_suffix(1);
+  if (Trim(body).empty()) return {};
+  return Split(body, ',');
 }
 
 // Declared defaults are written as a user would write them.

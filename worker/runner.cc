@@ -13,6 +13,7 @@
 
 #include "common/report.h"
 #include "common/stats.h"
+#include "common/strings.h"
 #include "common/time.h"
 #include "kernels/nvml/identity.h"
 #include "kernels/unmeasured.h"
@@ -260,9 +261,7 @@ std::string ReadFirstMatch(const std::string& file, const std::string& key) {
     if (line.rfind(key, 0) == 0) {
       auto colon = line.find(':');
       if (colon == std::string::npos) continue;
-      auto v = line.substr(colon + 1);
-      auto b = v.find_first_not_of(" \t");
-      return b == std::string::npos ? "" : v.substr(b);
+      return std::string(Trim(std::string_view(line).substr(colon + 1)));
     }
   }
   return "";

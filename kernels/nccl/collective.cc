@@ -28,46 +28,12 @@ CallShape ShapeFor(Collective op, std::int64_t bytes, int world_size) {
   CallShape s;
   s.op = op;
   s.world_size = static_cast<int>(n);
-  switch (op) {
-    case Collective::kAllReduce:
-    case Collective::kBroadcast:
-    case Collective::kSendRecv:
-      s.send_count = s.recv_count = s.nccl_count = count;
-      s.bytes = count * kElementBytes;
-      break;
-    case Collective::kAllGather:
-      s.send_count = s.nccl_count = per_rank;
-      s.recv_count = per_rank * n;
-      s.bytes = s.recv_count * kElementBytes;
-      break;
-    case Collective::kReduceScatter:
-      s.recv_count = s.nccl_count = per_rank;
-      s.send_count = per_rank * n;
-      s.bytes = s.send_count * kElementBytes;
-      break;
-    case Collective::kAllToAll:
-      s.nccl_count = per_rank;
-      s.send_count = s.recv_count = per_rank * n;
-      s.bytes = s.send_count * kElementBytes;
-      break;
-  }
+  Info(op).rules->shape(count, per_rank, n, &s);
   return s;
 }
 
 double BusBandwidthFactor(Collective op, int world_size) {
-  const double n = std::max(world_size, 1);
-  switch (op) {
-    case Collective::kAllReduce:
-      return 2.0 * (n - 1) / n;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter:
-    case Collective::kAllToAll:
-      return (n - 1) / n;
-    case Collective::kBroadcast:
-    case Collective::kSendRecv:
-      return 1.0;
-  }
-  return 0;
+  return Info(op).rules->bus_factor(std::max(world_size, 1));
 }
 
 bool BusBandwidthMeaningful(int world_size) { return world_size >= 2; }

@@ -29,6 +29,25 @@ namespace perfgate::kernels::nccl {
 
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
 
+struct CallShape;
+
+// One collective's host-side rules, as nccl-tests' struct testColl: each collective's own file
+// (all_reduce.cc, ...) defines them beside its formula and its test.
+struct CollectiveRules {
+  // Fills send_count, recv_count, nccl_count and bytes for `count` elements (at least one) on
+  // `n` ranks, `per_rank` = count / n (at least one) where the array is split between ranks.
+  void (*shape)(std::int64_t count, std::int64_t per_rank, std::int64_t n, CallShape* shape);
+  // busbw / algbw on `n` ranks (n >= 1).
+  double (*bus_factor)(double n);
+};
+
+extern const CollectiveRules kAllReduceRules;      // all_reduce.cc
+extern const CollectiveRules kAllGatherRules;      // all_gather.cc
+extern const CollectiveRules kReduceScatterRules;  // reduce_scatter.cc
+extern const CollectiveRules kAllToAllRules;       // alltoall.cc
+extern const CollectiveRules kBroadcastRules;      // broadcast.cc
+extern const CollectiveRules kSendRecvRules;       // sendrecv.cc
+
 struct CollectiveInfo {
   Collective op;
   std::string_view name;             // "all_reduce", as NCCL and nccl-tests spell it
@@ -36,15 +55,19 @@ struct CollectiveInfo {
   std::string_view bus_factor_text;  // "2(n-1)/n"
   bool reduces;                      // sums (all_reduce, reduce_scatter)
   bool in_place_supported;           // NCCL defines an in-place form
+  const CollectiveRules* rules;      // its file's rules
 };
 
 inline constexpr std::array<CollectiveInfo, 6> kCollectives = {{
-    {Collective::kAllReduce, "all_reduce", "nccl-all-reduce", "2(n-1)/n", true, true},
-    {Collective::kAllGather, "all_gather", "nccl-all-gather", "(n-1)/n", false, true},
-    {Collective::kReduceScatter, "reduce_scatter", "nccl-reduce-scatter", "(n-1)/n", true, true},
-    {Collective::kAllToAll, "alltoall", "nccl-alltoall", "(n-1)/n", false, false},
-    {Collective::kBroadcast, "broadcast", "nccl-broadcast", "1", false, true},
-    {Collective::kSendRecv, "sendrecv", "nccl-sendrecv", "1", false, false},
+    {Collective::kAllReduce, "all_reduce", "nccl-all-reduce", "2(n-1)/n", true, true,
+     &kAllReduceRules},
+    {Collective::kAllGather, "all_gather", "nccl-all-gather", "(n-1)/n", false, true,
+     &kAllGatherRules},
+    {Collective::kReduceScatter, "reduce_scatter", "nccl-reduce-scatter", "(n-1)/n", true, true,
+     &kReduceScatterRules},
+    {Collective::kAllToAll, "alltoall", "nccl-alltoall", "(n-1)/n", false, false, &kAllToAllRules},
+    {Collective::kBroadcast, "broadcast", "nccl-broadcast", "1", false, true, &kBroadcastRules},
+    {Collective::kSendRecv, "sendrecv", "nccl-sendrecv", "1", false, false, &kSendRecvRules},
 }};
 
 const CollectiveInfo& Info(Collective op);

@@ -4,64 +4,18 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "kernels/cuda/device.h"
-#include "kernels/nccl/cpu_loopback.h"
 #include "kernels/nccl/gang.h"
 #include "kernels/nccl/nccl_communicator.h"
 #include "kernels/nccl/nccl_debug.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels::nccl {
 namespace {
 
 constexpr std::int64_t kGiB = 1LL << 30;
-
-std::vector<ParamInfo> SweepParams() {
-  return {
-      IntParam("minBytes", 8, "bytes", "smallest size of the sweep (nccl-tests -b)", 4,
-               64.0 * kGiB),
-      IntParam("maxBytes", 8 * kGiB, "bytes", "largest size of the sweep (nccl-tests -e)", 4,
-               64.0 * kGiB),
-      IntParam("stepFactor", 2, "", "each size is the previous times this (nccl-tests -f)", 2,
-               1 << 20),
-      IntParam("warmupIterations", 5, "",
-               "untimed iterations per size and mode before the timed ones (nccl-tests -w)", 0,
-               1000),
-      IntParam("iterations", 20, "", "timed iterations per size and mode (nccl-tests -n)", 1,
-               100000),
-      BoolParam("inPlace", true,
-                "also measure the in-place form (all_reduce, all_gather, reduce_scatter, "
-                "broadcast; NCCL defines none for alltoall and sendrecv)"),
-      BoolParam("verify", true,
-                "check every result against the predictable inputs; a wrong element fails"),
-      BoolParam("acrossNodes", true,
-                "in a gang, one communicator across the gang's nodes; false: this node's GPUs "
-                "only, even in a gang (a bound on NVLink, as the built-in profiles give, must "
-                "not be applied to the network between nodes)"),
-      IntParam("minRanks", 1, "",
-               "fewer ranks than this (one per GPU) and the test does not apply here (SKIPPED, "
-               "as p2p on one GPU): a busbw bound needs two",
-               1, 1 << 20),
-      IntParam("initTimeoutSeconds", 600, "seconds",
-               "watchdog deadline for the rendezvous and communicator init: pods of a gang may "
-               "start minutes apart",
-               1, 86400),
-      IntParam("timeoutSeconds", 300, "seconds",
-               "watchdog deadline for each wait on a collective; past it the communicator is "
-               "aborted",
-               1, 86400),
-  };
-}
-
-// The gang a request joins: the pod's (from the environment), or none for a test that stays
-// within its node.
-Result<GangConfig> GangOf(const CommunicatorRequest& request) {
-  if (request.within_node) return GangConfig{};
-  return GangFromEnv(ProcessEnv());
-}
 
 MetricInfo Metric(std::string name, std::string unit, bool higher_is_better,
                   std::string description) {
@@ -91,42 +45,6 @@ std::string RankList(const std::vector<int>& ranks) {
   if (ranks.empty()) return "";
   if (ranks.size() == 1) return std::to_string(ranks.front());
   return std::to_string(ranks.front()) + ".." + std::to_string(ranks.back());
-}
-
-// The stand-in's planted slow node (end-to-end tests): sleeps before each timed batch, so this
-// rank and every peer waiting on it in the collective measure the delay.
-class SlowedCommunicator final : public Communicator {
- public:
-  SlowedCommunicator(std::unique_ptr<Communicator> inner, double delay_seconds_per_call)
-      : inner_(std::move(inner)), delay_seconds_(delay_seconds_per_call) {}
-  int world_size() const override { return inner_->world_size(); }
-  std::vector<int> ranks() const override { return inner_->ranks(); }
-  Status Reserve(std::int64_t elements) override { return inner_->Reserve(elements); }
-  Status Fill(const Call& call) override { return inner_->Fill(call); }
-  Result<double> Run(const Call& call, int iterations) override {
-    const double slept = delay_seconds_ * iterations;
-    std::this_thread::sleep_for(std::chrono::duration<double>(slept));
-    ASSIGN_OR_RETURN(const double seconds, inner_->Run(call, iterations));
-    return seconds + slept;
-  }
-  Result<std::int64_t> CountWrong(const Call& call) override { return inner_->CountWrong(call); }
-  std::map<std::string, std::string> Details() const override { return inner_->Details(); }
-  bool InterNodeSockets() const override { return inner_->InterNodeSockets(); }
-
- private:
-  std::unique_ptr<Communicator> inner_;
-  double delay_seconds_;
-};
-
-// Seconds of planted delay per call here ("node-2=slow:100" is 100 ms; env NODE_NAME), or 0.
-double PlantedDelaySeconds(const std::vector<std::string>& behaviour) {
-  const char* node = std::getenv("NODE_NAME");
-  const std::string here = node != nullptr ? node : "local";
-  for (const auto& entry : behaviour) {
-    const std::string prefix = here + "=slow:";
-    if (entry.rfind(prefix, 0) == 0) return std::atof(entry.c_str() + prefix.size()) / 1e3;
-  }
-  return 0;
 }
 
 class CollectiveRun final : public TestRun {
@@ -227,56 +145,23 @@ class CollectiveRun final : public TestRun {
 
 class CollectiveTest final : public Test {
  public:
-  // `op` empty: the fixture, whose collective is a parameter.
-  CollectiveTest(std::optional<Collective> op, CommunicatorFactory factory)
+  // One collective, described here.
+  CollectiveTest(Collective op, CommunicatorFactory factory)
       : op_(op), factory_(std::move(factory)) {
-    const CollectiveInfo* c = op ? &nccl::Info(*op) : nullptr;
-    if (c != nullptr) {
-      info_.type = std::string(c->test_type);
-      info_.description = "NCCL " + std::string(c->name) +
-                          " over all of the node's GPUs (and across a gang's nodes): size sweep, "
-                          "algbw and busbw = algbw * " +
-                          std::string(c->bus_factor_text) + " as in nccl-tests, results verified";
-      info_.scope = Scope::kAllGpus;
-    } else {
-      info_.type = "nccl-cpu-loopback";
-      info_.description =
-          "TEST STAND-IN: the NCCL harness on CpuLoopbackCommunicator (host memory over TCP "
-          "between worker processes, no GPU); exercises rendezvous, gangs and verification";
-      info_.scope = Scope::kHost;
-      info_.fixture = true;
-      ParamInfo p;
-      p.name = "collective";
-      p.type = ParamType::kString;
-      p.default_value = "all_reduce";
-      p.description = "which collective to run";
-      for (const auto& k : kCollectives) p.choices.emplace_back(k.name);
-      info_.params.push_back(p);
-      ParamInfo slow;
-      slow.name = "behaviour";
-      slow.type = ParamType::kStringList;
-      slow.default_value = "[]";
-      slow.description = "per node NODE=slow:MILLISECONDS: that node sleeps this long per call";
-      info_.params.push_back(slow);
-    }
-    for (auto& p : SweepParams()) info_.params.push_back(std::move(p));
-    if (c == nullptr) {
-      // Host memory over loopback: keep the default sweep small.
-      for (auto& p : info_.params) {
-        if (p.name == "maxBytes") p.default_value = std::to_string(1 << 20);
-      }
-    }
-    info_.metrics = {
-        Metric("algBandwidthGBps@<size>", "GB/s", true,
-               "S / t per call at each size of the sweep, out of place (S as nccl-tests)"),
-        Metric("busBandwidthGBps@<size>", "GB/s", true,
-               "algbw * " + std::string(c ? c->bus_factor_text : "factor(n)") +
-                   ", out of place; only with two ranks or more"),
-        Metric("timeMicroseconds@<size>", "us", false, "time per call, out of place"),
-        Metric("inPlaceAlgBandwidthGBps@<size>", "GB/s", true, "algbw, in place"),
-        Metric("inPlaceBusBandwidthGBps@<size>", "GB/s", true,
-               "busbw, in place; only with two ranks or more"),
-    };
+    const CollectiveInfo& c = nccl::Info(op);
+    info_.type = std::string(c.test_type);
+    info_.description = "NCCL " + std::string(c.name) +
+                        " over all of the node's GPUs (and across a gang's nodes): size sweep, "
+                        "algbw and busbw = algbw * " +
+                        std::string(c.bus_factor_text) + " as in nccl-tests, results verified";
+    info_.scope = Scope::kAllGpus;
+    info_.params = SweepParams();
+    AddMetrics(c.bus_factor_text);
+  }
+  // The collective is the parameter `collective`; `info` says the rest.
+  CollectiveTest(TestInfo info, CommunicatorFactory factory)
+      : factory_(std::move(factory)), info_(std::move(info)) {
+    AddMetrics("factor(n)");
   }
 
   const TestInfo& Info() const override { return info_; }
@@ -327,12 +212,8 @@ class CollectiveTest final : public Test {
     request.init_timeout_seconds = static_cast<double>(params.Int("initTimeoutSeconds"));
     request.call_timeout_seconds = static_cast<double>(params.Int("timeoutSeconds"));
     request.within_node = !params.Bool("acrossNodes");
+    request.params = &params;
     ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, factory_(request));
-    if (!op_) {
-      if (const double delay = PlantedDelaySeconds(params.StringList("behaviour")); delay > 0) {
-        comm = std::make_unique<SlowedCommunicator>(std::move(comm), delay);
-      }
-    }
     const int n = comm->world_size();
     if (n < params.Int("minRanks")) {
       return FailedPrecondition("needs " + std::to_string(params.Int("minRanks")) +
@@ -378,6 +259,20 @@ class CollectiveTest final : public Test {
   }
 
  private:
+  void AddMetrics(std::string_view bus_factor_text) {
+    info_.metrics = {
+        Metric("algBandwidthGBps@<size>", "GB/s", true,
+               "S / t per call at each size of the sweep, out of place (S as nccl-tests)"),
+        Metric("busBandwidthGBps@<size>", "GB/s", true,
+               "algbw * " + std::string(bus_factor_text) +
+                   ", out of place; only with two ranks or more"),
+        Metric("timeMicroseconds@<size>", "us", false, "time per call, out of place"),
+        Metric("inPlaceAlgBandwidthGBps@<size>", "GB/s", true, "algbw, in place"),
+        Metric("inPlaceBusBandwidthGBps@<size>", "GB/s", true,
+               "busbw, in place; only with two ranks or more"),
+    };
+  }
+
   Collective OpOf(const Params& params) const {
     if (op_) return *op_;
     return CollectiveByName(params.String("collective")).value_or(Collective::kAllReduce);
@@ -417,33 +312,54 @@ CommunicatorFactory NcclFactory() {
   };
 }
 
-CommunicatorFactory CpuLoopbackFactory() {
-  return [](const CommunicatorRequest& request) -> Result<std::unique_ptr<Communicator>> {
-    ASSIGN_OR_RETURN(GangConfig gang, GangOf(request));
-    gang.gpus_per_node.reset();  // the stand-in is one rank per pod, whatever the GPUs
-    ASSIGN_OR_RETURN(RankLayout layout, LayoutFor(gang, 1));
-    CpuLoopbackOptions options;
-    options.comm.world_size = layout.world_size;
-    options.comm.ranks = layout.ranks;
-    if (gang.rank0) options.comm.rank0_address = gang.rank0->ToString();
-    options.comm.init_timeout_seconds = request.init_timeout_seconds;
-    options.comm.call_timeout_seconds = request.call_timeout_seconds;
-    return CreateCpuLoopbackCommunicator(std::move(options));
-  };
+Result<GangConfig> GangOf(const CommunicatorRequest& request) {
+  if (request.within_node) return GangConfig{};
+  return GangFromEnv(ProcessEnv());
 }
 
 std::unique_ptr<Test> MakeCollectiveTest(Collective op, CommunicatorFactory factory) {
   return std::make_unique<CollectiveTest>(op, std::move(factory));
 }
 
-std::unique_ptr<Test> MakeCpuLoopbackTest(CommunicatorFactory factory) {
-  return std::make_unique<CollectiveTest>(std::nullopt, std::move(factory));
+std::unique_ptr<Test> MakeCollectiveChoiceTest(TestInfo info, CommunicatorFactory factory) {
+  return std::make_unique<CollectiveTest>(std::move(info), std::move(factory));
+}
+
+std::vector<ParamInfo> SweepParams() {
+  return {
+      IntParam("minBytes", 8, "bytes", "smallest size of the sweep (nccl-tests -b)", 4,
+               64.0 * kGiB),
+      IntParam("maxBytes", 8 * kGiB, "bytes", "largest size of the sweep (nccl-tests -e)", 4,
+               64.0 * kGiB),
+      IntParam("stepFactor", 2, "", "each size is the previous times this (nccl-tests -f)", 2,
+               1 << 20),
+      IntParam("warmupIterations", 5, "",
+               "untimed iterations per size and mode before the timed ones (nccl-tests -w)", 0,
+               1000),
+      IntParam("iterations", 20, "", "timed iterations per size and mode (nccl-tests -n)", 1,
+               100000),
+      BoolParam("inPlace", true,
+                "also measure the in-place form (all_reduce, all_gather, reduce_scatter, "
+                "broadcast; NCCL defines none for alltoall and sendrecv)"),
+      BoolParam("verify", true,
+                "check every result against the predictable inputs; a wrong element fails"),
+      BoolParam("acrossNodes", true,
+                "in a gang, one communicator across the gang's nodes; false: this node's GPUs "
+                "only, even in a gang (a bound on NVLink, as the built-in profiles give, must "
+                "not be applied to the network between nodes)"),
+      IntParam("minRanks", 1, "",
+               "fewer ranks than this (one per GPU) and the test does not apply here (SKIPPED, "
+               "as p2p on one GPU): a busbw bound needs two",
+               1, 1 << 20),
+      IntParam("initTimeoutSeconds", 600, "seconds",
+               "watchdog deadline for the rendezvous and communicator init: pods of a gang may "
+               "start minutes apart",
+               1, 86400),
+      IntParam("timeoutSeconds", 300, "seconds",
+               "watchdog deadline for each wait on a collective; past it the communicator is "
+               "aborted",
+               1, 86400),
+  };
 }
 
 }  // namespace perfgate::kernels::nccl
-
-namespace perfgate::kernels {
-
-std::unique_ptr<Test> MakeNcclCpuLoopbackTest() { return nccl::MakeCpuLoopbackTest(); }
-
-}  // namespace perfgate::kernels

@@ -1,14 +1,15 @@
-// The one harness behind the six NCCL tests (kernels/nccl_*.cc): a size sweep, warm-up and
-// timed iterations per size, out-of-place and in-place, algbw/busbw as nccl-tests defines them
-// (collective.h), every result checked against pattern.h, and the checks a gang needs (socket
-// fallback between nodes is a failure). The communicator comes from a factory, so the same
-// harness runs on NCCL and on the CPU stand-in.
+// The one harness behind the six NCCL tests (kernels/nccl/all_reduce.cc and its five siblings): a
+// size sweep, warm-up and timed iterations per size, out-of-place and in-place, algbw/busbw as
+// nccl-tests defines them (collective.h), every result checked against pattern.h, and the checks a
+// gang needs (socket fallback between nodes is a failure). The communicator comes from a factory,
+// so the same harness runs on NCCL and on the CPU stand-in.
 #pragma once
 
 #include <functional>
 #include <memory>
 
 #include "kernels/nccl/communicator.h"
+#include "kernels/nccl/gang.h"
 #include "kernels/test.h"
 
 namespace perfgate::kernels::nccl {
@@ -19,6 +20,8 @@ struct CommunicatorRequest {
   double call_timeout_seconds = 300;
   // This node's GPUs only, even in a gang (parameter acrossNodes: false).
   bool within_node = false;
+  // The run's parameters, for a factory that reads its own; valid during the call only.
+  const Params* params = nullptr;
 };
 
 // Makes the communicator a run uses. Blocking (completes the rendezvous).
@@ -27,16 +30,20 @@ using CommunicatorFactory =
 
 // NCCL on the target's GPUs, joined into the gang described by the environment (gang.h).
 CommunicatorFactory NcclFactory();
-// The CPU stand-in, one rank per process, joined into the gang described by the environment.
-CommunicatorFactory CpuLoopbackFactory();
 
-// The test for one collective. `type` and `description` as listed by `perfgate-worker list`;
-// `fixture` marks the CPU stand-in's test type (refused unless --enable-fixtures).
+// The gang a request joins: the pod's (from the environment), or none for a test that stays
+// within its node (acrossNodes: false).
+Result<GangConfig> GangOf(const CommunicatorRequest& request);
+
+// The test for one collective: type nccl-<collective>, scope all GPUs, the sweep's parameters.
 std::unique_ptr<Test> MakeCollectiveTest(Collective op, CommunicatorFactory factory);
 
-// The CPU stand-in as a worker test: type nccl-cpu-loopback, parameter `collective`, scope
-// host, fixture (the worker refuses it unless started with --enable-fixtures). A factory may
-// be given for tests; by default the gang comes from the environment.
-std::unique_ptr<Test> MakeCpuLoopbackTest(CommunicatorFactory factory = CpuLoopbackFactory());
+// A test whose collective is its string parameter `collective` (a kCollectives name). `info`
+// gives type, description, scope, the fixture flag and every parameter (SweepParams() and
+// `collective` among them); the metrics are the harness's.
+std::unique_ptr<Test> MakeCollectiveChoiceTest(TestInfo info, CommunicatorFactory factory);
+
+// The sweep's parameters (minBytes .. timeoutSeconds), as every collective test declares them.
+std::vector<ParamInfo> SweepParams();
 
 }  // namespace perfgate::kernels::nccl

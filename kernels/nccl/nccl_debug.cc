@@ -1,4 +1,5 @@
 #include "kernels/nccl/nccl_debug.h"
+#include "common/strings.h"
 
 #include <unistd.h>
 
@@ -10,13 +11,6 @@
 
 namespace perfgate::kernels::nccl {
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // "NET/IB/0/GDRDMA" -> "NET/IB"; "P2P/CUMEM/read" -> "P2P/CUMEM"; "SHM/direct/direct" -> "SHM".
 std::string TransportName(std::string_view via) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "common/strings.h"
+
 namespace perfgate::kernels::nvml {
 
 std::string ReturnName(nvmlReturn_t code) {
@@ -63,9 +65,7 @@ std::string ReturnName(nvmlReturn_t code) {
 }
 
 std::string NormalizePciBusId(const std::string& bus_id) {
-  std::string lower = bus_id;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string lower = Lower(bus_id);
   unsigned domain = 0;
   unsigned bus = 0;
   unsigned device = 0;
@@ -81,7 +81,7 @@ std::string NormalizePciBusId(const std::string& bus_id) {
   return out;
 }
 
-Result<std::shared_ptr<Nvml>> Nvml::FromTable(const NvmlFunctions& fns, void* library_handle) {
+Result<std::shared_ptr<Nvml>> Nvml::FromTable(const NvmlFunctions& fns) {
   if (fns.Init == nullptr) return Unavailable("NVML unavailable: nvmlInit_v2 not found");
   const nvmlReturn_t rc = fns.Init();
   if (rc != kSuccess) {
@@ -89,7 +89,7 @@ Result<std::shared_ptr<Nvml>> Nvml::FromTable(const NvmlFunctions& fns, void* li
     if (fns.ErrorString != nullptr) text += std::string(" (") + fns.ErrorString(rc) + ")";
     return Unavailable("NVML unavailable: nvmlInit_v2: " + text);
   }
-  return std::shared_ptr<Nvml>(new Nvml(fns, library_handle));
+  return std::shared_ptr<Nvml>(new Nvml(fns));
 }
 
 Nvml::~Nvml() {
@@ -197,7 +197,8 @@ Result<std::shared_ptr<Nvml>> LoadNvml() {
   Resolve(library, "nvmlDeviceRegisterEvents", f.DeviceRegisterEvents);
   Resolve(library, "nvmlEventSetWait_v2", f.EventSetWait);
   Resolve(library, "nvmlEventSetFree", f.EventSetFree);
-  return Nvml::FromTable(f, library);
+  // The library stays loaded for the life of the process: the table points into it.
+  return Nvml::FromTable(f);
 }
 
 }  // namespace

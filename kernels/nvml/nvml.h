@@ -152,8 +152,7 @@ std::string NormalizePciBusId(const std::string& bus_id);
 class Nvml {
  public:
   // Wraps a function table (fakes in tests) and calls its Init. Unavailable when Init fails.
-  static Result<std::shared_ptr<Nvml>> FromTable(const NvmlFunctions& fns,
-                                                 void* library_handle = nullptr);
+  static Result<std::shared_ptr<Nvml>> FromTable(const NvmlFunctions& fns);
   ~Nvml();
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
@@ -170,9 +169,8 @@ class Nvml {
   Result<nvmlDevice_t> DeviceByPciBusId(const std::string& cuda_pci_bus_id) const;
 
  private:
-  Nvml(const NvmlFunctions& fns, void* library_handle) : fns_(fns), library_(library_handle) {}
+  explicit Nvml(const NvmlFunctions& fns) : fns_(fns) {}
   NvmlFunctions fns_;
-  void* library_ = nullptr;
 };
 
 // Loads libnvidia-ml.so.1 once per process and initialises it. Unavailable("NVML

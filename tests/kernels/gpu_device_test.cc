@@ -9,7 +9,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/hbm_stream.h"
 #include "kernels/nvml/identity.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kernels/cuda/device.h"
-#include "kernels/nvml/health.h"
 #include "kernels/nvml/identity.h"
 #include "kernels/nvml/nvml.h"
+#include "kernels/nvml/readings.h"
 
 namespace perfgate::kernels::nvml {
 namespace {

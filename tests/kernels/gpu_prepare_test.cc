@@ -8,7 +8,7 @@
 
 #include "kernels/cuda/device.h"
 #include "kernels/nvml/identity.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels {

@@ -673,6 +673,9 @@ void KubeSim::Impl::StartPodLocked(const ResourceType& podType, Json& pod) {
   env["KUBERNETES_SERVICE_PORT_HTTPS"] = std::to_string(server.port());
   env["KUBE_SIM_ROOT"] = root.string();
   env["KUBE_SIM_SA_DIR"] = saDir.string();
+  // The same two, as perfgate-worker's configuration names them (docs/operator.md).
+  env["PERFGATE_POD_ROOT"] = root.string();
+  env["PERFGATE_SERVICE_ACCOUNT_DIR"] = saDir.string();
   auto configMapData = [&](const std::string& cmName) -> Json {
     Json* cm = FindObject(*FindType("", "configmaps"), ns, cmName);
     return cm == nullptr ? Json::object() : cm->value("data", Json::object());

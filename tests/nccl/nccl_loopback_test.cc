@@ -13,7 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/nccl/cpu_loopback.h"
+#include "kernels/fixtures/cpu_loopback.h"
+#include "kernels/fixtures/fixtures.h"
 #include "kernels/nccl/harness.h"
 #include "kernels/registry.h"
 #include "tests/kernels/gpu_test_params.h"

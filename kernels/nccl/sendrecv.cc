@@ -6,12 +6,24 @@
 //                                algbw)
 // Expected result: input(r-1 mod n, i). Out of place only (NCCL has no in-place send/recv).
 // With one rank busbw is not reported (it needs two ranks or more); algbw stands alone.
-// The sweep, iterations, verification and gang handling are the shared harness's
-// (kernels/nccl/harness.h).
+// Its rules below; the sweep, iterations, verification and gang handling are the shared
+// harness's (kernels/nccl/harness.h). The expected values are in pattern.h (device code too).
 #include "kernels/nccl/harness.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
+namespace nccl {
+
+// S, the counts NCCL is called with, and the busbw factor above.
+const CollectiveRules kSendRecvRules = {
+    [](std::int64_t count, std::int64_t /*per_rank*/, std::int64_t /*n*/, CallShape* s) {
+      s->send_count = s->recv_count = s->nccl_count = count;
+      s->bytes = count * kElementBytes;
+    },
+    [](double /*n*/) { return 1.0; },
+};
+
+}  // namespace nccl
 
 std::unique_ptr<Test> MakeNcclSendRecvTest() {
   return nccl::MakeCollectiveTest(nccl::Collective::kSendRecv, nccl::NcclFactory());

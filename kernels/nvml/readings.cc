@@ -1,4 +1,4 @@
-#include "kernels/nvml/health.h"
+#include "kernels/nvml/readings.h"
 
 #include <initializer_list>
 #include <utility>

@@ -5,12 +5,25 @@
 //                                doc/PERFORMANCE.md)
 // Expected result: element p*c + k holds input(p, k). In place: sendbuff == recvbuff + rank * c.
 // With one rank busbw is not reported (it needs two ranks or more); algbw stands alone.
-// The sweep, iterations, verification and gang handling are the shared harness's
-// (kernels/nccl/harness.h).
+// Its rules below; the sweep, iterations, verification and gang handling are the shared
+// harness's (kernels/nccl/harness.h). The expected values are in pattern.h (device code too).
 #include "kernels/nccl/harness.h"
-#include "kernels/tests.h"
+#include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
+namespace nccl {
+
+// S, the counts NCCL is called with, and the busbw factor above.
+const CollectiveRules kAllGatherRules = {
+    [](std::int64_t /*count*/, std::int64_t per_rank, std::int64_t n, CallShape* s) {
+      s->send_count = s->nccl_count = per_rank;
+      s->recv_count = per_rank * n;
+      s->bytes = s->recv_count * kElementBytes;
+    },
+    [](double n) { return (n - 1) / n; },
+};
+
+}  // namespace nccl
 
 std::unique_ptr<Test> MakeNcclAllGatherTest() {
   return nccl::MakeCollectiveTest(nccl::Collective::kAllGather, nccl::NcclFactory());
