@@ -28,22 +28,6 @@ std::string VerdictClass(v1alpha1::Verdict v) {
   return "v-" + name;
 }
 
-// Worst first: FAIL, ERROR, INCONCLUSIVE, then the rest.
-int Severity(v1alpha1::Verdict v) {
-  switch (v) {
-    case v1alpha1::FAIL:
-      return 0;
-    case v1alpha1::ERROR:
-      return 1;
-    case v1alpha1::INCONCLUSIVE:
-      return 2;
-    case v1alpha1::PASS:
-      return 4;
-    default:
-      return 3;
-  }
-}
-
 // A stable pseudo-random fraction in [0, 1) from a text (the vertical jitter of a dot).
 double Jitter(const std::string& key) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -157,8 +141,9 @@ std::vector<const NodeReport*> WorstFirst(const std::vector<NodeReport>& reports
   std::vector<const NodeReport*> order;
   for (const auto& r : reports) order.push_back(&r);
   std::stable_sort(order.begin(), order.end(), [](const NodeReport* a, const NodeReport* b) {
-    const int sa = Severity(a->report.verdict()), sb = Severity(b->report.verdict());
-    return sa != sb ? sa < sb : a->node < b->node;
+    const int sa = report::Severity(a->report.verdict());
+    const int sb = report::Severity(b->report.verdict());
+    return sa != sb ? sa > sb : a->node < b->node;
   });
   return order;
 }

@@ -213,7 +213,7 @@ int Summary(const std::vector<std::string>& argv) {
   if (!args.error.empty()) return Usage(args.error);
   if (!args.positional.empty()) return Usage("summary takes no arguments");
   const std::string output = args.Get("output");
-  if (output != "" && output != "wide" && output != "json" && output != "yaml") {
+  if (!output.empty() && output != "wide" && output != "json" && output != "yaml") {
     return Usage("-o must be wide, json or yaml");
   }
   std::string stale = args.Get("stale", "720h");

@@ -184,7 +184,9 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   std::ostringstream os;
   std::vector<std::vector<std::string>> models = {
       {"GPU MODEL", "NODES", "PASS", "FAIL", "INCONCLUSIVE", "ERROR", "NEVER", "STALE"}};
-  for (const auto& [model, c] : s.byModel) {
+  for (const auto& entry : s.byModel) {
+    const std::string& model = entry.first;
+    const std::map<std::string, int>& c = entry.second;
     int total = 0;
     for (const auto& [word, n] : c) total += word == "STALE" ? 0 : n;
     auto count = [&](const char* w) {

@@ -22,6 +22,21 @@ std::string PadRight(const std::string& s, std::size_t w) {
 
 }  // namespace
 
+int Severity(v1alpha1::Verdict v) {
+  switch (v) {
+    case v1alpha1::FAIL:
+      return 4;
+    case v1alpha1::ERROR:
+      return 3;
+    case v1alpha1::INCONCLUSIVE:
+      return 2;
+    case v1alpha1::PASS:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 std::string XmlEscape(const std::string& s) {
   std::string out;
   for (char c : s) {

@@ -11,6 +11,10 @@ namespace perfgate::report {
 // "PASS", "FAIL", ... ("UNSPECIFIED" for 0).
 std::string VerdictName(v1alpha1::Verdict v);
 
+// How bad a verdict is, for sorting worst first: FAIL 4, ERROR 3, INCONCLUSIVE 2, PASS 1,
+// anything else (SKIPPED, unset) 0.
+int Severity(v1alpha1::Verdict v);
+
 // A measured figure or bound as people read it: "2403.5", "11.71", "0.0042"; past a million or
 // below 0.0001 in four significant digits ("1e+300", not 300 digits); "-" when not a number.
 std::string FormatFigure(double v);

@@ -31,21 +31,6 @@ std::string Cut(const std::string& s, size_t max) {
   return s.substr(0, end) + "...";
 }
 
-int Rank(v1alpha1::Verdict v) {
-  switch (v) {
-    case v1alpha1::FAIL:
-      return 4;
-    case v1alpha1::ERROR:
-      return 3;
-    case v1alpha1::INCONCLUSIVE:
-      return 2;
-    case v1alpha1::PASS:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 // The threshold that decided `t`: the first one with the test's (non-passing) verdict, else
 // the one closest to its bound; null when the test has none.
 const v1alpha1::ThresholdResult* DecidingThreshold(const v1alpha1::TestResult& t) {
@@ -143,7 +128,7 @@ std::string Encode(const NodeResult& result, size_t maxBytes) {
   std::vector<int> order(static_cast<size_t>(r.tests_size()));
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return Rank(r.tests(a).verdict()) > Rank(r.tests(b).verdict());
+    return report::Severity(r.tests(a).verdict()) > report::Severity(r.tests(b).verdict());
   });
   size_t used = Dump(head).size() + kOmitDigits;
   std::vector<std::pair<int, Json>> kept;

@@ -1,5 +1,7 @@
 #include "operator/gpu_model.h"
 
+#include "common/strings.h"
+
 #include <cctype>
 
 namespace perfgate::op {
@@ -26,11 +28,6 @@ constexpr const char* kH200 = "NVIDIA H200";
 constexpr const char* kA100x80 = "NVIDIA A100-SXM4-80GB";
 constexpr const char* kA100x40 = "NVIDIA A100-SXM4-40GB";
 constexpr const char* kB200 = "NVIDIA B200";
-
-std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 }  // namespace
 

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
+
 namespace perfgate::op {
 
 using Json = nlohmann::json;
@@ -38,11 +40,6 @@ inline std::string Label(const Json& obj, const std::string& key) {
 }
 
 inline std::string Name(const Json& obj) { return Str(obj, "/metadata/name"_json_pointer); }
-
-inline std::string Lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // `s` cut to `n` characters, "..." marking the cut.
 inline std::string Cut(const std::string& s, size_t n) {

@@ -2,31 +2,9 @@
 
 #include <cctype>
 
-#include "operator/json_fields.h"
+#include "common/labels.h"
 
 namespace perfgate::op {
-namespace {
-
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string Hex(uint64_t v, int digits) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out(static_cast<size_t>(digits), '0');
-  for (int i = digits - 1; i >= 0; --i) {
-    out[static_cast<size_t>(i)] = kDigits[v & 0xf];
-    v >>= 4;
-  }
-  return out;
-}
-
-}  // namespace
 
 kube::GroupVersionResource ValidationsResource() {
   return {"perfgate.io", "v1alpha1", "perfvalidations"};
@@ -40,21 +18,8 @@ kube::GroupVersionResource ServicesResource() { return {"", "v1", "services"}; }
 
 std::string RunId(int64_t generation, const std::string& rerun_token) {
   std::string id = "g" + std::to_string(generation);
-  if (!rerun_token.empty()) id += "-" + Hex(Fnv1a(rerun_token), 8);
+  if (!rerun_token.empty()) id += "-" + HexDigits(Fnv1a(rerun_token), 8);
   return id;
-}
-
-std::string ObjectName(const std::vector<std::string>& parts) {
-  std::string joined;
-  for (const auto& p : parts) joined += (joined.empty() ? "" : "-") + p;
-  std::string out;
-  for (char c : Lower(joined)) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    out.push_back(ok ? c : '-');
-  }
-  if (out.size() > 63) out = out.substr(0, 54) + "-" + Hex(Fnv1a(joined), 8);
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
 }
 
 std::string BaseRun(const std::string& label) {
@@ -70,6 +35,6 @@ std::string BaseRun(const std::string& label) {
   return label;
 }
 
-std::string HashHex(const std::string& s) { return Hex(Fnv1a(s), 16); }
+std::string HashHex(const std::string& s) { return HexDigits(Fnv1a(s), 16); }
 
 }  // namespace perfgate::op

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/labels.h"
 #include "kube/client.h"
 
 namespace perfgate::op {
@@ -34,7 +35,7 @@ kube::GroupVersionResource ServicesResource();
 // The run id of a generation and a rerun token: "g3" or "g3-1a2b3c4d".
 std::string RunId(int64_t generation, const std::string& rerun_token);
 // A DNS-1123 name from parts, at most 63 characters (a hash keeps long ones unique).
-std::string ObjectName(const std::vector<std::string>& parts);
+using ::perfgate::ObjectName;
 // The run a PerfResult or pod label belongs to: narrowing rounds run as "<run>-pairs",
 // "<run>-probe", "<run>-probe2", ... and count as part of <run>.
 std::string BaseRun(const std::string& label);

@@ -65,7 +65,7 @@ void IgnoreNotice(void*, const char*) {}
 
 class PostgresConnection final : public Connection {
  public:
-  PostgresConnection(PGconn* conn, std::string conninfo)
+  PostgresConnection(PGconn* conn, const std::string& conninfo)
       : conn_(conn), described_("postgresql:" + WithoutPassword(conninfo)) {
     PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
   }

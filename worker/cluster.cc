@@ -57,20 +57,7 @@ std::string WorstFigure(const v1alpha1::Report& report) {
   const v1alpha1::TestResult* worst_test = nullptr;
   const v1alpha1::ThresholdResult* worst = nullptr;
   double worst_margin = 0;
-  auto rank = [](v1alpha1::Verdict v) {
-    switch (v) {
-      case v1alpha1::FAIL:
-        return 4;
-      case v1alpha1::ERROR:
-        return 3;
-      case v1alpha1::INCONCLUSIVE:
-        return 2;
-      case v1alpha1::PASS:
-        return 1;
-      default:
-        return 0;
-    }
-  };
+  auto rank = [](v1alpha1::Verdict v) { return report::Severity(v); };
   for (const auto& t : report.tests()) {
     if (t.verdict() == v1alpha1::ERROR && t.thresholds().empty()) {
       if (worst_test == nullptr || rank(worst_test->verdict()) < 3) {

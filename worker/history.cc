@@ -287,7 +287,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
     err << usage;
     return kInvalid;
   }
-  const std::string verb = args[0];
+  const std::string& verb = args[0];
   std::string name, url, from, nodes;
   bool any_verdict = false;
   for (std::size_t i = 1; i < args.size(); ++i) {

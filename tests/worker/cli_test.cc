@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -15,6 +16,13 @@ namespace {
 
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
+
+// A local run records into the user's data directory: these runs keep to a folder of their own.
+[[maybe_unused]] const bool kOwnDataHome = [] {
+  const fs::path dir = fs::temp_directory_path() / "perfgate-cli-test-data";
+  fs::create_directories(dir);
+  return setenv("XDG_DATA_HOME", dir.c_str(), 1) == 0;
+}();
 
 struct Outcome {
   int exit_code;
