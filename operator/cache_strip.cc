@@ -100,16 +100,44 @@ void StripWorkerPod(Json& pod) {
   }
 }
 
-void StripResult(Json& result) {
+namespace {
+
+// A threshold result's figure: its threshold's metric, statistic and op, the bound, the observed
+// figure and the verdict.
+void StripThreshold(Json& threshold) {
+  KeepOnly(threshold, {"threshold", "bound", "observed", "verdict"});
+  if (Json* t = Member(threshold, "threshold")) KeepOnly(*t, {"metric", "statistic", "op"});
+}
+
+}  // namespace
+
+void StripResult(Json& result, bool keep_figures) {
   StripMetadata(result);
   Json* spec = Member(result, "spec");
   if (spec == nullptr) return;
   Json* report = Member(*spec, "report");
   if (report == nullptr) return;
-  report->erase("identity");
+  Json* identity = Member(*report, "identity");
+  Json* gpus = identity != nullptr ? ArrayMember(*identity, "gpus") : nullptr;
+  if (keep_figures && gpus != nullptr && !gpus->empty() && gpus->front().is_object()) {
+    Json first = gpus->front();
+    KeepOnly(first, {"name"});
+    (*report)["identity"] = {{"gpus", Json::array({first})}};
+  } else {
+    report->erase("identity");
+  }
   Json* tests = ArrayMember(*report, "tests");
   if (tests == nullptr) return;
-  for (Json& t : *tests) KeepOnly(t, {"name", "type", "device", "verdict", "reason"});
+  for (Json& t : *tests) {
+    if (!keep_figures) {
+      KeepOnly(t, {"name", "type", "device", "verdict", "reason"});
+      continue;
+    }
+    KeepOnly(t, {"name", "type", "device", "verdict", "reason", "thresholds"});
+    if (Json* thresholds = ArrayMember(t, "thresholds")) {
+      for (Json& th : *thresholds) StripThreshold(th);
+    }
+  }
 }
 
 }  // namespace perfgate::op

@@ -30,7 +30,10 @@ void StripNode(nlohmann::json& node);
 void StripWorkerPod(nlohmann::json& pod);
 
 // A PerfResult: metadata as StripMetadata; of the spec the node, run, validation, worst,
-// writtenBy, and of the report its verdict, reason and each test's name and verdict.
-void StripResult(nlohmann::json& result);
+// writtenBy, and of the report its verdict, reason, times and each test's name and verdict.
+// With `keep_figures` (the per-node metrics, operator/metrics.h) also each test's thresholds
+// (metric, statistic, op, bound, observed, verdict) and the first GPU's name (its model):
+// about 100 bytes per threshold instead of the whole report.
+void StripResult(nlohmann::json& result, bool keep_figures = false);
 
 }  // namespace perfgate::op

@@ -53,7 +53,8 @@ flags:
   --worker-service-account NAME     the worker pods' service account (perfgate-worker)
   --leader-elect                    hold a Lease before reconciling (for more than one replica)
   --metrics-bind-address ADDR       /metrics (default :8080; 0 disables)
-  --metrics-per-node                also one perfgate_node_verdict series per labelled node
+  --metrics-per-node                also per-node series: each node's verdict, and of its latest
+                                    result the figures, bounds and test verdicts (docs/reports.md)
   --health-probe-bind-address ADDR  /healthz and /readyz (default :8081; 0 disables)
   --log-format json|text            (text)
   --workers N                       concurrent reconciles (4)
@@ -236,8 +237,9 @@ int main(int argc, char** argv) {
       MakeInformer(client, op::ValidationsResource(), "", "", op::StripValidation, &informers);
   auto* pods = MakeInformer(client, kube::PodsResource(), flags.nameSpace, "perfgate.io/validation",
                             op::StripWorkerPod, &informers);
-  auto* results =
-      MakeInformer(client, op::ResultsResource(), flags.nameSpace, "", op::StripResult, &informers);
+  auto* results = MakeInformer(
+      client, op::ResultsResource(), flags.nameSpace, "",
+      [per_node = flags.metricsPerNode](Json& r) { op::StripResult(r, per_node); }, &informers);
   auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", op::StripNode, &informers);
 
   // The indexes first: handlers run in order, and a reconcile queued by the next handler
@@ -295,6 +297,7 @@ int main(int argc, char** argv) {
     snapshot.validations = validations->List();
     snapshot.nodes = nodes->List();
     snapshot.perNode = flags.metricsPerNode;
+    if (flags.metricsPerNode) snapshot.results = results->List();
     const std::string out = op::RenderMetrics(snapshot);
     return {200, "text/plain; version=0.0.4; charset=utf-8", out};
   };

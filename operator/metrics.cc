@@ -1,10 +1,186 @@
 #include "operator/metrics.h"
 
+#include <charconv>
+#include <chrono>
+#include <cmath>
 #include <map>
+#include <optional>
 
+#include "cli/fleet.h"
+#include "common/time.h"
 #include "operator/reconciler.h"
 
 namespace perfgate::op {
+namespace {
+
+using Json = nlohmann::json;
+
+// A label set: {a="x",b="y"}, values escaped.
+std::string Labels(std::initializer_list<std::pair<const char*, std::string>> labels) {
+  std::string out = "{";
+  for (const auto& [k, v] : labels) {
+    if (out.size() > 1) out += ',';
+    out += std::string(k) + "=\"" + EscapeLabelValue(v) + "\"";
+  }
+  return out + "}";
+}
+
+// A sample value as Prometheus reads it: the shortest text that reads back the same double, NaN
+// and infinities by name.
+std::string Value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[32];
+  auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  return std::string(buf, end);
+}
+
+// Seconds since the epoch of an RFC 3339 time; nullopt when it is not one.
+std::optional<double> EpochSeconds(const std::string& rfc3339) {
+  auto t = ParseRfc3339(rfc3339);
+  if (!t) return std::nullopt;
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count());
+}
+
+const Json& Member(const Json& j, const char* key) {
+  static const Json kEmpty = Json::object();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
+std::string StringAt(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Per validation: its nodes by state (progress), its verdict as one series per possible verdict
+// (0 or 1, so a change never leaves a stale series behind), and its run's start and completion.
+void RenderValidations(const std::vector<Json>& validations, std::string* out) {
+  static const char* const kVerdicts[] = {"Running",      "Passed",      "Failed",   "Error",
+                                          "Inconclusive", "InvalidSpec", "Suspended"};
+  static const std::pair<const char*, const char*> kStates[] = {{"passed", "passed"},
+                                                                {"failed", "failed"},
+                                                                {"inconclusive", "inconclusive"},
+                                                                {"error", "errors"},
+                                                                {"pending", "pending"}};
+  std::string nodes, verdicts, starts, completions;
+  for (const Json& v : validations) {
+    const std::string name = StringAt(Member(v, "metadata"), "name");
+    if (name.empty()) continue;
+    const Json& status = Member(v, "status");
+    const std::string verdict = status.value("verdict", "Running");
+    for (const char* word : kVerdicts) {
+      verdicts += "perfgate_validation_verdict" +
+                  Labels({{"validation", name}, {"verdict", word}}) +
+                  (verdict == word ? " 1\n" : " 0\n");
+    }
+    for (const auto& [state, field] : kStates) {
+      const auto it = status.find(field);
+      const int n = it != status.end() && it->is_number() ? it->get<int>() : 0;
+      nodes += "perfgate_validation_nodes" + Labels({{"validation", name}, {"state", state}}) +
+               " " + std::to_string(n) + "\n";
+    }
+    if (auto t = EpochSeconds(StringAt(status, "startTime"))) {
+      starts += "perfgate_validation_start_timestamp_seconds" + Labels({{"validation", name}}) +
+                " " + Value(*t) + "\n";
+    }
+    if (auto t = EpochSeconds(StringAt(status, "completionTime"))) {
+      completions += "perfgate_validation_completion_timestamp_seconds" +
+                     Labels({{"validation", name}}) + " " + Value(*t) + "\n";
+    }
+  }
+  auto block = [&](const char* name, const char* help, const std::string& lines) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + lines;
+  };
+  block("perfgate_validation_nodes",
+        "A validation's selected nodes by state in its current run (pending: not decided yet).",
+        nodes);
+  block("perfgate_validation_verdict", "1 for a validation's verdict, 0 for the others.", verdicts);
+  block("perfgate_validation_start_timestamp_seconds", "When a validation's current run started.",
+        starts);
+  block("perfgate_validation_completion_timestamp_seconds",
+        "When a validation's current run completed (absent while it runs).", completions);
+}
+
+// Per node, from its latest result (by completion time, of any validation): the figures with
+// their bounds, the test verdicts per device, the figures lagging their peers (the HTML
+// report's and `perfgate summary`'s rule), when it completed and how long it ran.
+void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
+  std::map<std::string, std::pair<double, const Json*>> latest;  // node -> (completion, result)
+  for (const Json& r : results) {
+    const Json& spec = Member(r, "spec");
+    const std::string node = StringAt(spec, "nodeName");
+    auto done = EpochSeconds(StringAt(Member(spec, "report"), "completionTime"));
+    if (node.empty() || !done) continue;
+    auto [it, added] = latest.emplace(node, std::make_pair(*done, &r));
+    if (!added && *done > it->second.first) it->second = {*done, &r};
+  }
+  Json list = {{"kind", "List"}, {"items", Json::array()}};
+  for (const auto& [node, at] : latest) list["items"].push_back(*at.second);
+  auto reports = fleet::ParseReports(list.dump(), "cached PerfResults");
+  if (!reports.ok()) return;  // the cache holds what the CRD's schema admitted
+
+  std::string times, durations, tests, figures, bounds, lagging;
+  for (const fleet::NodeReport& r : *reports) {
+    const auto done = EpochSeconds(r.report.completiontime());
+    const auto start = EpochSeconds(r.report.starttime());
+    if (done) {
+      times += "perfgate_node_last_validated_timestamp_seconds" + Labels({{"node", r.node}}) + " " +
+               Value(*done) + "\n";
+      if (start) {
+        durations += "perfgate_node_run_seconds" + Labels({{"node", r.node}}) + " " +
+                     Value(*done - *start) + "\n";
+      }
+    }
+    for (const auto& t : r.report.tests()) {
+      tests += "perfgate_node_test_verdict" +
+               Labels({{"node", r.node},
+                       {"device", t.device()},
+                       {"test", t.name()},
+                       {"verdict", v1alpha1::Verdict_Name(t.verdict())}}) +
+               " 1\n";
+    }
+  }
+  const std::vector<fleet::Figure> all = fleet::Figures(*reports);
+  auto figure_labels = [](const fleet::Figure& f) {
+    return Labels({{"node", f.node},
+                   {"device", f.device},
+                   {"test", f.test},
+                   {"metric", f.metric},
+                   {"statistic", f.statistic},
+                   {"op", f.op}});
+  };
+  for (const fleet::Figure& f : all) {
+    if (f.op.empty()) continue;  // only figures a threshold checks: each has its bound
+    const std::string labels = figure_labels(f);
+    figures += "perfgate_node_figure" + labels + " " + Value(f.value) + "\n";
+    bounds += "perfgate_node_figure_bound" + labels + " " + Value(f.bound) + "\n";
+  }
+  for (const fleet::Lagging& l : fleet::FindLagging(all)) {
+    lagging += "perfgate_node_figure_lagging_ratio" + figure_labels(l.figure) + " " +
+               Value(l.ratio) + "\n";
+  }
+  auto block = [&](const char* name, const char* help, const std::string& lines) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + lines;
+  };
+  block("perfgate_node_last_validated_timestamp_seconds",
+        "When the node's latest result completed.", times);
+  block("perfgate_node_run_seconds", "How long the node's latest run took, start to completion.",
+        durations);
+  block("perfgate_node_test_verdict",
+        "1 for each test and device of the node's latest result, labelled with its verdict.",
+        tests);
+  block("perfgate_node_figure",
+        "A thresholded figure of the node's latest result: the statistic's observed value.",
+        figures);
+  block("perfgate_node_figure_bound", "The bound the figure was held to (op: how).", bounds);
+  block("perfgate_node_figure_lagging_ratio",
+        "A passing figure well below its GPU model's peers: figure / the peers' median.", lagging);
+}
+
+}  // namespace
 
 std::string EscapeLabelValue(const std::string& s) {
   std::string out;
@@ -76,6 +252,8 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
            "1 for each node's perfgate.io/verdict label, and the validation that set it.");
     out += per_node;
   }
+  RenderValidations(s.validations, &out);
+  if (s.perNode) RenderNodeResults(s.results, &out);
   header("perfgate_leader", "gauge", "Whether this replica leads.");
   out += std::string("perfgate_leader ") + (s.leading ? "1" : "0") + "\n";
   return out;

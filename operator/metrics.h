@@ -1,5 +1,7 @@
 // The operator's /metrics page in the Prometheus text format (0.0.4). Pure: main.cc hands in a
-// snapshot of the counters and the informers' objects.
+// snapshot of the counters and the informers' objects. docs/reports.md lists every series with
+// its labels and how many there can be: per validation, per verdict, and behind --metrics-per-node
+// per node x device x test x metric (a node's latest result), never per sample or run.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,13 @@ struct MetricsSnapshot {
   bool leading = false;
   std::vector<nlohmann::json> validations;  // PerfValidation objects
   std::vector<nlohmann::json> nodes;        // Node objects
-  // One series per labelled node (perfgate_node_verdict). Off by default: a fleet of
-  // thousands of nodes would make thousands of series (--metrics-per-node).
+  // PerfResult objects as the cache keeps them (StripResult with figures), read only with
+  // perNode.
+  std::vector<nlohmann::json> results;
+  // Per-node series: each labelled node's verdict, and of its latest result the figures with
+  // their bounds, the test verdicts per device, the figures lagging their peers, when it was
+  // validated. Off by default: a fleet of thousands of nodes would make thousands of series per
+  // threshold (--metrics-per-node).
   bool perNode = false;
 };
 

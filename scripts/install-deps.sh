@@ -18,6 +18,8 @@ packages=(
   lua5.1 lua-cjson debootstrap curl python3
   # The HTML report's browser test.
   chromium fonts-dejavu-core
+  # The metrics, alerting rules and dashboard checked against a real Prometheus and promtool.
+  prometheus python3-yaml
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -349,6 +349,21 @@ TEST(CacheStripTest, AResultKeepsItsVerdictWorstTestAndRun) {
                  "/spec/report/tests/1/thresholds", "/spec/report/tests/1/details"});
 }
 
+TEST(CacheStripTest, WithFiguresAResultAlsoKeepsItsThresholdsAndGpuModel) {
+  const Json result = Json::parse(kResult);
+  Json stripped = result;
+  StripResult(stripped, /*keep_figures=*/true);
+  ExpectKept(
+      result, stripped,
+      {"/spec/nodeName", "/spec/report/verdict", "/spec/report/tests/1/verdict",
+       "/spec/report/tests/1/thresholds/0/bound", "/spec/report/tests/1/thresholds/0/observed",
+       "/spec/report/tests/1/thresholds/0/verdict", "/spec/report/identity/gpus/0/name"});
+  ExpectDropped(stripped, {"/metadata/managedFields", "/spec/report/identity/hostname",
+                           "/spec/report/identity/topology", "/spec/report/identity/gpus/1",
+                           "/spec/report/identity/gpus/0/uuid", "/spec/report/tests/0/metrics",
+                           "/spec/report/tests/1/metrics", "/spec/report/tests/1/details"});
+}
+
 TEST(CacheStripTest, AValidationLosesOnlyManagedFieldsAndTheLastAppliedCopy) {
   Json v = {{"metadata",
              {{"name", "nightly"},

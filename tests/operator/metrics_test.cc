@@ -75,5 +75,131 @@ TEST(Metrics, PerNodeSeriesOnlyBehindTheFlag) {
   EXPECT_THAT(text, Not(HasSubstr("node=\"cpu-0\"")));  // never tested by perfgate
 }
 
+Json Validation(const std::string& name, const Json& status) {
+  return {{"metadata", {{"name", name}}}, {"status", status}};
+}
+
+TEST(Metrics, ProgressVerdictAndTimesPerValidation) {
+  MetricsSnapshot s;
+  s.validations = {Validation("nightly", {{"verdict", "Running"},
+                                          {"nodes", 8},
+                                          {"passed", 2},
+                                          {"failed", 1},
+                                          {"pending", 5},
+                                          {"startTime", "2026-12-01T10:00:00Z"}}),
+                   Validation("acceptance", {{"verdict", "Failed"},
+                                             {"nodes", 2},
+                                             {"passed", 1},
+                                             {"errors", 1},
+                                             {"startTime", "2026-12-01T09:00:00Z"},
+                                             {"completionTime", "2026-12-01T09:30:00Z"}})};
+  const std::string text = RenderMetrics(s);
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_validation_nodes{validation=\"nightly\",state=\"pending\"} 5\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_validation_nodes{validation=\"nightly\",state=\"passed\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_validation_nodes{validation=\"nightly\",state=\"failed\"} 1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("perfgate_validation_nodes{validation=\"acceptance\",state=\"error\"} 1\n"));
+  // Every verdict is a series, 1 for the current one: a change leaves no stale 1 behind.
+  EXPECT_THAT(
+      text,
+      HasSubstr("perfgate_validation_verdict{validation=\"nightly\",verdict=\"Running\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("perfgate_validation_verdict{validation=\"nightly\",verdict=\"Passed\"} 0\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("perfgate_validation_verdict{validation=\"acceptance\",verdict=\"Failed\"} 1\n"));
+  // 2026-12-01T10:00:00Z and 09:30:00Z in seconds since the epoch.
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "perfgate_validation_start_timestamp_seconds{validation=\"nightly\"} 1796119200\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_validation_completion_timestamp_seconds{validation="
+                              "\"acceptance\"} 1796117400\n"));
+  EXPECT_THAT(
+      text,
+      Not(HasSubstr("perfgate_validation_completion_timestamp_seconds{validation=\"nightly\"}")));
+}
+
+// A PerfResult as the cache keeps it with figures: one HBM threshold per GPU.
+Json Result(const std::string& node, const std::string& done, std::vector<double> triad,
+            const std::string& validation = "fleet") {
+  Json tests = Json::array();
+  for (size_t gpu = 0; gpu < triad.size(); ++gpu) {
+    const bool pass = triad[gpu] >= 3000;
+    tests.push_back({{"name", "hbm"},
+                     {"type", "hbm-stream"},
+                     {"device", "gpu" + std::to_string(gpu)},
+                     {"verdict", pass ? "PASS" : "FAIL"},
+                     {"thresholds",
+                      {{{"threshold",
+                         {{"metric", "triadBandwidthGBps"}, {"statistic", "median"}, {"op", ">="}}},
+                        {"bound", 3000},
+                        {"observed", triad[gpu]},
+                        {"verdict", pass ? "PASS" : "FAIL"}}}}});
+  }
+  return {{"kind", "PerfResult"},
+          {"metadata", {{"name", validation + "-" + node}}},
+          {"spec",
+           {{"nodeName", node},
+            {"validation", validation},
+            {"run", "g1"},
+            {"report",
+             {{"verdict", "PASS"},
+              {"identity", {{"gpus", {{{"name", "NVIDIA H200"}}}}}},
+              {"startTime", "2026-12-01T10:00:00Z"},
+              {"completionTime", done},
+              {"tests", tests}}}}}};
+}
+
+TEST(Metrics, PerNodeFiguresFromEachNodesLatestResult) {
+  MetricsSnapshot s;
+  s.perNode = true;
+  s.results = {Result("node-0", "2026-12-01T10:05:00Z", {4100, 4120}),
+               // An older run of node-1 failed; its latest passed: only the latest counts.
+               Result("node-1", "2026-11-01T10:05:00Z", {2500, 4100}, "old"),
+               Result("node-1", "2026-12-01T10:02:30Z", {4090, 4105})};
+  const std::string text = RenderMetrics(s);
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_node_figure{node=\"node-0\",device=\"gpu1\",test=\"hbm\","
+                        "metric=\"triadBandwidthGBps\",statistic=\"median\",op=\">=\"} 4120\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_node_figure_bound{node=\"node-0\",device=\"gpu1\",test=\"hbm\","
+                        "metric=\"triadBandwidthGBps\",statistic=\"median\",op=\">=\"} 3000\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_node_figure{node=\"node-1\",device=\"gpu0\",test=\"hbm\","
+                        "metric=\"triadBandwidthGBps\",statistic=\"median\",op=\">=\"} 4090\n"));
+  EXPECT_THAT(text, Not(HasSubstr("2500")));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_node_test_verdict{node=\"node-1\",device=\"gpu0\",test=\"hbm\","
+                        "verdict=\"PASS\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("perfgate_node_last_validated_timestamp_seconds{node=\"node-1\"} 1796119350\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_node_run_seconds{node=\"node-0\"} 300\n"));
+  // No run id and no sample in any label.
+  EXPECT_THAT(text, Not(HasSubstr("g1")));
+  // Without the flag, none of it.
+  s.perNode = false;
+  EXPECT_THAT(RenderMetrics(s), Not(HasSubstr("perfgate_node_figure")));
+}
+
+TEST(Metrics, AFigureLaggingItsPeersIsMarkedWithItsRatio) {
+  MetricsSnapshot s;
+  s.perNode = true;
+  for (int i = 0; i < 12; ++i) {
+    const double triad = i == 7 ? 3600 : 4100 + i;  // node-7 passes, 12% below its peers
+    s.results.push_back(Result("node-" + std::to_string(i), "2026-12-01T10:05:00Z", {triad}));
+  }
+  const std::string text = RenderMetrics(s);
+  EXPECT_THAT(text, HasSubstr("perfgate_node_figure_lagging_ratio{node=\"node-7\",device=\"gpu0\","
+                              "test=\"hbm\",metric=\"triadBandwidthGBps\",statistic=\"median\","
+                              "op=\">=\"} 0.87"));
+  EXPECT_THAT(text, Not(HasSubstr("perfgate_node_figure_lagging_ratio{node=\"node-6\"")));
+}
+
 }  // namespace
 }  // namespace perfgate::op

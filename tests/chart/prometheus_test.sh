@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# perfgate's metrics, alerts and Grafana dashboard against a real Prometheus (Debian's
+# prometheus package: /usr/bin/prometheus and /usr/bin/promtool).
+#   prometheus_test.sh rules   promtool checks the chart's alerting rules and runs their unit
+#                              tests; the rendered chart's PrometheusRule and dashboard ConfigMap
+#                              carry exactly the rules file and the dashboard (CTest label unit)
+#   prometheus_test.sh e2e     kube-sim with 8 simulated nodes running the real worker, the chart
+#                              applied, the real operator with the chart's flags
+#                              (metrics.perNode); Prometheus scrapes its /metrics every second and
+#                              evaluates the rules. One node fails, one passes but lags its peers.
+#                              The series a user graphs hold the right values, the alerts for the
+#                              failed node, the failed validation and the lagging node fire, every
+#                              rule is healthy, and every dashboard panel's query returns data
+#                              (CTest label e2e)
+# Env: PROMETHEUS, PROMTOOL (default: from PATH), CHART_RENDER, REPO_ROOT, WORK_DIR; for e2e also
+# OPERATOR_BIN, WORKER_BIN, KUBE_SIM.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+: "${CHART_RENDER:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}"
+PROMETHEUS="${PROMETHEUS:-$(command -v prometheus || true)}"
+PROMTOOL="${PROMTOOL:-$(command -v promtool || true)}"
+[ -x "$PROMETHEUS" ] && [ -x "$PROMTOOL" ] \
+  || fail "prometheus and promtool not found (scripts/install-deps.sh installs Debian's prometheus)"
+CHART_DIR="$REPO_ROOT/charts/perfgate"
+RULES="$CHART_DIR/files/prometheus-rules.yaml"
+DASHBOARD="$CHART_DIR/dashboards/perfgate.json"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+PROMQL="python3 $HERE/prometheus/promql.py"
+rm -rf "$WORK_DIR" && mkdir -p "$WORK_DIR"
+
+step_rules() {
+  "$PROMTOOL" check rules "$RULES" || fail "promtool check rules $RULES"
+  # The unit tests name the rules file relative to themselves.
+  (cd "$HERE/prometheus" && "$PROMTOOL" test rules rules_test.yaml stale_rules_test.yaml) \
+    || fail "promtool test rules"
+  "$CHART_RENDER" --lint --release perfgate --namespace perfgate-system \
+    --set metrics.prometheusRule.enabled=true --set metrics.grafanaDashboard.enabled=true \
+    "$CHART_DIR" >"$WORK_DIR/rendered.yaml" || fail "chart-render with the rule and dashboard on"
+  $PROMQL chart "$WORK_DIR/rendered.yaml" "$RULES" "$DASHBOARD"
+  "$PROMTOOL" check rules "$WORK_DIR/rendered.yaml.rules" || fail "promtool: the rendered rules"
+  # Off by default: neither object without the values.
+  "$CHART_RENDER" --release perfgate --namespace perfgate-system "$CHART_DIR" >"$WORK_DIR/default.yaml" \
+    || fail "chart-render with defaults"
+  if grep -Eq '^kind: PrometheusRule$|grafana_dashboard' "$WORK_DIR/default.yaml"; then
+    fail "the PrometheusRule or the dashboard ConfigMap is rendered by default"
+  fi
+  echo "prometheus rules: ok"
+}
+
+step_e2e() {
+  : "${OPERATOR_BIN:?}" "${WORKER_BIN:?}" "${KUBE_SIM:?}"
+  local image=registry.example.com/perfgate/perfgate-worker
+  operator_pid="" prom_pid=""  # global: the EXIT trap runs after this function returns
+  cleanup() {
+    local pid
+    for pid in "$prom_pid" "$operator_pid"; do
+      if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+    done
+    stop_kube_sim
+  }
+  trap cleanup EXIT
+  start_kube_sim "$WORK_DIR" --nodes 8 --gpus-per-node 8 --image-map "$image=$WORKER_BIN"
+  install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" \
+    --set worker.image.tag=e2e --set metrics.perNode=true --set metrics.grafanaDashboard.enabled=true
+  kubectl -n perfgate-system get configmap -l grafana_dashboard=1 -o name | grep -q dashboard \
+    || fail "the dashboard ConfigMap was not applied with its sidecar label"
+  operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
+  local args metrics_port prom_port
+  mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
+    | drop_flags --metrics-bind-address --health-probe-bind-address)
+  printf '%s\n' "${args[@]}" | grep -qx -- --metrics-per-node || fail "metrics.perNode gave no --metrics-per-node"
+  metrics_port="$(free_port)"
+  "$OPERATOR_BIN" "${args[@]}" --kubeconfig="$WORK_DIR/operator.kubeconfig" \
+    --metrics-bind-address="127.0.0.1:$metrics_port" --health-probe-bind-address=0 \
+    --enable-fixtures >"$WORK_DIR/operator.log" 2>&1 &
+  operator_pid=$!
+
+  prom_port="$(free_port)"
+  cat >"$WORK_DIR/prometheus.yml" <<YAML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - $RULES
+scrape_configs:
+  - job_name: perfgate
+    static_configs:
+      - targets: ["127.0.0.1:$metrics_port"]
+YAML
+  "$PROMTOOL" check config "$WORK_DIR/prometheus.yml" >/dev/null || fail "promtool check config"
+  "$PROMETHEUS" --config.file="$WORK_DIR/prometheus.yml" --storage.tsdb.path="$WORK_DIR/tsdb" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$WORK_DIR/prometheus.log" 2>&1 &
+  prom_pid=$!
+  local url="http://127.0.0.1:$prom_port" i
+  for i in $(seq 100); do
+    curl -fsS "$url/-/ready" >/dev/null 2>&1 && break
+    kill -0 "$prom_pid" 2>/dev/null || { tail -20 "$WORK_DIR/prometheus.log" >&2; fail "prometheus exited"; }
+    sleep 0.2
+  done
+  curl -fsS "$url/-/ready" >/dev/null || fail "prometheus not ready in 20 s"
+
+  # node-2 fails its bound (50 < 90); node-5 passes (93 >= 90) but lags the rest (about 100).
+  synthetic_spec fleet synthetic "node-2=50, node-5=93" 100 0.01 0 | kubectl apply -f - >/dev/null \
+    || fail "apply the validation"
+  kubectl wait pval/fleet --for=condition=Complete --timeout=120s >/dev/null \
+    || { tail -30 "$WORK_DIR/operator.log" >&2; kubectl get pval fleet -o yaml >&2; fail "fleet not complete in 120 s"; }
+
+  # query EXPR: the instant vector; want EXPR LINE: waits up to 30 s for LINE among its series.
+  query() { $PROMQL "$url" query "$1"; }
+  want() {
+    local got
+    for i in $(seq 60); do
+      got="$(query "$1")" || fail "query $1"
+      grep -qxF -- "$2" <<<"$got" && return 0
+      sleep 0.5
+    done
+    fail "$1: want the line '$2', got: ${got:-nothing}"
+  }
+  # Scraped after completion, and at least a minute of samples for the rate() panels.
+  want 'perfgate_validation_verdict{validation="fleet",verdict="Failed"}' \
+    '{__name__="perfgate_validation_verdict",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="fleet",verdict="Failed"} 1'
+  want 'sum(perfgate_nodes{verdict="passed"})' '{} 7'
+  want 'sum(perfgate_nodes{verdict="failed"})' '{} 1'
+  want 'sum by (state) (perfgate_validation_nodes{validation="fleet"})' '{state="pending"} 0'
+  want 'sum by (state) (perfgate_validation_nodes{validation="fleet"})' '{state="passed"} 7'
+  want 'count(perfgate_node_verdict == 1)' '{} 8'
+  want 'max by (node, validation) (perfgate_node_verdict{verdict="failed"})' '{node="node-2",validation="fleet"} 1'
+  want 'count(perfgate_node_verdict{verdict="failed"})' '{} 1'
+  # The failing figure against its bound, per node, GPU (the synthetic test runs on the host),
+  # test and metric.
+  want 'perfgate_node_figure_bound{node="node-2"} - 90' '{device="host",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",metric="bandwidthGBps",node="node-2",op=">=",statistic="median",test="synthetic"} 0'
+  want 'count(perfgate_node_figure{node="node-2",metric="bandwidthGBps"} < 55 > 45)' '{} 1'
+  want 'count(perfgate_node_figure < perfgate_node_figure_bound)' '{} 1'
+  want 'max by (node, verdict) (perfgate_node_test_verdict{verdict="FAIL"})' '{node="node-2",verdict="FAIL"} 1'
+  want 'count(perfgate_node_figure_lagging_ratio{node="node-5"} < 0.96 > 0.90)' '{} 1'
+  want 'count by (node) (perfgate_node_figure_lagging_ratio)' '{node="node-5"} 1'
+  want 'count(perfgate_node_figure_lagging_ratio)' '{} 1'
+  want 'count(time() - perfgate_node_last_validated_timestamp_seconds < 300)' '{} 8'
+  want 'count(perfgate_node_run_seconds >= 0)' '{} 8'
+  # Cardinality: per node one verdict, one test verdict and one figure with its bound here;
+  # nothing carries a run id or a sample.
+  want 'count({__name__=~"perfgate_node_.*", run!=""}) or vector(0)' '{} 0'
+  want 'count(count_over_time(perfgate_leader[1m]) >= 20)' '{} 1'
+
+  # The alerts this scenario must raise, every rule loaded and healthy, every expression parsed.
+  for i in $(seq 60); do
+    $PROMQL "$url" rules "$RULES" PerfgateNodeFailed:node=node-2 \
+      PerfgateValidationNotPassed:validation=fleet PerfgateNodeLagging:node=node-5 \
+      >"$WORK_DIR/rules.out" 2>&1 && break
+    sleep 0.5
+  done
+  cat "$WORK_DIR/rules.out"
+  grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "alert rules (above)"
+  $PROMQL "$url" dashboard "$DASHBOARD" || fail "dashboard queries (above)"
+  if grep -Eq 'level=(error|warn)' "$WORK_DIR/prometheus.log"; then
+    grep -E 'level=(error|warn)' "$WORK_DIR/prometheus.log" | head -5 >&2
+    fail "prometheus logged errors or warnings (a scrape or a rule evaluation failed)"
+  fi
+  echo "prometheus e2e: ok"
+}
+
+case "${1:-}" in
+  rules) step_rules ;;
+  e2e) step_e2e ;;
+  *) fail "usage: prometheus_test.sh rules|e2e" ;;
+esac
