@@ -137,6 +137,7 @@ Json ValidationStatus() {
           {"enum",
            {"Running", "Passed", "Failed", "Inconclusive", "Error", "InvalidSpec", "Suspended"}}}},
         {"passedNodes", {{"type", "string"}}},
+        {"progress", {{"type", "string"}}},
         {"message", {{"type", "string"}}},
         {"profile", {{"type", "string"}}},
         {"profileVersion", {{"type", "string"}}},
@@ -270,6 +271,7 @@ std::map<std::string, Json> GenerateCrdObjects() {
   out["perfvalidations.yaml"] = Crd(
       "PerfValidation", "perfvalidations", "Cluster", {"pval"}, TopLevel(vspec, ValidationStatus()),
       {Column("Verdict", "string", ".status.verdict"),
+       Column("Progress", "string", ".status.progress"),
        Column("Passed", "string", ".status.passedNodes"),
        Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
        Column("Suspects", "string", ".status.suspectNodes", 1),

@@ -100,6 +100,8 @@ int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status) {
   s["errors"] = counts[3];
   s["pending"] = counts[4];
   s["passedNodes"] = std::to_string(counts[0]) + "/" + std::to_string(outcomes.size());
+  s["progress"] = std::to_string(outcomes.size() - static_cast<size_t>(counts[4])) + "/" +
+                  std::to_string(outcomes.size());
   s["failingNodes"] = failing;
   return counts[4];
 }

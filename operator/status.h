@@ -20,8 +20,9 @@ Json StoppedStatus(Json status, const Json& old_status, const std::string& reaso
                    const std::string& verdict, const std::string& message, int64_t generation,
                    const std::string& now);
 
-// Counts of `outcomes` (passed, failed, inconclusive, errors, pending, passedNodes) and the
-// nodes that did not pass (at most 20), into `status`. Returns the number pending.
+// Counts of `outcomes` (passed, failed, inconclusive, errors, pending, passedNodes, progress:
+// nodes decided of nodes selected) and the nodes that did not pass (at most 20), into `status`.
+// Returns the number pending.
 int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status);
 
 // Complete after every node is decided: Passed, or the worst node verdict (Failed, Error,

@@ -6,7 +6,8 @@
 #                              carry exactly the rules file and the dashboard (CTest label unit)
 #   prometheus_test.sh e2e     kube-sim with 8 simulated nodes running the real worker, the chart
 #                              applied, the real operator with the chart's flags
-#                              (metrics.perNode); Prometheus scrapes its /metrics every second and
+#                              (metrics.perNode); `kubectl get pval` shows the run's progress;
+#                              Prometheus scrapes its /metrics every second and
 #                              evaluates the rules. One node fails, one passes but lags its peers.
 #                              The series a user graphs hold the right values, the alerts for the
 #                              failed node, the failed validation and the lagging node fire, every
@@ -102,8 +103,22 @@ YAML
   # node-2 fails its bound (50 < 90); node-5 passes (93 >= 90) but lags the rest (about 100).
   synthetic_spec fleet synthetic "node-2=50, node-5=93" 100 0.01 0 | kubectl apply -f - >/dev/null \
     || fail "apply the validation"
-  kubectl wait pval/fleet --for=condition=Complete --timeout=120s >/dev/null \
-    || { tail -30 "$WORK_DIR/operator.log" >&2; kubectl get pval fleet -o yaml >&2; fail "fleet not complete in 120 s"; }
+  # kubectl get pval while it runs: its PROGRESS column counts the nodes decided of those
+  # selected (the CRD's printer columns, as kube-sim serves them in kubectl's Table format).
+  local done_at="" table
+  for i in $(seq 600); do
+    table="$(kubectl get pval fleet)" || fail "kubectl get pval"
+    echo "$table" >>"$WORK_DIR/get-pval.txt"
+    done_at="$(kubectl get pval fleet -o 'jsonpath={.status.completionTime}')"
+    [ -n "$done_at" ] && break
+    sleep 0.2
+  done
+  [ -n "$done_at" ] || { tail -30 "$WORK_DIR/operator.log" >&2; kubectl get pval fleet -o yaml >&2; fail "fleet not complete in 120 s"; }
+  head -1 <<<"$table" | grep -Eq '^NAME +VERDICT +PROGRESS +PASSED +AGE$' \
+    || fail "kubectl get pval columns: $(head -1 <<<"$table")"
+  grep -Eq '^fleet +Failed +8/8 +7/8 ' <<<"$table" || fail "kubectl get pval when done: $table"
+  grep -Eq '^fleet +Running +[0-7]/8 +[0-7]/8 ' "$WORK_DIR/get-pval.txt" \
+    || fail "kubectl get pval never showed the run in progress: $(sort -u "$WORK_DIR/get-pval.txt")"
 
   # query EXPR: the instant vector; want EXPR LINE: waits up to 30 s for LINE among its series.
   query() { $PROMQL "$url" query "$1"; }

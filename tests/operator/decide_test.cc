@@ -275,10 +275,17 @@ TEST(DecideScenario, FourNodesPass) {
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Running");
   EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
+  EXPECT_EQ(d.status->value("progress", ""), "0/4");  // kubectl get pval's PROGRESS
   EXPECT_EQ(Condition(*d.status, "Reconciling").value("status", ""), "True");
   w.Apply(d);
-  for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "PASS");
+  w.Finish("node-2", "PASS");
   d = w.Decide();
+  EXPECT_EQ(d.status->value("progress", ""), "1/4");
+  EXPECT_EQ(d.status->value("message", ""), "1 of 4 nodes done");
+  w.Apply(d);
+  for (int i : {0, 1, 3}) w.Finish("node-" + std::to_string(i), "PASS");
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("progress", ""), "4/4");
   EXPECT_TRUE(d.pods.empty());
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Passed");
