@@ -32,8 +32,8 @@ void StripWorkerPod(nlohmann::json& pod);
 // A PerfResult: metadata as StripMetadata; of the spec the node, run, validation, worst,
 // writtenBy, and of the report its verdict, reason, times and each test's name and verdict.
 // With `keep_figures` (the per-node metrics, operator/metrics.h) also each test's thresholds
-// (metric, statistic, op, bound, observed, verdict) and the first GPU's name (its model):
-// about 100 bytes per threshold instead of the whole report.
+// (metric, statistic, op, bound, observed, verdict) and the first GPU's name (its model), and
+// still none of the samples, metric summaries, details or the rest of the identity.
 void StripResult(nlohmann::json& result, bool keep_figures = false);
 
 }  // namespace perfgate::op
