@@ -8,12 +8,11 @@
 
 #include "cli/fleet.h"
 #include "common/time.h"
+#include "operator/json_fields.h"
 #include "operator/reconciler.h"
 
 namespace perfgate::op {
 namespace {
-
-using Json = nlohmann::json;
 
 // A label set: {a="x",b="y"}, values escaped.
 std::string Labels(std::initializer_list<std::pair<const char*, std::string>> labels) {
@@ -43,16 +42,9 @@ std::optional<double> EpochSeconds(const std::string& rfc3339) {
       std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count());
 }
 
-const Json& Member(const Json& j, const char* key) {
-  static const Json kEmpty = Json::object();
-  if (!j.is_object()) return kEmpty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
-}
-
-std::string StringAt(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+// A gauge's HELP and TYPE lines, then its samples.
+void Gauge(const char* name, const char* help, const std::string& samples, std::string* out) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + samples;
 }
 
 // Per validation: its nodes by state (progress), its verdict as one series per possible verdict
@@ -67,41 +59,38 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
                                                                 {"pending", "pending"}};
   std::string nodes, verdicts, starts, completions;
   for (const Json& v : validations) {
-    const std::string name = StringAt(Member(v, "metadata"), "name");
+    const std::string name = Name(v);
     if (name.empty()) continue;
-    const Json& status = Member(v, "status");
-    const std::string verdict = status.value("verdict", "Running");
+    std::string verdict = Str(v, "/status/verdict"_json_pointer);
+    if (verdict.empty()) verdict = "Running";
     for (const char* word : kVerdicts) {
       verdicts += "perfgate_validation_verdict" +
                   Labels({{"validation", name}, {"verdict", word}}) +
                   (verdict == word ? " 1\n" : " 0\n");
     }
     for (const auto& [state, field] : kStates) {
-      const auto it = status.find(field);
-      const int n = it != status.end() && it->is_number() ? it->get<int>() : 0;
+      const int64_t n = Int(v, Json::json_pointer(std::string("/status/") + field));
       nodes += "perfgate_validation_nodes" + Labels({{"validation", name}, {"state", state}}) +
                " " + std::to_string(n) + "\n";
     }
-    if (auto t = EpochSeconds(StringAt(status, "startTime"))) {
+    if (auto t = EpochSeconds(Str(v, "/status/startTime"_json_pointer))) {
       starts += "perfgate_validation_start_timestamp_seconds" + Labels({{"validation", name}}) +
                 " " + Value(*t) + "\n";
     }
-    if (auto t = EpochSeconds(StringAt(status, "completionTime"))) {
+    if (auto t = EpochSeconds(Str(v, "/status/completionTime"_json_pointer))) {
       completions += "perfgate_validation_completion_timestamp_seconds" +
                      Labels({{"validation", name}}) + " " + Value(*t) + "\n";
     }
   }
-  auto block = [&](const char* name, const char* help, const std::string& lines) {
-    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + lines;
-  };
-  block("perfgate_validation_nodes",
+  Gauge("perfgate_validation_nodes",
         "A validation's selected nodes by state in its current run (pending: not decided yet).",
-        nodes);
-  block("perfgate_validation_verdict", "1 for a validation's verdict, 0 for the others.", verdicts);
-  block("perfgate_validation_start_timestamp_seconds", "When a validation's current run started.",
-        starts);
-  block("perfgate_validation_completion_timestamp_seconds",
-        "When a validation's current run completed (absent while it runs).", completions);
+        nodes, out);
+  Gauge("perfgate_validation_verdict", "1 for a validation's verdict, 0 for the others.", verdicts,
+        out);
+  Gauge("perfgate_validation_start_timestamp_seconds", "When a validation's current run started.",
+        starts, out);
+  Gauge("perfgate_validation_completion_timestamp_seconds",
+        "When a validation's current run completed (absent while it runs).", completions, out);
 }
 
 // Per node, from its latest result (by completion time, of any validation): the figures with
@@ -110,20 +99,23 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
 void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
   std::map<std::string, std::pair<double, const Json*>> latest;  // node -> (completion, result)
   for (const Json& r : results) {
-    const Json& spec = Member(r, "spec");
-    const std::string node = StringAt(spec, "nodeName");
-    auto done = EpochSeconds(StringAt(Member(spec, "report"), "completionTime"));
+    const std::string node = Str(r, "/spec/nodeName"_json_pointer);
+    auto done = EpochSeconds(Str(r, "/spec/report/completionTime"_json_pointer));
     if (node.empty() || !done) continue;
     auto [it, added] = latest.emplace(node, std::make_pair(*done, &r));
     if (!added && *done > it->second.first) it->second = {*done, &r};
   }
-  Json list = {{"kind", "List"}, {"items", Json::array()}};
-  for (const auto& [node, at] : latest) list["items"].push_back(*at.second);
-  auto reports = fleet::ParseReports(list.dump(), "cached PerfResults");
-  if (!reports.ok()) return;  // the cache holds what the CRD's schema admitted
+  // One at a time, so that a result the report reader cannot take costs only its own node's
+  // series (a list of one: the API server's list items carry no kind).
+  std::vector<fleet::NodeReport> reports;
+  for (const auto& [node, at] : latest) {
+    const Json one = {{"kind", "List"}, {"items", Json::array({*at.second})}};
+    auto parsed = fleet::ParseReports(one.dump(), "the PerfResult of node " + node);
+    if (parsed.ok()) reports.push_back(std::move(parsed->front()));
+  }
 
   std::string times, durations, tests, figures, bounds, lagging;
-  for (const fleet::NodeReport& r : *reports) {
+  for (const fleet::NodeReport& r : reports) {
     const auto done = EpochSeconds(r.report.completiontime());
     const auto start = EpochSeconds(r.report.starttime());
     if (done) {
@@ -143,7 +135,7 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
                " 1\n";
     }
   }
-  const std::vector<fleet::Figure> all = fleet::Figures(*reports);
+  const std::vector<fleet::Figure> all = fleet::Figures(reports);
   auto figure_labels = [](const fleet::Figure& f) {
     return Labels({{"node", f.node},
                    {"device", f.device},
@@ -162,22 +154,20 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
     lagging += "perfgate_node_figure_lagging_ratio" + figure_labels(l.figure) + " " +
                Value(l.ratio) + "\n";
   }
-  auto block = [&](const char* name, const char* help, const std::string& lines) {
-    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + lines;
-  };
-  block("perfgate_node_last_validated_timestamp_seconds",
-        "When the node's latest result completed.", times);
-  block("perfgate_node_run_seconds", "How long the node's latest run took, start to completion.",
-        durations);
-  block("perfgate_node_test_verdict",
-        "1 for each test and device of the node's latest result, labelled with its verdict.",
-        tests);
-  block("perfgate_node_figure",
+  Gauge("perfgate_node_last_validated_timestamp_seconds",
+        "When the node's latest result completed.", times, out);
+  Gauge("perfgate_node_run_seconds", "How long the node's latest run took, start to completion.",
+        durations, out);
+  Gauge("perfgate_node_test_verdict",
+        "1 for each test and device of the node's latest result, labelled with its verdict.", tests,
+        out);
+  Gauge("perfgate_node_figure",
         "A thresholded figure of the node's latest result: the statistic's observed value.",
-        figures);
-  block("perfgate_node_figure_bound", "The bound the figure was held to (op: how).", bounds);
-  block("perfgate_node_figure_lagging_ratio",
-        "A passing figure well below its GPU model's peers: figure / the peers' median.", lagging);
+        figures, out);
+  Gauge("perfgate_node_figure_bound", "The bound the figure was held to (op: how).", bounds, out);
+  Gauge("perfgate_node_figure_lagging_ratio",
+        "A passing figure well below its GPU model's peers: figure / the peers' median.", lagging,
+        out);
 }
 
 }  // namespace

@@ -107,13 +107,13 @@ YAML
   # selected (the CRD's printer columns, as kube-sim serves them in kubectl's Table format).
   local done_at="" table
   for i in $(seq 600); do
-    table="$(kubectl get pval fleet)" || fail "kubectl get pval"
-    echo "$table" >>"$WORK_DIR/get-pval.txt"
     done_at="$(kubectl get pval fleet -o 'jsonpath={.status.completionTime}')"
     [ -n "$done_at" ] && break
+    kubectl get pval fleet >>"$WORK_DIR/get-pval.txt" || fail "kubectl get pval"
     sleep 0.2
   done
   [ -n "$done_at" ] || { tail -30 "$WORK_DIR/operator.log" >&2; kubectl get pval fleet -o yaml >&2; fail "fleet not complete in 120 s"; }
+  table="$(kubectl get pval fleet)" || fail "kubectl get pval"
   head -1 <<<"$table" | grep -Eq '^NAME +VERDICT +PROGRESS +PASSED +AGE$' \
     || fail "kubectl get pval columns: $(head -1 <<<"$table")"
   grep -Eq '^fleet +Failed +8/8 +7/8 ' <<<"$table" || fail "kubectl get pval when done: $table"

@@ -180,6 +180,13 @@ TEST(Metrics, PerNodeFiguresFromEachNodesLatestResult) {
       text,
       HasSubstr("perfgate_node_last_validated_timestamp_seconds{node=\"node-1\"} 1796119350\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_node_run_seconds{node=\"node-0\"} 300\n"));
+  // A result the reader cannot take costs only its own node's series.
+  Json odd = Result("node-9", "2026-12-01T10:05:00Z", {4000});
+  odd["spec"]["report"]["tests"][0]["verdict"] = "NOT-A-VERDICT";
+  s.results.push_back(odd);
+  const std::string with_odd = RenderMetrics(s);
+  EXPECT_THAT(with_odd, Not(HasSubstr("node=\"node-9\"")));
+  EXPECT_THAT(with_odd, HasSubstr("perfgate_node_run_seconds{node=\"node-0\"} 300\n"));
   // No run id and no sample in any label.
   EXPECT_THAT(text, Not(HasSubstr("g1")));
   // Without the flag, none of it.
