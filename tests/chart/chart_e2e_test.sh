@@ -236,6 +236,25 @@ done
   || fail "node-2 lost its failed verdict, taint or cordon with the validation that tainted it"
 
 
+# gang_spec NAME SHAPE REPEATS POLICY PARAMETERS [THRESHOLD]: a validation of the NCCL CPU
+# stand-in as gangs of every GPU node, fixed sampling, YAML flow values for the rest.
+gang_spec() {
+  cat <<YAML
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata: {name: $1}
+spec:
+  nodeSelector: {nvidia.com/gpu.present: "true"}
+  gang: {shape: $2}
+  sampling: {warmup: 1, minRepeats: $3, maxRepeats: $3}
+  policy: $4
+  tests:
+    - type: nccl-cpu-loopback
+      parameters: $5
+YAML
+  [ -z "${6:-}" ] || printf '      thresholds: [%s]\n' "$6"
+}
+
 # Narrowing, an NCCL gang (the CPU stand-in) in pairs: (node-0,node-1) and (node-2,node-3);
 # node-2 is slow (200 ms a call), so its pair fails its time bound, each node of it runs again
 # beside a node that passed, and only node-2 is named. node-2 is still tainted and cordoned by
@@ -243,22 +262,11 @@ done
 # privileged, as values.yaml says. kube-sim has no DNS, so the ranks meet on loopback
 # (--gang-rendezvous-host).
 pod_security privileged
-cat <<YAML | kubectl apply -f - >/dev/null || fail "apply the narrowing validation"
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata: {name: narrow}
-spec:
-  nodeSelector: {nvidia.com/gpu.present: "true"}
-  gang: {shape: pairs}
-  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 5}
-  policy: {onFailure: none, nodeTimeoutSeconds: 60}
-  tests:
-    - type: nccl-cpu-loopback
-      parameters: {collective: all_reduce, minBytes: 65536, maxBytes: 65536, warmupIterations: 1,
-                   iterations: 3, inPlace: false, initTimeoutSeconds: 30, behaviour: ["node-2=slow:200"]}
-      thresholds:
-        - {metric: timeMicroseconds@64KiB, statistic: mean, op: "<=", value: 50000}
-YAML
+gang_spec narrow pairs 5 "{onFailure: none, nodeTimeoutSeconds: 60}" \
+  "{collective: all_reduce, minBytes: 65536, maxBytes: 65536, warmupIterations: 1, iterations: 3,$(
+  ) inPlace: false, initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}" \
+  '{metric: timeMicroseconds@64KiB, statistic: mean, op: "<=", value: 50000}' \
+  | kubectl apply -f - >/dev/null || fail "apply the narrowing validation"
 kubectl wait pval/narrow --for=condition=Complete --timeout=120s >/dev/null \
   || { tail -30 "$WORK_DIR/operator.log" >&2; fail "narrow not complete in 120 s"; }
 suspects="$(kubectl get pval narrow -o 'jsonpath={.status.suspectNodes}')"
@@ -346,19 +354,8 @@ kubectl wait pval/auto --for=condition=Complete --timeout=30s >/dev/null || fail
 # An NCCL gang of every node (the long-named one too) under the same roles and policy passes:
 # each rank writes its own node's result.
 pod_security privileged
-cat <<YAML | kubectl apply -f - >/dev/null || fail "apply the gang validation"
-apiVersion: perfgate.io/v1alpha1
-kind: PerfValidation
-metadata: {name: gang}
-spec:
-  nodeSelector: {nvidia.com/gpu.present: "true"}
-  gang: {shape: all}
-  sampling: {warmup: 1, minRepeats: 2, maxRepeats: 2}
-  policy: {nodeTimeoutSeconds: 60}
-  tests:
-    - type: nccl-cpu-loopback
-      parameters: {collective: all_reduce, maxBytes: 4096, initTimeoutSeconds: 30}
-YAML
+gang_spec gang all 2 "{nodeTimeoutSeconds: 60}" "{collective: all_reduce, maxBytes: 4096, initTimeoutSeconds: 30}" \
+  | kubectl apply -f - >/dev/null || fail "apply the gang validation"
 kubectl wait pval/gang --for=condition=Complete --timeout=90s >/dev/null \
   || { tail -30 "$WORK_DIR/operator.log" >&2; fail "gang validation not complete in 90 s"; }
 passed="$(kubectl get pval gang -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"

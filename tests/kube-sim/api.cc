@@ -683,9 +683,13 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     lock.lock();
   }
   RequestInfo info = ParseRequestInfo(req);
-  RequestRecord record{
-      user->name,       user->groups, user->extra, info.verb, info.group, info.resource,
-      info.subresource, info.ns,      info.name,   0,         "",         {}};
+  RequestRecord record{{info.verb, info.group, info.resource, info.subresource, info.ns, info.name},
+                       user->name,
+                       user->groups,
+                       user->extra,
+                       0,
+                       "",
+                       {}};
   auto finish = [&](int code) {
     record.code = code;
     if (auditLog.is_open()) auditLog << AuditEvent(record, req.path) << '\n' << std::flush;

@@ -182,7 +182,7 @@ std::optional<Outcome> KubeSim::Impl::EnforceOwnerReferencePermissions(
                        const std::string& object_name) {
     const bool allowed = Authorize(user, verb, group, resource, subresource, ns, object_name, "");
     if (checks != nullptr) {
-      checks->push_back({verb, group, resource, subresource, ns, object_name, allowed});
+      checks->push_back({{verb, group, resource, subresource, ns, object_name}, allowed});
     }
     return allowed;
   };

@@ -59,30 +59,29 @@ struct NodeSpec {
   std::map<std::string, int> extendedResources;
 };
 
-// An authorization an admission plugin checked on a request's behalf (e.g.
-// OwnerReferencesPermissionEnforcement asks for update on the owner's finalizers).
-struct AuthorizationCheck {
+// What RBAC authorizes: a verb on a resource (and subresource) of a group, in a namespace.
+struct ResourceAttributes {
   std::string verb;
   std::string apiGroup;
   std::string resource;
   std::string subresource;
   std::string nameSpace;
   std::string name;
+};
+
+// An authorization an admission plugin checked on a request's behalf (e.g.
+// OwnerReferencesPermissionEnforcement asks for update on the owner's finalizers).
+struct AuthorizationCheck : ResourceAttributes {
   bool allowed = false;
 };
 
-// Who made a request, as the authenticator saw it (what admission and audit would see).
-struct RequestRecord {
+// Who made a request, as the authenticator saw it (what admission and audit would see), and
+// what it asked for.
+struct RequestRecord : ResourceAttributes {
   std::string user;
   std::vector<std::string> groups;
   std::map<std::string, std::vector<std::string>>
       extra;  // e.g. authentication.kubernetes.io/node-name
-  std::string verb;
-  std::string apiGroup;
-  std::string resource;
-  std::string subresource;
-  std::string nameSpace;
-  std::string name;
   int code = 0;
   std::string decision;  // RBAC's: "allow" or "forbid"; empty when never authorized
   std::vector<AuthorizationCheck> admissionChecks;
