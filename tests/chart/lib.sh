@@ -44,9 +44,10 @@ spec:
 YAML
 }
 
-# synthetic_spec NAME TYPE BEHAVIOUR MEAN CV SAMPLE_SECONDS [EXTRA_SPEC_LINE]: a validation of
-# the synthetic fixture (TYPE: synthetic, or anything else for an invalid spec) on every GPU
-# node, tainting failed nodes; tests/e2e's SyntheticSpec.
+# synthetic_spec NAME TYPE BEHAVIOUR MEAN CV SAMPLE_SECONDS [EXTRA_SPEC_LINE [ON_FAILURE]]: a
+# validation of the synthetic fixture (TYPE: synthetic, or anything else for an invalid spec) on
+# every GPU node, tainting failed nodes (policy.onFailure ON_FAILURE, default taint); tests/e2e's
+# SyntheticSpec.
 synthetic_spec() {
   pval_head "$1"
   cat <<YAML
@@ -56,7 +57,7 @@ ${7:-}
     minRepeats: 5
     maxRepeats: 10
   policy:
-    onFailure: taint
+    onFailure: ${8:-taint}
   tests:
     - type: $2
       parameters:

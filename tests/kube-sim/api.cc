@@ -170,6 +170,39 @@ Json Column(const std::string& name, const std::string& type, const std::string&
           {"priority", priority}};
 }
 
+// One audit.k8s.io/v1 Event (level Metadata, stage ResponseComplete) for `r`; kube-sim adds
+// admissionAuthorizations, the checks admission plugins made for it.
+std::string AuditEvent(const RequestRecord& r, const std::string& path) {
+  Json object_ref = {{"resource", r.resource}, {"apiGroup", r.apiGroup}};
+  if (!r.nameSpace.empty()) object_ref["namespace"] = r.nameSpace;
+  if (!r.name.empty()) object_ref["name"] = r.name;
+  if (!r.subresource.empty()) object_ref["subresource"] = r.subresource;
+  Json event = {{"kind", "Event"},
+                {"apiVersion", "audit.k8s.io/v1"},
+                {"level", "Metadata"},
+                {"stage", "ResponseComplete"},
+                {"requestURI", path},
+                {"verb", r.verb},
+                {"user", {{"username", r.user}, {"groups", r.groups}}},
+                {"responseStatus", {{"code", r.code}}}};
+  if (!r.resource.empty()) event["objectRef"] = object_ref;
+  if (!r.decision.empty()) event["annotations"] = {{"authorization.k8s.io/decision", r.decision}};
+  if (!r.admissionChecks.empty()) {
+    Json checks = Json::array();
+    for (const auto& c : r.admissionChecks) {
+      checks.push_back({{"verb", c.verb},
+                        {"apiGroup", c.apiGroup},
+                        {"resource", c.resource},
+                        {"subresource", c.subresource},
+                        {"namespace", c.nameSpace},
+                        {"name", c.name},
+                        {"allowed", c.allowed}});
+    }
+    event["admissionAuthorizations"] = checks;
+  }
+  return event.dump();
+}
+
 }  // namespace
 
 Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& items,
@@ -650,10 +683,16 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     lock.lock();
   }
   RequestInfo info = ParseRequestInfo(req);
-  RequestRecord record{user->name,    user->groups,     user->extra, info.verb, info.group,
-                       info.resource, info.subresource, info.ns,     info.name, 0};
+  RequestRecord record{{info.verb, info.group, info.resource, info.subresource, info.ns, info.name},
+                       user->name,
+                       user->groups,
+                       user->extra,
+                       0,
+                       "",
+                       {}};
   auto finish = [&](int code) {
     record.code = code;
+    if (auditLog.is_open()) auditLog << AuditEvent(record, req.path) << '\n' << std::flush;
     if (requests.size() < 200000) requests.push_back(record);
   };
   if (fault == 429) {
@@ -709,9 +748,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
 
   if (!info.isResource) {
     std::string path = req.path;
-    if (!Authorize(*user, "get", "", "", "", "", "", path) &&
-        !(path == "/api" || path.rfind("/api/", 0) == 0 || path == "/apis" ||
-          path.rfind("/apis/", 0) == 0 || path.rfind("/openapi/", 0) == 0)) {
+    const bool allowed = Authorize(*user, "get", "", "", "", "", "", path) || path == "/api" ||
+                         path.rfind("/api/", 0) == 0 || path == "/apis" ||
+                         path.rfind("/apis/", 0) == 0 || path.rfind("/openapi/", 0) == 0;
+    record.decision = allowed ? "allow" : "forbid";
+    if (!allowed) {
       finish(403);
       lock.unlock();
       sendJson(403, StatusBody(
@@ -754,8 +795,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     return;
   }
   std::string verb = info.verb;
-  if (!Authorize(*user, verb, info.group, info.resource, info.subresource, info.ns,
-                 info.name.empty() ? info.nameForAuthz : info.name, "")) {
+  record.decision = Authorize(*user, verb, info.group, info.resource, info.subresource, info.ns,
+                              info.name.empty() ? info.nameForAuthz : info.name, "")
+                        ? "allow"
+                        : "forbid";
+  if (record.decision == "forbid") {
     finish(403);
     std::string res =
         info.subresource.empty() ? info.resource : info.resource + "/" + info.subresource;
@@ -820,7 +864,8 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
       }
     }
     if (opts.ownerReferencesPermissionEnforcement) {
-      if (auto denied = EnforceOwnerReferencePermissions(t, info.ns, obj_name, *user, obj, old)) {
+      if (auto denied = EnforceOwnerReferencePermissions(t, info.ns, obj_name, *user, obj, old,
+                                                         &record.admissionChecks)) {
         return denied;
       }
     }

@@ -175,7 +175,17 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
 
 std::optional<Outcome> KubeSim::Impl::EnforceOwnerReferencePermissions(
     const ResourceType& t, const std::string& ns, const std::string& name, const UserInfo& user,
-    const Json& obj, const Json* old) {
+    const Json& obj, const Json* old, std::vector<AuthorizationCheck>* checks) {
+  // Each authorization asked on the caller's behalf, as audit would want to know.
+  auto authorize = [&](const std::string& verb, const std::string& group,
+                       const std::string& resource, const std::string& subresource,
+                       const std::string& object_name) {
+    const bool allowed = Authorize(user, verb, group, resource, subresource, ns, object_name, "");
+    if (checks != nullptr) {
+      checks->push_back({{verb, group, resource, subresource, ns, object_name}, allowed});
+    }
+    return allowed;
+  };
   auto refs = [](const Json* o) {
     if (o == nullptr) return Json::array();
     return o->value("metadata", Json::object()).value("ownerReferences", Json::array());
@@ -188,7 +198,7 @@ std::optional<Outcome> KubeSim::Impl::EnforceOwnerReferencePermissions(
                {{"name", name}, {"group", t.group}, {"kind", t.plural}});
   };
   // Creating an object is as good as being able to delete it.
-  if (old != nullptr && !Authorize(user, "delete", t.group, t.plural, "", ns, name, "")) {
+  if (old != nullptr && !authorize("delete", t.group, t.plural, "", name)) {
     return forbidden("cannot set an ownerRef on a resource you can't delete: User \"" + user.name +
                      "\" cannot delete resource \"" + t.plural + "\" in API group \"" + t.group +
                      "\"");
@@ -203,8 +213,8 @@ std::optional<Outcome> KubeSim::Impl::EnforceOwnerReferencePermissions(
     if (was_blocking) continue;
     const ResourceType* owner = FindTypeByKind(ref.value("apiVersion", ""), ref.value("kind", ""));
     // As the plugin does, the owner is looked up in the dependent's namespace.
-    if (owner == nullptr || !Authorize(user, "update", owner->group, owner->plural, "finalizers",
-                                       ns, ref.value("name", ""), "")) {
+    if (owner == nullptr ||
+        !authorize("update", owner->group, owner->plural, "finalizers", ref.value("name", ""))) {
       const std::string res = owner == nullptr ? ref.value("kind", "") : owner->plural;
       return forbidden(
           "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set "

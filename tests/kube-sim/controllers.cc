@@ -312,10 +312,56 @@ void KubeSim::Impl::ControllerLoop() {
         gcDirty = false;
         GarbageCollectLocked();
       }
+      if (nodesDirty) {
+        nodesDirty = false;
+        NodeLifecycleLocked();
+      }
       ScheduleLocked();
       KubeletLocked();
     }
     ReapPodsLocked();
+  }
+}
+
+// The node lifecycle controller's NoSchedule taints from the Ready condition: not-ready while
+// False, unreachable while Unknown, neither once True. A node without a Ready condition keeps
+// what it has (a new one, the not-ready taint admission gave it).
+void KubeSim::Impl::NodeLifecycleLocked() {
+  const ResourceType& t = *FindType("", "nodes");
+  std::vector<Json> updates;
+  for (const auto& [key, node] : objects["/nodes"]) {
+    std::string ready;
+    for (const auto& c : Field(Field(node, "status"), "conditions")) {
+      if (c.value("type", "") == "Ready") ready = c.value("status", "Unknown");
+    }
+    if (ready.empty()) continue;
+    const char* want = ready == "True"    ? nullptr
+                       : ready == "False" ? kNotReadyTaint
+                                          : kUnreachableTaint;
+    Json taints = Json::array();
+    bool has_wanted = false;
+    for (const auto& taint : Field(Field(node, "spec"), "taints")) {
+      const std::string k = taint.value("key", "");
+      const bool ours = taint.value("effect", "") == "NoSchedule" &&
+                        (k == kNotReadyTaint || k == kUnreachableTaint);
+      if (ours && (want == nullptr || k != want)) continue;
+      has_wanted = has_wanted || (want != nullptr && ours);
+      taints.push_back(taint);
+    }
+    if (want != nullptr && !has_wanted) taints.push_back({{"key", want}, {"effect", "NoSchedule"}});
+    const Json& before = Field(Field(node, "spec"), "taints");
+    if (taints == (before.is_array() ? before : Json::array())) continue;
+    Json updated = node;
+    if (taints.empty()) {
+      updated["spec"].erase("taints");
+    } else {
+      updated["spec"]["taints"] = taints;
+    }
+    updates.push_back(std::move(updated));
+  }
+  for (auto& n : updates) {
+    const std::string name = n["metadata"].value("name", "");
+    ReplaceLocked(t, "", name, std::move(n), false, false, "", nullptr);
   }
 }
 

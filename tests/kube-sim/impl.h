@@ -35,7 +35,8 @@ struct KubeSim::Impl {
   uint64_t watchEpoch = 0;
   bool stopping = false;
   bool dirty = true;
-  bool gcDirty = true;  // a delete, finalizer or owner reference needs the garbage collector
+  bool gcDirty = true;     // a delete, finalizer or owner reference needs the garbage collector
+  bool nodesDirty = true;  // a node changed: the node lifecycle controller looks at its taints
   std::map<std::string, ResourceType> types;                   // group/plural -> type
   std::map<std::string, std::map<std::string, Json>> objects;  // group/plural -> ns/name -> obj
 
@@ -50,6 +51,7 @@ struct KubeSim::Impl {
   std::mt19937 rng{42};
 
   std::vector<RequestRecord> requests;
+  std::ofstream auditLog;  // Options::auditLogPath
   AdmissionHook admission;
   std::function<PodOutcome(const Json&)> scaleAction;
 
@@ -86,11 +88,9 @@ struct KubeSim::Impl {
                  const std::string& name, const std::string& path);
   // OwnerReferencesPermissionEnforcement (Options): the Forbidden outcome when `user` may not
   // make the ownerReferences change from `old` (nullptr on create) to `obj`.
-  std::optional<Outcome> EnforceOwnerReferencePermissions(const ResourceType& t,
-                                                          const std::string& ns,
-                                                          const std::string& name,
-                                                          const UserInfo& user, const Json& obj,
-                                                          const Json* old);
+  std::optional<Outcome> EnforceOwnerReferencePermissions(
+      const ResourceType& t, const std::string& ns, const std::string& name, const UserInfo& user,
+      const Json& obj, const Json* old, std::vector<AuthorizationCheck>* checks);
   Result<std::string> IssueTokenLocked(const std::string& ns, const std::string& sa,
                                        const std::string& podName, int expirationSeconds,
                                        Json* claimsOut);
@@ -107,6 +107,7 @@ struct KubeSim::Impl {
   // ---- controllers (controllers.cc)
   void ControllerLoop();
   void GarbageCollectLocked();
+  void NodeLifecycleLocked();
   void ScheduleLocked();
   void KubeletLocked();
   void StartPodLocked(const ResourceType& podType, Json& pod);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,10 @@
 #include "tests/kube-sim/pki.h"
 
 namespace perfgate::kubesim {
+
+// The taints the node lifecycle controller keeps in step with a node's Ready condition.
+inline constexpr const char* kNotReadyTaint = "node.kubernetes.io/not-ready";
+inline constexpr const char* kUnreachableTaint = "node.kubernetes.io/unreachable";
 
 struct ResourceType {
   std::string group;

@@ -129,6 +129,10 @@ Status KubeSim::Start() {
   }
   s.kubeconfigPath =
       s.opts.kubeconfigPath.empty() ? s.workDir + "/kubeconfig" : s.opts.kubeconfigPath;
+  if (!s.opts.auditLogPath.empty()) {
+    s.auditLog.open(s.opts.auditLogPath, std::ios::out | std::ios::trunc);
+    if (!s.auditLog) return Internal("kube-sim: cannot write the audit log " + s.opts.auditLogPath);
+  }
   RegisterBuiltins(s.types);
   {
     std::lock_guard<std::mutex> lock(s.mu);

@@ -37,6 +37,10 @@ struct Options {
   // changing ownerReferences needs delete on the object (create excepted), and a new
   // blockOwnerDeletion needs update on the owner's finalizers subresource.
   bool ownerReferencesPermissionEnforcement = false;
+  // When set, one JSON line per API request is appended here, shaped like kube-apiserver's
+  // audit.k8s.io/v1 Event at level Metadata (user, verb, objectRef, response code, the
+  // authorization decision), plus the authorizations admission plugins checked for it.
+  std::string auditLogPath;
   // Bounded event history for watches from a resourceVersion; each entry holds the object
   // before and after, so memory is about 2 x this x object size.
   size_t watchHistoryEvents = 4096;
@@ -55,19 +59,32 @@ struct NodeSpec {
   std::map<std::string, int> extendedResources;
 };
 
-// Who made a request, as the authenticator saw it (what admission and audit would see).
-struct RequestRecord {
-  std::string user;
-  std::vector<std::string> groups;
-  std::map<std::string, std::vector<std::string>>
-      extra;  // e.g. authentication.kubernetes.io/node-name
+// What RBAC authorizes: a verb on a resource (and subresource) of a group, in a namespace.
+struct ResourceAttributes {
   std::string verb;
   std::string apiGroup;
   std::string resource;
   std::string subresource;
   std::string nameSpace;
   std::string name;
+};
+
+// An authorization an admission plugin checked on a request's behalf (e.g.
+// OwnerReferencesPermissionEnforcement asks for update on the owner's finalizers).
+struct AuthorizationCheck : ResourceAttributes {
+  bool allowed = false;
+};
+
+// Who made a request, as the authenticator saw it (what admission and audit would see), and
+// what it asked for.
+struct RequestRecord : ResourceAttributes {
+  std::string user;
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::string>>
+      extra;  // e.g. authentication.kubernetes.io/node-name
   int code = 0;
+  std::string decision;  // RBAC's: "allow" or "forbid"; empty when never authorized
+  std::vector<AuthorizationCheck> admissionChecks;
 };
 
 // What a pod "does" in scale mode: no process runs; the kubelet records this outcome at once.

@@ -1,5 +1,7 @@
 // The real kubectl (v1.32) against kube-sim: CRD registration, printer columns, strict field
 // validation, status subresource, kubectl wait, owner-reference garbage collection.
+#include <sstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -262,9 +264,13 @@ TEST_F(KubectlTest, LabelValuesLongerThan63OrMalformedAreInvalid) {
 // OwnerReferencesPermissionEnforcement (Options::ownerReferencesPermissionEnforcement, as in
 // OpenShift): a user who may only create results may own one by a validation, but may not set
 // blockOwnerDeletion on it without update on the validation's finalizers.
+// The audit log (Options::auditLogPath) names the refused request and the finalizers check the
+// plugin made for it, so a test can tell which permissions a caller really needed.
 TEST(KubectlOwnerReferences, BlockOwnerDeletionNeedsUpdateOnTheOwnersFinalizers) {
   Options o;
   o.ownerReferencesPermissionEnforcement = true;
+  o.workDir = ::testing::TempDir() + "/owner-references";
+  o.auditLogPath = o.workDir + "/audit.log";
   KubeSim sim(o);
   ASSERT_TRUE(sim.Start().ok());
   for (const char* crd : {"/perfvalidation-crd.yaml", "/perfresult-crd.yaml"}) {
@@ -314,6 +320,83 @@ subjects: [{kind: ServiceAccount, name: writer, namespace: default}]
   EXPECT_FALSE(sim.Get("perfgate.io", "perfresults", "default", "blocking").ok());
   r = create("owned", "");
   EXPECT_EQ(r.exitCode, 0) << r.err;
+
+  // RBAC allowed both creates; the plugin's finalizers check refused the first.
+  std::vector<Json> creates;
+  std::istringstream audit(testing::Slurp(o.auditLogPath));
+  for (std::string line; std::getline(audit, line);) {
+    Json e = Json::parse(line);
+    if (e["user"].value("username", "") == "system:serviceaccount:default:writer" &&
+        e.value("verb", "") == "create") {
+      creates.push_back(e);
+    }
+  }
+  ASSERT_EQ(creates.size(), 2u);
+  EXPECT_EQ(creates[0]["objectRef"].value("resource", ""), "perfresults");
+  EXPECT_EQ(creates[0]["objectRef"].value("apiGroup", ""), "perfgate.io");
+  EXPECT_EQ(creates[0]["objectRef"].value("namespace", ""), "default");
+  EXPECT_EQ(creates[0]["responseStatus"].value("code", 0), 403);
+  EXPECT_EQ(creates[0]["annotations"].value("authorization.k8s.io/decision", ""), "allow");
+  EXPECT_EQ(creates[0]["admissionAuthorizations"],
+            Json::parse(R"([{"verb": "update", "apiGroup": "perfgate.io",
+                "resource": "perfvalidations", "subresource": "finalizers",
+                "namespace": "default", "name": "owner", "allowed": false}])"));
+  EXPECT_EQ(creates[1]["responseStatus"].value("code", 0), 201);
+  EXPECT_FALSE(creates[1].contains("admissionAuthorizations"));
+  // A request RBAC refuses says so.
+  r = Kubectl(sim, {"--token=" + token, "get", "perfresults", "-n", "default"});
+  EXPECT_NE(r.exitCode, 0);
+  std::string last;
+  std::istringstream again(testing::Slurp(o.auditLogPath));
+  for (std::string line; std::getline(again, line);) last = line;
+  const Json list = Json::parse(last);
+  EXPECT_EQ(list.value("verb", ""), "list");
+  EXPECT_EQ(list["responseStatus"].value("code", 0), 403);
+  EXPECT_EQ(list["annotations"].value("authorization.k8s.io/decision", ""), "forbid");
+}
+
+// As kube-apiserver with its default admission plugins and the node lifecycle controller: a new
+// Node is tainted node.kubernetes.io/not-ready:NoSchedule (TaintNodesByCondition) and no pod is
+// scheduled there until its Ready condition is True, when the taint goes; a Node is always
+// served with a spec, {} when it has nothing in it.
+TEST_F(KubectlTest, NewNodesAreTaintedNotReadyUntilTheyReportReady) {
+  auto r = Kubectl(*sim_, {"create", "-f", "-"},
+                   "apiVersion: v1\nkind: Node\nmetadata: {name: fresh, labels: "
+                   "{kubernetes.io/hostname: fresh}}\n");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto taints = [&] {
+    return Kubectl(*sim_, {"get", "node", "fresh", "-o", "jsonpath={.spec.taints}"}).out;
+  };
+  EXPECT_EQ(taints(), R"([{"effect":"NoSchedule","key":"node.kubernetes.io/not-ready"}])");
+  r = Kubectl(*sim_, {"apply", "-f", "-"},
+              "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n  "
+              "nodeSelector: {kubernetes.io/hostname: fresh}\n  containers: [{name: c, image: "
+              "busybox:1.36}]\n");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto pod_condition = [&] {
+    return Kubectl(*sim_, {"get", "pod", "p", "-o",
+                           "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}"})
+        .out;
+  };
+  ASSERT_TRUE(Eventually([&] { return !pod_condition().empty(); })) << pod_condition();
+  EXPECT_THAT(pod_condition(), HasSubstr("1 node(s) had untolerated taint"));
+  EXPECT_THAT(pod_condition(), HasSubstr("node.kubernetes.io/not-ready"));
+
+  Json node = *sim_->Get("", "nodes", "", "fresh");
+  node["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "True"}}});
+  ASSERT_TRUE(sim_->Update("", "nodes", node, /*status=*/true).ok());
+  ASSERT_TRUE(Eventually([&] { return taints().empty(); })) << taints();
+  EXPECT_EQ(Kubectl(*sim_, {"get", "node", "fresh", "-o", "jsonpath={.spec}"}).out, "{}");
+  EXPECT_TRUE(Eventually([&] {
+    return Kubectl(*sim_, {"get", "pod", "p", "-o", "jsonpath={.spec.nodeName}"}).out == "fresh";
+  }));
+  // A node that stops reporting Ready is tainted again.
+  node = *sim_->Get("", "nodes", "", "fresh");
+  node["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "False"}}});
+  ASSERT_TRUE(sim_->Update("", "nodes", node, /*status=*/true).ok());
+  EXPECT_TRUE(Eventually([&] {
+    return taints() == R"([{"effect":"NoSchedule","key":"node.kubernetes.io/not-ready"}])";
+  })) << taints();
 }
 
 // Pod Security Admission from the namespace's pod-security.kubernetes.io/enforce label, in the

@@ -1,6 +1,7 @@
 // kube-sim: a loopback Kubernetes API server for tests (see docs/kube-sim.md).
 //   kube-sim --listen 127.0.0.1:0 --kubeconfig-out PATH [--nodes N] [--gpus-per-node G]
 //            [--gpu-product NAME] [--image-map IMAGE=BINARY ...] [--scale-mode] [--verbose]
+//            [--owner-references-permission-enforcement] [--audit-log PATH]
 // Serves until SIGTERM or SIGINT.
 #include <signal.h>
 
@@ -17,7 +18,7 @@ int Usage(const char* why) {
                "kube-sim: %s\nusage: kube-sim --listen HOST:PORT --kubeconfig-out PATH "
                "[--nodes N] [--gpus-per-node G] [--gpu-product NAME] "
                "[--image-map IMAGE=BINARY ...] [--scale-mode] [--work-dir DIR] [--verbose]\n"
-               "       [--owner-references-permission-enforcement]\n",
+               "       [--owner-references-permission-enforcement] [--audit-log PATH]\n",
                why);
   return 2;
 }
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
       opts.scaleMode = true;
     } else if (a == "--owner-references-permission-enforcement") {
       opts.ownerReferencesPermissionEnforcement = true;
+    } else if (a == "--audit-log") {
+      opts.auditLogPath = next();
     } else if (a == "--work-dir") {
       opts.workDir = next();
     } else if (a == "--verbose") {

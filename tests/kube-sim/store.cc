@@ -101,6 +101,7 @@ void KubeSim::Impl::Emit(const ResourceType& t, const std::string& type, const J
     historyFloor = history.front().rv;
     history.pop_front();
   }
+  if (t.key() == "/nodes") nodesDirty = true;
   cv.notify_all();
   MarkDirty();
 }
@@ -296,6 +297,18 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
       if (!c.contains("imagePullPolicy")) c["imagePullPolicy"] = "IfNotPresent";
     }
     obj["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
+  } else if (t.key() == "/nodes") {
+    // A Node's spec is a struct: served as {} when empty. The TaintNodesByCondition admission
+    // plugin taints every new node not-ready until the node lifecycle controller sees it Ready.
+    if (!obj["spec"].is_object()) obj["spec"] = Json::object();
+    Json& taints = obj["spec"]["taints"];
+    if (!taints.is_array()) taints = Json::array();
+    bool tainted = false;
+    for (const auto& taint : taints) {
+      tainted = tainted || (taint.value("key", "") == kNotReadyTaint &&
+                            taint.value("effect", "") == "NoSchedule");
+    }
+    if (!tainted) taints.push_back({{"key", kNotReadyTaint}, {"effect", "NoSchedule"}});
   } else if (t.key() == "/namespaces") {
     obj["spec"] = {{"finalizers", {"kubernetes"}}};
     obj["status"] = {{"phase", "Active"}};
@@ -403,6 +416,7 @@ Outcome KubeSim::Impl::ReplaceLocked(const ResourceType& t, const std::string& n
   }
   merged["apiVersion"] = t.apiVersion();
   merged["kind"] = t.kind;
+  if (t.key() == "/nodes" && !merged["spec"].is_object()) merged["spec"] = Json::object();
   if (auto errs = LabelValueErrors(merged["metadata"]); !errs.empty()) {
     return Invalid(t, name, errs);
   }
