@@ -748,7 +748,7 @@ std::string FormatMarkdown(const Comparison& c) {
          " | median | ratio [" + Fixed(c.options.confidence * 100, 0) +
          "% CI] | p (Holm) | verdict |\n";
   out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
-  auto cell = [](std::string s) {
+  auto cell = [](const std::string& s) {
     std::string e;
     for (char ch : s) e += ch == '|' ? std::string("\\|") : std::string(1, ch);
     return e;

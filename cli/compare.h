@@ -132,4 +132,11 @@ std::string FormatTable(const Comparison& c);
 std::string FormatJson(const Comparison& c);
 std::string FormatMarkdown(const Comparison& c);
 
+// One self-contained HTML page in the HTML report's style: the rows as a table, an interval
+// plot (<svg data-plot="intervals" data-marks="N">, one element of class "mark" per row: the
+// ratio's dot, its interval drawn through it, against the equivalence band) and the keys that
+// explain each gap. `source` says what was compared, `generated` when (RFC 3339).
+std::string FormatHtml(const Comparison& c, const std::string& source,
+                       const std::string& generated);
+
 }  // namespace perfgate::compare

@@ -47,6 +47,7 @@ constexpr const char* kUsage = R"(usage (also as the kubectl plugin: kubectl per
   perfgate rerun NAME
       Starts a new run of a validation (sets its perfgate.io/rerun annotation).
   perfgate compare A B [--margin 3%] [--paired|--unpaired] [-o table|json|markdown]
+                   [--html FILE]
       Compares two sets of results per GPU model, test, metric and statistic: medians, the
       ratio B/A with its interval, a rank test (Holm-corrected across rows) and an
       equivalence test against the margin; each row regressed, improved, equivalent or
@@ -65,6 +66,7 @@ Compare options:
                       p95, min, max)
   --paired, --unpaired  override the pairing picked from the data (paired: the same nodes)
   -o, --output FORMAT table (default), json or markdown
+  --html FILE         also an HTML page: the rows, an interval plot, what differs
   Exit codes: 0 nothing regressed, 1 a metric regressed, 2 invalid arguments, 3 the inputs
   could not be read or hold nothing to compare.
 Cluster options (as kubectl's):
@@ -335,7 +337,8 @@ int Compare(std::vector<std::string> argv) {
                                  {"--reference", "reference"},
                                  {"--margin", "margin"},
                                  {"--alpha", "alpha"},
-                                 {"--statistic", "statistic"}});
+                                 {"--statistic", "statistic"},
+                                 {"--html", "html"}});
   if (!args.error.empty()) return Usage(args.error);
   const std::string output = args.Get("output", "table");
   if (output != "table" && output != "json" && output != "markdown") {
@@ -414,6 +417,16 @@ int Compare(std::vector<std::string> argv) {
   }
   auto result = compare::Compare(figures, groups, by, options);
   if (!result.ok()) return Fail("compare", result.status().message()) + 2;
+  if (const std::string html = args.Get("html"); !html.empty()) {
+    std::string source;
+    for (const auto& p : args.positional) source += (source.empty() ? "" : " vs ") + p;
+    if (!args.Get("store").empty()) source += " in " + args.Get("store");
+    if (Status st =
+            report::WriteFileAtomic(html, compare::FormatHtml(*result, source, NowRfc3339()));
+        !st.ok()) {
+      return Fail("compare", st.message()) + 2;
+    }
+  }
   if (output == "json") {
     std::cout << compare::FormatJson(*result);
   } else if (output == "markdown") {

@@ -80,6 +80,12 @@ TEST(Compare, DriverUpgradeOnTheSameNodesIsPairedAndBlamesTheDriver) {
   EXPECT_NE(table.find("driverVersion (570.124.06 -> 570.124.06,575.51.03): explains"),
             std::string::npos)
       << table;
+  // The HTML page: one interval per row, and the rows' verdicts in the report's colours.
+  const auto html = FormatHtml(*c, "a vs b", "2026-12-01T00:00:00Z");
+  EXPECT_NE(
+      html.find("data-plot=\"intervals\" data-marks=\"" + std::to_string(c->rows.size()) + "\""),
+      std::string::npos);
+  EXPECT_NE(html.find("<td class=\"v-fail\">regressed"), std::string::npos);
 }
 
 TEST(Compare, UnpairedOverrideComparesTheGroups) {
