@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/report.h"
 #include "common/stats.h"
 #include "common/strings.h"
 #include "common/time.h"
@@ -22,15 +23,6 @@ double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return stats::Quantile(v, 0.5);
-}
-
-double StatisticOf(const v1alpha1::Summary& s, const std::string& statistic) {
-  if (statistic == "mean") return s.mean();
-  if (statistic == "p05") return s.p05();
-  if (statistic == "p95") return s.p95();
-  if (statistic == "min") return s.min();
-  if (statistic == "max") return s.max();
-  return s.median();
 }
 
 // Keys that name a result or a single device rather than a configuration: never an
@@ -273,7 +265,7 @@ std::vector<Figure> FromReports(const std::vector<fleet::NodeReport>& reports,
           f.unit = m.unit();
           f.statistic = statistic;
           f.higher_is_better = m.higherisbetter();
-          f.value = StatisticOf(m.summary(), statistic);
+          f.value = report::StatisticValue(m.summary(), statistic);
           f.config = shared;
           if (std::isfinite(f.value)) out.push_back(std::move(f));
         }
@@ -377,7 +369,7 @@ Result<std::vector<Figure>> FromStore(store::Store& store, const Selector& selec
         f.unit = m.unit;
         f.statistic = statistic;
         f.higher_is_better = m.higher_is_better;
-        f.value = StatisticOf(m.summary, statistic);
+        f.value = report::StatisticValue(m.summary, statistic);
         f.config = shared;
         if (std::isfinite(f.value)) out.push_back(std::move(f));
       }

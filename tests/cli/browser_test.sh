@@ -59,15 +59,21 @@ document.getElementById('report').addEventListener('load', () => {
 });
 </script></body></html>
 HTML
-browser harness --allow-file-access-from-files --virtual-time-budget=10000 --dump-dom \
-  "file://$out/harness.html" >"$out/harness-dom.html" 2>"$out/harness-console.log"
-result=$(grep -o 'RESULT {.*}' "$out/harness-dom.html" | sed 's/^RESULT //' || true)
-if [ -z "$result" ]; then
-  echo "FAIL: the measuring page gave no result (see $out/harness-console.log)" >&2
-  exit 1
-fi
-echo "$result" >"$out/layout.json"
-python3 - "$out/layout.json" "$nodes" "$failing" "$lagging" <<'PY'
+# measure NAME: loads $out/NAME.html (a measuring page) and leaves its result in
+# $out/NAME-layout.json.
+measure() {
+  browser "$1" --allow-file-access-from-files --virtual-time-budget=10000 --dump-dom \
+    "file://$out/$1.html" >"$out/$1-dom.html" 2>"$out/$1-console.log"
+  local result
+  result=$(grep -o 'RESULT {.*}' "$out/$1-dom.html" | sed 's/^RESULT //' || true)
+  if [ -z "$result" ]; then
+    echo "FAIL: the measuring page $1 gave no result (see $out/$1-console.log)" >&2
+    exit 1
+  fi
+  echo "$result" >"$out/$1-layout.json"
+}
+measure harness
+python3 - "$out/harness-layout.json" "$nodes" "$failing" "$lagging" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 nodes, failing, lagging = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -125,15 +131,8 @@ sed -e 's/report\.html/compare.html/' \
     -e "s|out.nodeRows = .*|out.regressed = doc.querySelectorAll('tr.cmp-row td.v-fail').length;|" \
     -e "s|out.failRows = .*|out.firstKeys = [...doc.querySelectorAll('#why table')].map(t => t.querySelector('tr.why-row td').textContent);|" \
     "$out/harness.html" >"$out/compare-harness.html"
-browser compare --allow-file-access-from-files --virtual-time-budget=10000 --dump-dom \
-  "file://$out/compare-harness.html" >"$out/compare-dom.html" 2>"$out/compare-console.log"
-result=$(grep -o 'RESULT {.*}' "$out/compare-dom.html" | sed 's/^RESULT //' || true)
-if [ -z "$result" ]; then
-  echo "FAIL: the measuring page gave no result for the comparison (see $out/compare-console.log)" >&2
-  exit 1
-fi
-echo "$result" >"$out/compare-layout.json"
-python3 - "$out/compare-layout.json" <<'PY'
+measure compare-harness
+python3 - "$out/compare-harness-layout.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 problems = []
