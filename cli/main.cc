@@ -64,6 +64,8 @@ Compare options:
   --alpha A           family-wise error of regressed/improved rows (default 0.05)
   --statistic LIST    statistics of each metric to compare (default median; also mean, p05,
                       p95, min, max)
+  --test LIST         only these tests (names as in the spec, comma-separated): fewer rows,
+                      a milder correction
   --paired, --unpaired  override the pairing picked from the data (paired: the same nodes)
   -o, --output FORMAT table (default), json or markdown
   --html FILE         also an HTML page: the rows, an interval plot, what differs
@@ -338,7 +340,8 @@ int Compare(std::vector<std::string> argv) {
                                  {"--margin", "margin"},
                                  {"--alpha", "alpha"},
                                  {"--statistic", "statistic"},
-                                 {"--html", "html"}});
+                                 {"--html", "html"},
+                                 {"--test", "test"}});
   if (!args.error.empty()) return Usage(args.error);
   const std::string output = args.Get("output", "table");
   if (output != "table" && output != "json" && output != "markdown") {
@@ -400,6 +403,12 @@ int Compare(std::vector<std::string> argv) {
     }
     if (!got.ok()) return Fail("compare", got.status().message()) + 2;
     figures.insert(figures.end(), got->begin(), got->end());
+  }
+  if (const std::string only = args.Get("test"); !only.empty()) {
+    const auto tests = Split(only, ',');
+    std::erase_if(figures, [&](const compare::Figure& f) {
+      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
+    });
   }
   std::vector<std::string> groups = {"A", "B"};
   if (!by.empty()) {

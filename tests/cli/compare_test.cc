@@ -284,6 +284,18 @@ TEST(PerfgateCompare, ExitCodesGateCi) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("| **regressed** |"), std::string::npos) << r.out;
 
+  // Eight nodes cannot reach the corrected level over 31 rows; over the two HBM rows they can.
+  const auto eight = testing::DriverUpgrade(8, 8, 0, 0.95, 9);
+  WriteAll(dir / "eight-a", eight.a);
+  WriteAll(dir / "eight-b", eight.b);
+  const std::string ea = (dir / "eight-a").string(), eb = (dir / "eight-b").string();
+  r = Perfgate("compare " + ea + " " + eb);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("8 pairs cannot reach the corrected level"), std::string::npos) << r.out;
+  r = Perfgate("compare " + ea + " " + eb + " --test hbm-stream");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("2 regressed, 0 improved, 0 equivalent"), std::string::npos) << r.out;
+
   r = Perfgate("compare " + a);
   EXPECT_EQ(r.code, 2);
   r = Perfgate("compare " + a + " " + b + " --margin lots");
