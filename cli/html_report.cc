@@ -490,6 +490,8 @@ void GpuTable(std::ostringstream& os, const std::vector<NodeReport>& reports) {
 
 }  // namespace
 
+const char* Stylesheet() { return kStyle; }
+
 std::string Render(const std::vector<NodeReport>& reports, const Options& options) {
   const std::vector<Figure> figures = fleet::Figures(reports);
   const std::vector<fleet::Lagging> lagging = fleet::FindLagging(figures);

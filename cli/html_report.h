@@ -22,4 +22,7 @@ struct Options {
 // median line), so a browser test can check each plot is drawn in full.
 std::string Render(const std::vector<fleet::NodeReport>& reports, const Options& options);
 
+// The report's stylesheet, for other pages drawn in the same style (perfgate compare --html).
+const char* Stylesheet();
+
 }  // namespace perfgate::htmlreport

@@ -1,8 +1,14 @@
 // perfgate: the user's command for looking at results.
 //   perfgate report PATH... [-o FILE] [--title TEXT]
 //   perfgate report --validation NAME [--namespace NS] [--kubeconfig FILE] [-o FILE]
-// Exit codes: 0 done, 1 the reports could not be read or written, 2 invalid arguments.
+//   perfgate compare A B [--store URL] [--margin 3%] [--paired|--unpaired] [-o table|json|markdown]
+//   perfgate compare --by KEY SOURCE... [--store URL] [--reference VALUE]
+// Exit codes: 0 done, 1 the reports could not be read or written, 2 invalid arguments;
+// compare: 0 nothing regressed, 1 a metric regressed, 2 invalid arguments, 3 the inputs could
+// not be read or hold nothing to compare.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -11,14 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "cli/compare.h"
 #include "cli/fleet.h"
 #include "cli/html_report.h"
 #include "cli/summary.h"
 #include "common/labels.h"
 #include "common/report.h"
+#include "common/strings.h"
 #include "common/time.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "store/store.h"
 
 namespace {
 
@@ -37,6 +46,31 @@ constexpr const char* kUsage = R"(usage (also as the kubectl plugin: kubectl per
       The same from a validation's PerfResults in the cluster (its current run).
   perfgate rerun NAME
       Starts a new run of a validation (sets its perfgate.io/rerun annotation).
+  perfgate compare A B [--margin 3%] [--paired|--unpaired] [-o table|json|markdown]
+                   [--html FILE]
+      Compares two sets of results per GPU model, test, metric and statistic: medians, the
+      ratio B/A with its interval, a rank test (Holm-corrected across rows) and an
+      equivalence test against the margin; each row regressed, improved, equivalent or
+      inconclusive, and for a gap the identity and configuration keys that explain it. A and
+      B are report files or folders, or with --store URL selectors such as
+      cluster=east,validation=h200-acceptance,since=7d,driver=570.124.06.
+  perfgate compare --by KEY SOURCE... [--reference VALUE]
+      The same across the groups a key forms (cluster, driverVersion, any identity key),
+      each against the reference group (default: the first by name). Files get a cluster
+      from a label: east=reports/east/.
+Compare options:
+  --store URL         sqlite:///path.db or postgresql://...: A and B are selectors
+  --margin M          equivalence margin, 3% or 0.03 (default 3%)
+  --alpha A           family-wise error of regressed/improved rows (default 0.05)
+  --statistic LIST    statistics of each metric to compare (default median; also mean, p05,
+                      p95, min, max)
+  --test LIST         only these tests (names as in the spec, comma-separated): fewer rows,
+                      a milder correction
+  --paired, --unpaired  override the pairing picked from the data (paired: the same nodes)
+  -o, --output FORMAT table (default), json or markdown
+  --html FILE         also an HTML page: the rows, an interval plot, what differs
+  Exit codes: 0 nothing regressed, 1 a metric regressed, 2 invalid arguments, 3 the inputs
+  could not be read or hold nothing to compare.
 Cluster options (as kubectl's):
   --kubeconfig FILE   --context NAME   -n, --namespace NS (where results live; default
   perfgate-system)
@@ -271,6 +305,147 @@ int Rerun(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// "3%" or "0.03" -> 0.03; NaN when neither.
+double ParseFraction(std::string text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  if (percent) text.pop_back();
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) return std::nan("");
+    return percent ? v / 100 : v;
+  } catch (const std::exception&) {
+    return std::nan("");
+  }
+}
+
+int Compare(std::vector<std::string> argv) {
+  compare::Options options;
+  for (auto it = argv.begin(); it != argv.end();) {
+    if (*it == "--paired" || *it == "--unpaired") {
+      if (options.pairing != compare::Pairing::kAuto) {
+        return Usage("give one of --paired and --unpaired");
+      }
+      options.pairing = *it == "--paired" ? compare::Pairing::kPaired : compare::Pairing::kUnpaired;
+      it = argv.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  const Args args = Parse(argv, {{"-o", "output"},
+                                 {"--output", "output"},
+                                 {"--store", "store"},
+                                 {"--by", "by"},
+                                 {"--reference", "reference"},
+                                 {"--margin", "margin"},
+                                 {"--alpha", "alpha"},
+                                 {"--statistic", "statistic"},
+                                 {"--html", "html"},
+                                 {"--test", "test"}});
+  if (!args.error.empty()) return Usage(args.error);
+  const std::string output = args.Get("output", "table");
+  if (output != "table" && output != "json" && output != "markdown") {
+    return Usage("-o must be table, json or markdown");
+  }
+  options.margin = ParseFraction(args.Get("margin", "3%"));
+  if (!(options.margin > 0 && options.margin < 1)) {
+    return Usage("--margin must be a fraction in (0, 1) such as 3% or 0.03");
+  }
+  options.alpha = ParseFraction(args.Get("alpha", "0.05"));
+  if (!(options.alpha > 0 && options.alpha < 0.5)) {
+    return Usage("--alpha must be in (0, 0.5), e.g. 0.05");
+  }
+  options.confidence = 1 - options.alpha;
+  std::vector<std::string> statistics;
+  for (const auto& s : Split(args.Get("statistic", "median"), ',')) {
+    if (!compare::KnownStatistic(s)) {
+      return Usage("--statistic " + s + " is not one of mean, median, p05, p95, min, max");
+    }
+    statistics.push_back(s);
+  }
+  const std::string by = args.Get("by");
+  if (by.empty() && args.positional.size() != 2) {
+    return Usage("compare takes two sources, A and B (or --by KEY and one source or more)");
+  }
+  if (!by.empty() && args.positional.empty()) return Usage("compare --by needs a source");
+  if (by.empty() && args.options.count("reference")) return Usage("--reference needs --by");
+
+  std::unique_ptr<store::Store> db;
+  if (const std::string url = args.Get("store"); !url.empty()) {
+    auto opened = store::Open(url);
+    if (!opened.ok()) return Fail("compare", opened.status().message()) + 2;
+    db = std::move(opened).value();
+  }
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::vector<compare::Figure> figures;
+  for (std::size_t i = 0; i < args.positional.size(); ++i) {
+    const std::string& source = args.positional[i];
+    compare::Config extra;
+    if (by.empty()) extra["side"] = i == 0 ? "A" : "B";
+    Result<std::vector<compare::Figure>> got = Status::Ok();
+    if (db) {
+      auto selector = compare::ParseSelector(source, now_ms);
+      if (!selector.ok()) return Usage(selector.status().message());
+      got = compare::FromStore(*db, *selector, statistics, extra);
+    } else {
+      std::string path = source;
+      // "east=reports/east": the files' cluster.
+      if (const auto eq = path.find('=');
+          eq != std::string::npos && eq > 0 && path.substr(0, eq).find('/') == std::string::npos) {
+        extra["cluster"] = path.substr(0, eq);
+        path = path.substr(eq + 1);
+      }
+      auto reports = fleet::LoadReports({path});
+      if (!reports.ok()) return Fail("compare", reports.status().message()) + 2;
+      got = compare::FromReports(*reports, statistics, extra);
+    }
+    if (!got.ok()) return Fail("compare", got.status().message()) + 2;
+    figures.insert(figures.end(), got->begin(), got->end());
+  }
+  if (const std::string only = args.Get("test"); !only.empty()) {
+    const auto tests = Split(only, ',');
+    std::erase_if(figures, [&](const compare::Figure& f) {
+      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
+    });
+  }
+  std::vector<std::string> groups = {"A", "B"};
+  if (!by.empty()) {
+    groups = compare::GroupsBy(figures, by);
+    if (groups.size() < 2) {
+      return Fail("compare", "--by " + by + " forms " + std::to_string(groups.size()) +
+                                 " group(s) in these results; a comparison needs two or more") +
+             2;
+    }
+    if (const std::string ref = args.Get("reference"); !ref.empty()) {
+      auto it = std::find(groups.begin(), groups.end(), ref);
+      if (it == groups.end()) return Usage("--reference " + ref + " is not a value of " + by);
+      std::rotate(groups.begin(), it, it + 1);
+    }
+  }
+  auto result = compare::Compare(figures, groups, by, options);
+  if (!result.ok()) return Fail("compare", result.status().message()) + 2;
+  if (const std::string html = args.Get("html"); !html.empty()) {
+    std::string source;
+    for (const auto& p : args.positional) source += (source.empty() ? "" : " vs ") + p;
+    if (!args.Get("store").empty()) source += " in " + args.Get("store");
+    if (Status st =
+            report::WriteFileAtomic(html, compare::FormatHtml(*result, source, NowRfc3339()));
+        !st.ok()) {
+      return Fail("compare", st.message()) + 2;
+    }
+  }
+  if (output == "json") {
+    std::cout << compare::FormatJson(*result);
+  } else if (output == "markdown") {
+    std::cout << compare::FormatMarkdown(*result);
+  } else {
+    std::cout << compare::FormatTable(*result);
+  }
+  return result->Count(compare::Decision::kRegressed) > 0 ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -284,5 +459,6 @@ int main(int argc, char** argv) {
   if (command == "report") return Report(args);
   if (command == "summary") return Summary(args);
   if (command == "rerun") return Rerun(args);
+  if (command == "compare") return Compare(args);
   return Usage("unknown command " + command);
 }

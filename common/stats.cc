@@ -439,4 +439,208 @@ Shift HodgesLehmannRatio(std::span<const double> x, std::span<const double> y, d
   return s;
 }
 
+namespace {
+
+double NormalCdf(double z) { return 0.5 * std::erfc(-z / std::numbers::sqrt2); }
+
+// Ranks (1-based) of `v`, averaged over ties; *tie_term gets the sum of t^3 - t over the groups
+// of t tied values.
+std::vector<double> MidRanks(std::span<const double> v, double* tie_term) {
+  std::vector<std::size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  *tie_term = 0;
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double rank = static_cast<double>(i + j) / 2 + 1;
+    for (std::size_t k = i; k <= j; ++k) ranks[order[k]] = rank;
+    const double t = static_cast<double>(j - i + 1);
+    *tie_term += t * t * t - t;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+RankTest WithTails(RankTest t, double less, double greater) {
+  t.p_less = std::clamp(less, 0.0, 1.0);
+  t.p_greater = std::clamp(greater, 0.0, 1.0);
+  t.p_two_sided = std::min(1.0, 2 * std::min(t.p_less, t.p_greater));
+  return t;
+}
+
+// P(statistic <= s) and P(statistic >= s) from the counts of each integer value.
+std::pair<double, double> ExactTails(const std::vector<double>& counts, double s) {
+  const auto at = static_cast<std::size_t>(std::llround(s));
+  double below = 0, above = 0, total = 0;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    total += counts[k];
+    if (k <= at) below += counts[k];
+    if (k >= at) above += counts[k];
+  }
+  return {below / total, above / total};
+}
+
+// Counts of each value of the signed-rank sum W+ of n untied non-zero differences under the
+// null: the coefficients of prod_{i=1..n} (1 + q^i).
+std::vector<double> SignedRankCounts(int n) {
+  const int top = std::max(n * (n + 1) / 2, 0);
+  std::vector<double> c = {1.0};
+  c.resize(static_cast<std::size_t>(top) + 1, 0.0);
+  for (int i = 1; i <= n; ++i) {
+    for (int w = top; w >= i; --w) c[w] += c[w - i];
+  }
+  return c;
+}
+
+constexpr int kMostExactSignedRanks = 50;
+
+}  // namespace
+
+RankTest MannWhitneyTest(std::span<const double> x, std::span<const double> y) {
+  RankTest out;
+  const int m = static_cast<int>(x.size());
+  const int n = static_cast<int>(y.size());
+  if (m == 0 || n == 0) return out;
+  std::vector<double> all(x.begin(), x.end());
+  all.insert(all.end(), y.begin(), y.end());
+  double tie_term = 0;
+  const auto ranks = MidRanks(all, &tie_term);
+  double rank_sum = 0;
+  for (int i = 0; i < m; ++i) rank_sum += ranks[i];
+  out.statistic = rank_sum - m * (m + 1) / 2.0;
+  out.n = m + n;
+  if (tie_term == 0 && m * n <= kMostExactPairs) {
+    out.method = "exact";
+    const auto [less, greater] = ExactTails(MannWhitneyCounts(m, n), out.statistic);
+    return WithTails(out, less, greater);
+  }
+  out.method = "normal";
+  const double total = m + n;
+  const double mean = m * n / 2.0;
+  const double var = m * n / 12.0 * ((total + 1) - tie_term / (total * (total - 1)));
+  if (var <= 0) return WithTails(out, 1, 1);  // every figure equal
+  const double sd = std::sqrt(var);
+  return WithTails(out, NormalCdf((out.statistic - mean + 0.5) / sd),
+                   NormalCdf((mean - out.statistic + 0.5) / sd));
+}
+
+RankTest WilcoxonSignedRankTest(std::span<const double> d) {
+  RankTest out;
+  std::vector<double> magnitudes;
+  std::vector<bool> positive;
+  for (double v : d) {
+    if (v == 0 || std::isnan(v)) continue;
+    magnitudes.push_back(std::fabs(v));
+    positive.push_back(v > 0);
+  }
+  const int n = static_cast<int>(magnitudes.size());
+  out.n = n;
+  if (n == 0) {
+    out.method = "exact";
+    return out;
+  }
+  double tie_term = 0;
+  const auto ranks = MidRanks(magnitudes, &tie_term);
+  for (int i = 0; i < n; ++i) {
+    if (positive[i]) out.statistic += ranks[i];
+  }
+  if (tie_term == 0 && n <= kMostExactSignedRanks) {
+    out.method = "exact";
+    const auto [less, greater] = ExactTails(SignedRankCounts(n), out.statistic);
+    return WithTails(out, less, greater);
+  }
+  out.method = "normal";
+  const double mean = n * (n + 1) / 4.0;
+  const double var = n * (n + 1) * (2.0 * n + 1) / 24.0 - tie_term / 48.0;
+  const double sd = std::sqrt(var);
+  return WithTails(out, NormalCdf((out.statistic - mean + 0.5) / sd),
+                   NormalCdf((mean - out.statistic + 0.5) / sd));
+}
+
+Shift HodgesLehmannPairedShift(std::span<const double> d, double confidence) {
+  Shift out;
+  out.interval.method = "hodges-lehmann-paired";
+  const int n = static_cast<int>(d.size());
+  if (n == 0) return out;
+  std::vector<double> walsh;
+  walsh.reserve(static_cast<std::size_t>(n) * (n + 1) / 2);
+  for (int i = 0; i < n; ++i) {
+    for (int j = i; j < n; ++j) walsh.push_back((d[i] + d[j]) / 2);
+  }
+  std::sort(walsh.begin(), walsh.end());
+  const std::size_t total = walsh.size();
+  out.estimate = total % 2 ? walsh[total / 2] : (walsh[total / 2 - 1] + walsh[total / 2]) / 2;
+
+  // k: the largest with P(W+ <= k - 1) <= alpha / 2; coverage 1 - 2 P(W+ <= k - 1).
+  const double half_alpha = (1 - confidence) / 2;
+  const int averages = static_cast<int>(total);
+  int k = 0;
+  double tail = 0;
+  if (n <= kMostExactSignedRanks) {
+    const auto c = SignedRankCounts(n);
+    const double all = std::accumulate(c.begin(), c.end(), 0.0);
+    double below = 0;
+    while (k < (averages + 1) / 2) {
+      const double next = below + c[k] / all;
+      if (next > half_alpha + 1e-12) break;
+      below = next;
+      ++k;
+    }
+    tail = k == 0 ? c[0] / all : below;
+  } else {
+    const double mean = averages / 2.0;
+    const double sd = std::sqrt(n * (n + 1) * (2.0 * n + 1) / 24.0);
+    k = static_cast<int>(std::floor(mean + NormalQuantile(half_alpha) * sd + 0.5));
+    k = std::clamp(k, 0, (averages + 1) / 2);
+    tail = NormalCdf((std::max(k, 1) - 1 + 0.5 - mean) / sd);
+  }
+  const int low = std::max(k, 1);
+  out.interval.low = walsh[static_cast<std::size_t>(low - 1)];
+  out.interval.high = walsh[total - static_cast<std::size_t>(low)];
+  out.interval.confidence = std::max(0.0, 1 - 2 * tail);
+  return out;
+}
+
+double EquivalencePValue(std::span<const double> log_x, std::span<const double> log_y,
+                         double margin) {
+  if (log_x.empty() || log_y.empty()) return 1;
+  const double bound = std::log1p(margin);
+  auto shifted = [&](double by) {
+    std::vector<double> out(log_x.begin(), log_x.end());
+    for (double& v : out) v += by;
+    return out;
+  };
+  // H0: shift <= -bound, rejected when x + bound tends to exceed y; H0: shift >= +bound mirrored.
+  const double above_low = MannWhitneyTest(shifted(bound), log_y).p_greater;
+  const double below_high = MannWhitneyTest(shifted(-bound), log_y).p_less;
+  return std::max(above_low, below_high);
+}
+
+double PairedEquivalencePValue(std::span<const double> log_ratios, double margin) {
+  if (log_ratios.empty()) return 1;
+  const double bound = std::log1p(margin);
+  std::vector<double> up(log_ratios.begin(), log_ratios.end());
+  std::vector<double> down = up;
+  for (double& v : up) v += bound;
+  for (double& v : down) v -= bound;
+  return std::max(WilcoxonSignedRankTest(up).p_greater, WilcoxonSignedRankTest(down).p_less);
+}
+
+std::vector<double> HolmAdjust(std::span<const double> p) {
+  const std::size_t m = p.size();
+  std::vector<std::size_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return p[a] < p[b]; });
+  std::vector<double> out(m);
+  double running = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    running = std::max(running, std::min(1.0, static_cast<double>(m - i) * p[order[i]]));
+    out[order[i]] = running;
+  }
+  return out;
+}
+
 }  // namespace perfgate::stats

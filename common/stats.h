@@ -97,4 +97,51 @@ Shift HodgesLehmannRatio(std::span<const double> x, std::span<const double> y, d
 // P(U <= u) for the Mann-Whitney U statistic of samples of sizes m and n with no ties, exact.
 double MannWhitneyCdf(int u, int m, int n);
 
+// --- Rank tests, equivalence and multiple comparisons (docs/compare.md) ---------------------
+
+// A rank test's result. The p-values are for the alternatives "x tends to be smaller than y"
+// (less), "larger" (greater) and either (two_sided = min(1, 2 min(less, greater))).
+struct RankTest {
+  double statistic = 0;  // Mann-Whitney U of x, or the Wilcoxon signed-rank sum W+
+  int n = 0;             // observations used (signed rank: non-zero differences)
+  double p_less = 1;
+  double p_greater = 1;
+  double p_two_sided = 1;
+  std::string method;  // "exact" or "normal" (with tie correction and continuity correction)
+};
+
+// Mann-Whitney U test of two independent samples: U = the pairs (x_i, y_j) with x_i > y_j plus
+// half the ties, ranks averaged over ties. Exact when there are no ties and m n <= 10000,
+// else the normal approximation with the tie-corrected variance and a continuity correction
+// of 1/2. Empty x or y: p-values 1, n 0.
+RankTest MannWhitneyTest(std::span<const double> x, std::span<const double> y);
+
+// Wilcoxon signed-rank test of paired differences `d` against a symmetric distribution about
+// zero: zero differences are dropped (Wilcoxon's rule), W+ is the sum of the ranks of |d| of
+// the positive ones, ranks averaged over ties. Exact when there are no ties and at most 50
+// non-zero differences, else the normal approximation with the tie-corrected variance and a
+// continuity correction of 1/2. "less" means the differences tend to be negative.
+RankTest WilcoxonSignedRankTest(std::span<const double> d);
+
+// Hodges-Lehmann estimate of the centre of paired differences `d`: the median of the Walsh
+// averages (d_i + d_j) / 2, i <= j, with the distribution-free interval [A_(k), A_(N+1-k)] of
+// the N = n (n + 1) / 2 sorted averages, k from the signed-rank distribution (exact up to 50
+// differences, else normal). Where n cannot reach `confidence`, [min A, max A] with the
+// confidence it has. Empty d: a zero Shift with confidence 0. method "hodges-lehmann-paired".
+Shift HodgesLehmannPairedShift(std::span<const double> d, double confidence);
+
+// Two one-sided tests (TOST) of equivalence on the log scale: is the shift between x and y
+// (paired: the centre of d) inside (-log(1 + margin), +log(1 + margin))? The p-value is the
+// larger of the two one-sided rank-test p-values against the two ends of that range; below
+// alpha means equivalent at level alpha (the same decision as the 1 - 2 alpha interval lying
+// inside the range). x, y, d are log figures (or log ratios).
+double EquivalencePValue(std::span<const double> log_x, std::span<const double> log_y,
+                         double margin);
+double PairedEquivalencePValue(std::span<const double> log_ratios, double margin);
+
+// Holm's step-down adjustment: adjusted p-values in the order given, each
+// max over j <= i of min(1, (m - j + 1) p_(j)) in ascending order. Rejecting where the adjusted
+// p is below alpha keeps the chance of any false rejection at most alpha, under any dependence.
+std::vector<double> HolmAdjust(std::span<const double> p);
+
 }  // namespace perfgate::stats

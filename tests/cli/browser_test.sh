@@ -2,7 +2,8 @@
 # Opens an HTML report of a 300-node, 8-GPU synthetic fleet in headless Chromium (Debian's
 # package) and checks what a person would see: the page logs nothing to the console, every
 # plot has all its marks drawn with a size (measured by the browser's layout, not read from the
-# file), the failing and lagging nodes are named, and a screenshot is saved for a person.
+# file), the failing and lagging nodes are named, and a screenshot is saved for a person. Then
+# the same for a comparison page (perfgate compare --html) of a driver upgrade.
 #   browser_test.sh PERFGATE FLEET_FIXTURE OUT_DIR
 set -euo pipefail
 perfgate=$1 fixture=$2 out=$3
@@ -58,15 +59,21 @@ document.getElementById('report').addEventListener('load', () => {
 });
 </script></body></html>
 HTML
-browser harness --allow-file-access-from-files --virtual-time-budget=10000 --dump-dom \
-  "file://$out/harness.html" >"$out/harness-dom.html" 2>"$out/harness-console.log"
-result=$(grep -o 'RESULT {.*}' "$out/harness-dom.html" | sed 's/^RESULT //' || true)
-if [ -z "$result" ]; then
-  echo "FAIL: the measuring page gave no result (see $out/harness-console.log)" >&2
-  exit 1
-fi
-echo "$result" >"$out/layout.json"
-python3 - "$out/layout.json" "$nodes" "$failing" "$lagging" <<'PY'
+# measure NAME: loads $out/NAME.html (a measuring page) and leaves its result in
+# $out/NAME-layout.json.
+measure() {
+  browser "$1" --allow-file-access-from-files --virtual-time-budget=10000 --dump-dom \
+    "file://$out/$1.html" >"$out/$1-dom.html" 2>"$out/$1-console.log"
+  local result
+  result=$(grep -o 'RESULT {.*}' "$out/$1-dom.html" | sed 's/^RESULT //' || true)
+  if [ -z "$result" ]; then
+    echo "FAIL: the measuring page $1 gave no result (see $out/$1-console.log)" >&2
+    exit 1
+  fi
+  echo "$result" >"$out/$1-layout.json"
+}
+measure harness
+python3 - "$out/harness-layout.json" "$nodes" "$failing" "$lagging" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 nodes, failing, lagging = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -106,4 +113,54 @@ if [ ! -s "$out/report.png" ]; then
   echo "FAIL: no screenshot (see $out/shot.log)" >&2
   exit 1
 fi
-echo "report_browser: PASS; report $out/report.html, screenshot $out/report.png"
+
+# 4. perfgate compare --html: the same 24 nodes before and after a driver upgrade on 16 of them
+#    (HBM 6% slower there). Every row's interval is drawn, the two HBM rows read regressed, and
+#    the driver is named first for both.
+"$fixture" --ab "$out/ab" 24 16 8 0.94
+set +e
+"$perfgate" compare "$out/ab/a" "$out/ab/b" --html "$out/compare.html" >"$out/compare.txt"
+code=$?
+set -e
+if [ "$code" != 1 ]; then
+  echo "FAIL: perfgate compare exited $code, expected 1 (a metric regressed)" >&2
+  exit 1
+fi
+sed -e 's/report\.html/compare.html/' \
+    -e "s|out.lagRows = .*|out.rows = doc.querySelectorAll('tr.cmp-row').length;|" \
+    -e "s|out.nodeRows = .*|out.regressed = doc.querySelectorAll('tr.cmp-row td.v-fail').length;|" \
+    -e "s|out.failRows = .*|out.firstKeys = [...doc.querySelectorAll('#why table')].map(t => t.querySelector('tr.why-row td').textContent);|" \
+    "$out/harness.html" >"$out/compare-harness.html"
+measure compare-harness
+python3 - "$out/compare-harness-layout.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+problems = []
+if "error" in r:
+    problems.append("the page could not be measured: " + r["error"])
+plots = [p for p in r["plots"] if p["kind"] == "intervals"]
+if len(plots) != 1:
+    problems.append(f"{len(plots)} interval plots, expected 1")
+for p in plots:
+    if p["drawn"] != p["expected"] or p["expected"] != r["rows"]:
+        problems.append(f"{p['drawn']} of {p['expected']} intervals drawn for {r['rows']} rows")
+    if p["width"] < 100 or p["height"] < 50:
+        problems.append(f"the interval plot laid out at {p['width']}x{p['height']}")
+if r["regressed"] != 2:
+    problems.append(f"{r['regressed']} regressed rows, expected 2")
+if r["firstKeys"] != ["driverVersion", "driverVersion"]:
+    problems.append(f"first keys named {r['firstKeys']}, expected the driver for both rows")
+if problems:
+    print("FAIL:\n  " + "\n  ".join(problems), file=sys.stderr)
+    sys.exit(1)
+print(f"report_browser: comparison with {r['rows']} rows, {plots[0]['drawn']} intervals drawn, "
+      f"{r['regressed']} regressed, explained by {r['firstKeys'][0]}")
+PY
+browser compare-shot --hide-scrollbars --window-size=1280,2400 --virtual-time-budget=5000 \
+  --screenshot="$out/compare.png" "file://$out/compare.html" >/dev/null 2>"$out/compare-shot.log"
+if [ ! -s "$out/compare.png" ]; then
+  echo "FAIL: no screenshot of the comparison (see $out/compare-shot.log)" >&2
+  exit 1
+fi
+echo "report_browser: PASS; report $out/report.html, screenshot $out/report.png;" \
+  "comparison $out/compare.html, screenshot $out/compare.png"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <tuple>
 
 #include "common/stats.h"
 
@@ -76,7 +77,8 @@ void Judge(v1alpha1::TestResult* t, v1alpha1::Verdict v, const std::string& why)
 
 }  // namespace
 
-v1alpha1::Report NodeReport(const std::string& node, int gpus, std::uint64_t seed, Quirk quirk) {
+v1alpha1::Report NodeReport(const std::string& node, int gpus, std::uint64_t seed, Quirk quirk,
+                            const NodeSetup& setup) {
   std::mt19937_64 rng(seed);
   v1alpha1::Report r;
   r.set_validation("h200-fleet-acceptance");
@@ -88,8 +90,8 @@ v1alpha1::Report NodeReport(const std::string& node, int gpus, std::uint64_t see
   id->set_hostname(node);
   id->set_cpumodel("Intel(R) Xeon(R) Platinum 8480+");
   id->set_cpucores(112);
-  id->set_kernel("6.8.0-49-generic");
-  id->set_driverversion("570.124.06");
+  id->set_kernel(setup.kernel);
+  id->set_driverversion(setup.driver);
   id->set_cudaversion("12.8");
   id->set_ncclversion("2.25.1");
   for (int g = 0; g < gpus; ++g) {
@@ -113,15 +115,18 @@ v1alpha1::Report NodeReport(const std::string& node, int gpus, std::uint64_t see
     gpu->set_migmode("Disabled");
     gpu->set_persistencemode("Enabled");
   }
-  const double node_speed = 1 + std::normal_distribution<double>(0, 0.004)(rng);
+  std::mt19937_64 node_rng(setup.node_seed != 0 ? setup.node_seed : seed);
+  const double node_speed = 1 + std::normal_distribution<double>(0, 0.004)(node_rng);
+  if (setup.node_seed == 0) rng = node_rng;  // the same draws as before node seeds existed
+  const double hbm_speed = node_speed * setup.hbm_factor;
   for (int g = 0; g < gpus; ++g) {
     const std::string dev = "gpu" + std::to_string(g);
     auto* hbm = AddTest(&r, "hbm-stream", dev);
-    const double triad = (quirk == Quirk::kFailingHbm && g == 3) ? 3100 : 4310 * node_speed;
+    const double triad = (quirk == Quirk::kFailingHbm && g == 3) ? 3100 : 4310 * hbm_speed;
     const auto* m = AddMetric(hbm, "triadBandwidthGBps", "GB/s", true, triad, 0.004, rng);
     Judge(hbm, AddThreshold(hbm, *m, "median", ">=", 3840),
           "triadBandwidthGBps median below 3840 GB/s");
-    AddMetric(hbm, "copyBandwidthGBps", "GB/s", true, 4120 * node_speed, 0.004, rng);
+    AddMetric(hbm, "copyBandwidthGBps", "GB/s", true, 4120 * hbm_speed, 0.004, rng);
 
     auto* gemm = AddTest(&r, "gemm", dev);
     const double slow = quirk == Quirk::kLaggingGemm ? 0.92 : 1.0;
@@ -201,6 +206,64 @@ std::vector<fleet::NodeReport> Fleet(int nodes, int failing, int lagging, std::u
     r.run = "g1";
     r.report = NodeReport(name, 8, seed * 7919 + static_cast<std::uint64_t>(i), quirk);
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+AbPair DriverUpgrade(int nodes, int upgraded, int new_kernel, double hbm_factor,
+                     std::uint64_t seed) {
+  AbPair out;
+  for (int i = 0; i < nodes; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "node-%03d", i);
+    const std::uint64_t node_seed = seed * 7919 + static_cast<std::uint64_t>(i) + 1;
+    NodeSetup before;
+    before.node_seed = node_seed;
+    NodeSetup after = before;
+    if (i < upgraded) {
+      after.driver = "575.51.03";
+      after.hbm_factor = hbm_factor;
+    }
+    if (i >= nodes - new_kernel) after.kernel = "6.8.0-52-generic";
+    for (auto [side, setup, stream] :
+         {std::tuple{&out.a, before, 1000003ULL}, std::tuple{&out.b, after, 2000003ULL}}) {
+      fleet::NodeReport r;
+      r.node = name;
+      r.validation = "h200-fleet-acceptance";
+      r.run = side == &out.a ? "g1" : "g2";
+      r.report = NodeReport(name, 8, node_seed * stream, Quirk::kHealthy, setup);
+      side->push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+std::vector<fleet::NodeReport> ThreeClusters(int nodes, double hbm_factor, std::uint64_t seed) {
+  std::vector<fleet::NodeReport> out;
+  const struct {
+    const char* name;
+    const char* driver;
+    const char* kernel;
+    double hbm;
+  } clusters[] = {{"east", "570.124.06", "6.8.0-49-generic", 1.0},
+                  {"west", "570.124.06", "6.8.0-52-generic", 1.0},
+                  {"central", "575.51.03", "6.8.0-52-generic", hbm_factor}};
+  std::uint64_t k = 0;
+  for (const auto& c : clusters) {
+    for (int i = 0; i < nodes; ++i) {
+      char name[48];
+      std::snprintf(name, sizeof name, "%s-%03d", c.name, i);
+      NodeSetup setup;
+      setup.driver = c.driver;
+      setup.kernel = c.kernel;
+      setup.hbm_factor = c.hbm;
+      fleet::NodeReport r;
+      r.node = name;
+      r.validation = "h200-fleet-acceptance";
+      r.run = "g1";
+      r.report = NodeReport(name, 8, seed * 104729 + ++k, Quirk::kHealthy, setup);
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }
