@@ -111,11 +111,14 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
     // Written already; the cache is behind.
     const std::string key = "perfresults/" + Name(w.result);
     if (expectations_.Pending(key, Expectations::Clock::now())) continue;
-    if (!w.deletePodFirst.empty()) RETURN_IF_ERROR(Delete(kube::PodsResource(), w.deletePodFirst));
     auto created = client_->Create(ResultsResource(), config_.nameSpace, w.result);
     if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
     expectations_.Created(key, Expectations::Clock::now());
     metrics_.resultsWrittenByOperator++;
+  }
+  // Every result first, then the pods they end.
+  for (const auto& w : d.results) {
+    if (!w.deletePodAfter.empty()) RETURN_IF_ERROR(Delete(kube::PodsResource(), w.deletePodAfter));
   }
   for (const auto& pod : d.deletePodsAfterResults) (void)Delete(kube::PodsResource(), pod);
   for (const auto& svc : d.services) {

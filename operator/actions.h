@@ -28,9 +28,11 @@ struct NodeOutcome {
 // A PerfResult the operator writes itself (an ERROR it decided).
 struct ResultWrite {
   Json result;
-  // The node's pod, deleted before the result is written (a gang rank whose peer is gone:
-  // without this it would wait in NCCL until its watchdog fires). "" for none.
-  std::string deletePodFirst;
+  // The node's pod, deleted once every result of the decision is written (a gang rank whose
+  // peer is gone: without this it would wait in NCCL until its watchdog fires). Not before:
+  // a deleted rank breaks its peers' rendezvous, and a peer whose worker then wrote its own
+  // ERROR would keep that instead of the gang's reason). "" for none.
+  std::string deletePodAfter;
 };
 
 struct PodCreate {

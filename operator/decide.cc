@@ -55,19 +55,20 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
           BuildClaimLease(config.nameSpace, node, me, duration, now, it->second.resourceVersion)};
     }
   }
-  // A worker of this run without a claim (made before claims existed, or the claim deleted by
-  // hand): claimed again.
-  for (const auto& p : s.pods) {
-    if (!p.terminal && BaseRun(p.run) == s.run && !s.claims.contains(p.node)) {
-      make.emplace(p.node,
-                   ClaimAction{ClaimAction::Kind::kCreate, p.node,
-                               BuildClaimLease(config.nameSpace, p.node, me, duration, now)});
-    }
-  }
   const bool complete = d->status && !d->status->value("completionTime", "").empty();
   std::set<std::string> done;
   for (const auto& o : d->outcomes) {
     if (!o.verdict.empty()) done.insert(o.node);
+  }
+  // A worker of this run without a claim (made before claims existed, or the claim deleted by
+  // hand): claimed again, unless its node is done (its claim was released on purpose).
+  for (const auto& p : s.pods) {
+    if (!p.terminal && BaseRun(p.run) == s.run && !s.claims.contains(p.node) && !complete &&
+        (gang || !done.contains(p.node))) {
+      make.emplace(p.node,
+                   ClaimAction{ClaimAction::Kind::kCreate, p.node,
+                               BuildClaimLease(config.nameSpace, p.node, me, duration, now)});
+    }
   }
   bool holding = !make.empty();
   std::vector<ClaimAction> renew;
@@ -470,6 +471,10 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   d->status = RunningStatus(status, old_status, ctx.suspended,
                             ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
   if (st.claimWaits > 0 && !ctx.suspended) {
+    // A released claim wakes nobody: look again soon.
+    if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2)) {
+      st.requeue = std::chrono::seconds(2);
+    }
     // Waiting for nodes other validations hold: not an error, not yet running everywhere.
     for (auto& c : (*d->status)["conditions"]) {
       if (c.value("type", "") == "Ready" || c.value("type", "") == "Reconciling") {

@@ -133,7 +133,7 @@ struct World {
     for (const auto& name : d.deletePods) Remove(&pods, name);
     for (const auto& name : d.deleteResults) Remove(&results, name);
     for (const auto& w : d.results) {
-      if (!w.deletePodFirst.empty()) Remove(&pods, w.deletePodFirst);
+      if (!w.deletePodAfter.empty()) Remove(&pods, w.deletePodAfter);
       results.push_back(w.result);
     }
     for (const auto& name : d.deletePodsAfterResults) Remove(&pods, name);
@@ -767,7 +767,7 @@ TEST(DecideScenario, GangWithUnschedulablePodFailsAsOne) {
   }
   for (const auto& r : d.results) {
     const std::string node = r.result["spec"]["nodeName"];
-    EXPECT_EQ(r.deletePodFirst.empty(), node == "node-4") << node;
+    EXPECT_EQ(r.deletePodAfter.empty(), node == "node-4") << node;
   }
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
   EXPECT_NE(d.status->value("message", "").find("gang of 5: node-4 ERROR"), std::string::npos);
@@ -1153,6 +1153,7 @@ TEST(DecideEdge, ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased) {
   EXPECT_EQ(d.status->value("message", ""),
             "0 of 2 nodes done; waiting for node-0 (claimed by validation first)");
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "Waiting");
+  EXPECT_EQ(d.requeueAfter, seconds(2));  // a release wakes nobody: look again soon
   EXPECT_EQ(Condition(*d.status, "Complete").value("status", ""), "False");
   EXPECT_TRUE(d.results.empty());  // no ERROR for waiting
   ASSERT_EQ(d.claims.size(), 1u);
@@ -1201,10 +1202,14 @@ TEST(DecideEdge, ClaimsAreRenewedThenReleasedNodeByNode) {
   EXPECT_TRUE(d.releaseClaims.empty());
   w.Apply(d);
   w.Finish("node-0", "PASS");
+  // Its worker has written the result and is still exiting: the claim goes all the same, and is
+  // not made again while the worker exits.
+  (*w.PodOn("node-0"))["status"]["phase"] = "Running";
   d = w.Decide();
   ASSERT_EQ(d.releaseClaims.size(), 1u);
   EXPECT_EQ(d.releaseClaims[0].node, "node-0");
   w.Apply(d);
+  EXPECT_TRUE(w.Decide().claims.empty());
   w.Finish("node-1", "PASS");
   d = w.Decide();
   ASSERT_TRUE(d.status && !d.status->value("completionTime", "").empty());
@@ -1324,7 +1329,7 @@ TEST(DecideEdge, NarrowingRoundPodNeverScheduledEndsItsGang) {
   EXPECT_EQ(by_node["node-3"]->result["spec"]["report"].value("reason", ""),
             "narrowing gang of 2: pod on node-3 not scheduled within 3s");
   EXPECT_EQ(Label(by_node["node-3"]->result, kRunLabel), "g1-pairs");
-  EXPECT_FALSE(by_node["node-2"]->deletePodFirst.empty());  // it would wait for its peer
+  EXPECT_FALSE(by_node["node-2"]->deletePodAfter.empty());  // it would wait for its peer
   // The errored pair holds the suspects: each runs again beside a node that passed.
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
   for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");

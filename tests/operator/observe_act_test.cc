@@ -277,9 +277,10 @@ TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
             1);
 }
 
-// The order of the writes: a gang member's pod goes before its result is written, results
-// before pods; every rank of a gang at the rendezvous host gets the same free port; an event
-// with a once-key goes out once.
+// The order of the writes: a gang member's result is written before its pod goes (deleting a
+// rank first lets its peers fail on their own and write an ERROR that hides the gang's reason),
+// results before pods; every rank of a gang at the rendezvous host gets the same free port; an
+// event with a once-key goes out once.
 TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   config_.gangRendezvousHost = "127.0.0.1";
   ReconcileMetrics metrics;
@@ -309,8 +310,8 @@ TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   const auto paths = Paths();
   ASSERT_EQ(paths.size(), 5u);
   EXPECT_EQ(paths[0], "POST /api/v1/namespaces/default/events");
-  EXPECT_EQ(paths[1], "DELETE " + ns + "/pods/v-g1-node-0");
-  EXPECT_EQ(paths[2], "POST /apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults");
+  EXPECT_EQ(paths[1], "POST /apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults");
+  EXPECT_EQ(paths[2], "DELETE " + ns + "/pods/v-g1-node-0");
   std::set<std::string> addresses;
   for (size_t i = 3; i < 5; ++i) {
     const Json pod = Json::parse(transport_->requests()[i].body);
