@@ -72,6 +72,14 @@ class ApiTest : public ::testing::Test {
                {{"nvidia.com/gpu.present", "true"}, {"nvidia.com/gpu.product", "NVIDIA-H200"}}}}},
             {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
   }
+  // What Observe gives Act for the validation "v" (no pods, results or claims yet).
+  static Snapshot SnapshotOfV() {
+    Snapshot s;
+    s.exists = true;
+    s.name = "v";
+    s.validation = Validation(Spec());
+    return s;
+  }
   std::vector<std::string> Paths() const {
     std::vector<std::string> out;
     for (const auto& r : transport_->requests()) out.push_back(r.method + " " + r.path);
@@ -201,10 +209,7 @@ TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
 TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
   ReconcileMetrics metrics;
   Actor actor(client_, config_, metrics, [] { return kT0; });
-  Snapshot s;
-  s.exists = true;
-  s.name = "v";
-  s.validation = Validation(Spec());
+  Snapshot s = SnapshotOfV();
   Decision d;
   for (const std::string node : {"node-0", "node-1", "node-2"}) {
     d.claims.push_back({ClaimAction::Kind::kCreate, node,
@@ -237,10 +242,7 @@ TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
 TEST_F(ApiTest, NoSecondPostFromAStaleCacheAfterTheStatusWrite) {
   ReconcileMetrics metrics;
   Actor actor(client_, config_, metrics, [] { return kT0; });
-  Snapshot s;
-  s.exists = true;
-  s.name = "v";
-  s.validation = Validation(Spec());
+  Snapshot s = SnapshotOfV();
   Decision d;
   d.results.push_back({{{"metadata", {{"name", "v-g1-node-1"}}}}, ""});
   d.pods.push_back({{{"metadata", {{"name", "v-g1-node-0"}}}, {"spec", Json::object()}}, ""});
@@ -285,10 +287,7 @@ TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   config_.gangRendezvousHost = "127.0.0.1";
   ReconcileMetrics metrics;
   Actor actor(client_, config_, metrics, [] { return kT0; });
-  Snapshot s;
-  s.exists = true;
-  s.name = "v";
-  s.validation = Validation(Spec());
+  Snapshot s = SnapshotOfV();
   Decision d;
   d.results.push_back({{{"metadata", {{"name", "v-g1-node-0"}}}}, "v-g1-node-0"});
   for (int rank = 0; rank < 2; ++rank) {
