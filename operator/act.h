@@ -15,6 +15,7 @@
 #include "kube/client.h"
 #include "operator/actions.h"
 #include "operator/config.h"
+#include "operator/expectations.h"
 #include "operator/snapshot.h"
 
 namespace perfgate::op {
@@ -26,6 +27,11 @@ struct ReconcileMetrics {
   std::atomic<uint64_t> podsCreated{0};
   std::atomic<uint64_t> resultsWrittenByOperator{0};
 };
+
+// The pods of `pods` whose node is not in `unclaimed`; a gang's pods only if none of its nodes
+// is (a gang starts whole).
+std::vector<PodCreate> PodsOnClaimedNodes(const std::vector<PodCreate>& pods,
+                                          const std::set<std::string>& unclaimed);
 
 class Actor {
  public:
@@ -42,10 +48,22 @@ class Actor {
   // Sends the events of `d` that go out before (false) or after (true) the status. Failures
   // are logged, not returned. Blocking.
   void SendEvents(const Snapshot& s, const Decision& d, bool after_status);
+  // True once after an Apply of `validation` that lost a node claim to someone faster (its pod
+  // was not created: look again soon).
+  bool TakeClaimLost(const std::string& validation);
+  // Pods and results created and not yet in the cache ("pods/<name>", "perfresults/<name>").
+  Expectations& expectations() { return expectations_; }
 
  private:
   Status Delete(const kube::GroupVersionResource& gvr, const std::string& name);
   Status CreatePods(const std::vector<PodCreate>& pods);
+  // Makes `claims` in order (operator/claims.cc); returns the nodes not obtained: a create or
+  // takeover that lost (409) and every one after it, so two validations never each hold part
+  // of what both need. A failed renewal is logged (the claim stays until it expires).
+  Result<std::set<std::string>> MakeClaims(const std::string& validation,
+                                           const std::vector<ClaimAction>& claims);
+  // Deletes claims still as they were read; a changed or missing one is left alone.
+  void ReleaseClaims(const std::string& validation, const std::vector<ClaimRelease>& releases);
   // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
   Status MarkNode(const std::string& node, const std::string& verdict,
                   const std::string& validation, const std::string& on_failure, const Json* cached);
@@ -60,6 +78,8 @@ class Actor {
   // Events' onceKeys already sent (e.g. "<validation>/<run>" for Started).
   std::set<std::string> sent_once_;
   std::atomic<uint64_t> event_seq_{0};
+  Expectations expectations_;
+  std::set<std::string> claim_lost_;  // validations; guarded by mu_
 };
 
 }  // namespace perfgate::op

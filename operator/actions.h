@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "operator/claims.h"
 #include "operator/json_fields.h"
 
 namespace perfgate::op {
@@ -27,9 +28,11 @@ struct NodeOutcome {
 // A PerfResult the operator writes itself (an ERROR it decided).
 struct ResultWrite {
   Json result;
-  // The node's pod, deleted before the result is written (a gang rank whose peer is gone:
-  // without this it would wait in NCCL until its watchdog fires). "" for none.
-  std::string deletePodFirst;
+  // The node's pod, deleted once every result of the decision is written (a gang rank whose
+  // peer is gone: without this it would wait in NCCL until its watchdog fires). Not before:
+  // a deleted rank breaks its peers' rendezvous, and a peer whose worker then wrote its own
+  // ERROR would keep that instead of the gang's reason). "" for none.
+  std::string deletePodAfter;
 };
 
 struct PodCreate {
@@ -72,7 +75,13 @@ struct Decision {
   // Deleted after the results are written, failures ignored (a pod unscheduled too long).
   std::vector<std::string> deletePodsAfterResults;
   std::vector<Json> services;  // gangs' headless Services, before their pods
+  // Node claims made, taken over or renewed before the pods, in node order; a pod (a gang:
+  // every pod of it) whose node's claim fails is not created this time.
+  std::vector<ClaimAction> claims;
   std::vector<PodCreate> pods;
+  // Claims given up after the pods and node verdicts: nodes done, the run complete, the
+  // validation deleted.
+  std::vector<ClaimRelease> releaseClaims;
 
   // Node labels and taints (docs/operator.md, "Node actions"), with the policy's onFailure.
   std::vector<NodeVerdict> nodeVerdicts;

@@ -20,6 +20,9 @@ struct ReconcilerConfig {
   std::string gangRendezvousHost;
   // Where events about cluster-scoped validations go.
   std::string eventNamespace = "default";
+  // A node claim not renewed for this long may be taken over (operator/claims.h); renewed every
+  // third of it while its run goes on.
+  int claimDurationSeconds = 60;
 };
 
 }  // namespace perfgate::op

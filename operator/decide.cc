@@ -19,13 +19,96 @@ namespace {
 
 using Clock = std::chrono::system_clock;
 
+// The claim of `node` that keeps this validation off it (nullptr: free, ours, or stale).
+const NodeClaim* ClaimedByOther(const Snapshot& s, const std::string& node, Clock::time_point now) {
+  auto it = s.claims.find(node);
+  if (it == s.claims.end()) return nullptr;
+  const NodeClaim& c = it->second;
+  // This validation's earlier run gave way to this one (its pods are deleted first).
+  const bool mine = c.holder.validation == s.name && c.holder.uid == s.uid;
+  if (mine || ClaimStale(c, now)) return nullptr;
+  return &c;
+}
+
+// This validation's claims given up: released only if unchanged since they were read.
+void ReleaseClaim(const NodeClaim& c, Decision* d) {
+  d->releaseClaims.push_back({c.node, c.name, c.resourceVersion});
+}
+
+// Node claims (operator/claims.h): made for every node a pod is about to start on (in node
+// order), renewed while the run goes on, released for nodes done (gangs: when the run is
+// complete, since narrowing rounds run on them again) and when the run completes.
+void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now,
+                  bool gang, Decision* d) {
+  const ClaimHolder me{s.name, s.uid, s.run};
+  const int duration = config.claimDurationSeconds;
+  std::map<std::string, ClaimAction> make;  // by node: the order claims are made in
+  for (const auto& p : d->pods) {
+    const std::string node = ViewOfPod(p.pod).node;
+    auto it = s.claims.find(node);
+    if (it == s.claims.end()) {
+      make[node] = {ClaimAction::Kind::kCreate, node,
+                    BuildClaimLease(config.nameSpace, node, me, duration, now)};
+    } else if (it->second.holder != me) {
+      make[node] = {
+          ClaimAction::Kind::kTakeOver, node,
+          BuildClaimLease(config.nameSpace, node, me, duration, now, it->second.resourceVersion)};
+    }
+  }
+  const bool complete = d->status && !d->status->value("completionTime", "").empty();
+  std::set<std::string> done;
+  for (const auto& o : d->outcomes) {
+    if (!o.verdict.empty()) done.insert(o.node);
+  }
+  // A worker of this run without a claim (made before claims existed, or the claim deleted by
+  // hand): claimed again, unless its node is done (its claim was released on purpose).
+  for (const auto& p : s.pods) {
+    if (!p.terminal && BaseRun(p.run) == s.run && !s.claims.contains(p.node) && !complete &&
+        (gang || !done.contains(p.node))) {
+      make.emplace(p.node,
+                   ClaimAction{ClaimAction::Kind::kCreate, p.node,
+                               BuildClaimLease(config.nameSpace, p.node, me, duration, now)});
+    }
+  }
+  bool holding = !make.empty();
+  std::vector<ClaimAction> renew;
+  for (const auto& [node, c] : s.claims) {
+    if (c.holder.validation != s.name || c.holder.uid != s.uid || make.contains(node)) continue;
+    // A node whose result is in is free for others (its worker is exiting; one still exiting
+    // keeps the node busy for them until it is gone).
+    const bool finished = complete || c.holder.run != s.run || (!gang && done.contains(node));
+    if (finished) {
+      ReleaseClaim(c, d);
+      continue;
+    }
+    if (c.holder != me) continue;
+    holding = true;
+    if (now - c.renewTime >= std::chrono::seconds(duration) / 3) {
+      renew.push_back({ClaimAction::Kind::kRenew, node,
+                       BuildClaimLease(config.nameSpace, node, me, duration, now, c.resourceVersion,
+                                       c.acquireTime)});
+    }
+  }
+  for (auto& [node, a] : make) d->claims.push_back(std::move(a));
+  for (auto& a : renew) d->claims.push_back(std::move(a));
+  if (complete || !holding) return;
+  // Look again before the claims could go stale (a claim lost to a faster validation brings
+  // the next look sooner: Reconciler).
+  const std::chrono::milliseconds every =
+      std::chrono::milliseconds(std::chrono::seconds(duration)) / 3;
+  if (d->requeueAfter.count() == 0 || d->requeueAfter > every) d->requeueAfter = every;
+}
+
 // The validation is being deleted: its pods go, the verdict labels it set go (its taints
-// stay), then the finalizer.
+// stay), its node claims go, then the finalizer.
 Decision DecideDeletion(const Snapshot& s) {
   Decision d;
   if (!s.hasFinalizer) return d;
   for (const auto& p : s.pods) d.deletePods.push_back(p.name);
   d.releaseNodes = NodesToRelease(s.nodes, s.name);
+  for (const auto& [node, c] : s.claims) {
+    if (c.holder.validation == s.name && c.holder.uid == s.uid) ReleaseClaim(c, &d);
+  }
   d.removeFinalizer = true;
   return d;
 }
@@ -131,6 +214,7 @@ std::map<std::string, const PodView*> PodsOfRun(const Snapshot& s) {
 // Where the nodes stand before gangs are considered.
 struct NodeStates {
   std::vector<std::string> toStart;  // neither a result nor a pod, and free
+  int claimWaits = 0;                // nodes another validation's claim keeps this one off
   int active = 0;                    // pods running or waiting to be scheduled
   std::chrono::milliseconds requeue{0};
 };
@@ -180,6 +264,9 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
     if (pod_it == pods.end()) {
       if (auto busy = s.busyWith.find(node); busy != s.busyWith.end()) {
         d->waiting.push_back(node + " (busy with validation " + busy->second + ")");
+      } else if (const NodeClaim* c = ClaimedByOther(s, node, ctx.now)) {
+        d->waiting.push_back(node + " (claimed by validation " + c->holder.validation + ")");
+        st.claimWaits++;
       } else {
         st.toStart.push_back(node);
       }
@@ -383,6 +470,18 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
   d->status = RunningStatus(status, old_status, ctx.suspended,
                             ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
+  if (st.claimWaits > 0 && !ctx.suspended) {
+    // A released claim wakes nobody: look again soon.
+    if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2)) {
+      st.requeue = std::chrono::seconds(2);
+    }
+    // Waiting for nodes other validations hold: not an error, not yet running everywhere.
+    for (auto& c : (*d->status)["conditions"]) {
+      if (c.value("type", "") == "Ready" || c.value("type", "") == "Reconciling") {
+        c["reason"] = "Waiting";
+      }
+    }
+  }
   d->requeueAfter = st.requeue;
 }
 
@@ -458,6 +557,7 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     return d;
   }
   DecideRun(s, config, now_tp, *plan, selected, old_status, status, &d);
+  DecideClaims(s, config, now_tp, plan->gang, &d);
   return d;
 }
 

@@ -31,7 +31,13 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   ASSIGN_OR_RETURN(Json validation, actor_.Apply(*snapshot, decision));
   if (decision.status) RETURN_IF_ERROR(actor_.Report(validation, *decision.status));
   actor_.SendEvents(*snapshot, decision, /*after_status=*/true);
-  return ReconcileResult{decision.requeueAfter};
+  ReconcileResult result{decision.requeueAfter};
+  // A node claimed by a faster validation: the next look shows it waiting (or free again).
+  if (actor_.TakeClaimLost(name) &&
+      (result.requeueAfter.count() == 0 || result.requeueAfter > std::chrono::seconds(1))) {
+    result.requeueAfter = std::chrono::seconds(1);
+  }
+  return result;
 }
 
 }  // namespace perfgate::op

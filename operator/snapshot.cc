@@ -30,6 +30,50 @@ Status ObserveProfiles(kube::Client& client, const v1alpha1::PerfValidationSpec&
   return Status::Ok();
 }
 
+// True when the holder of `claim`, as its validation `holder` now reads (nullptr: deleted), no
+// longer wants the node: deleted or re-created, moved on to another run, or done with this one.
+// A validation being deleted still holds its nodes until its finalizer releases them.
+bool HolderGone(const NodeClaim& claim, const Json* holder) {
+  if (holder == nullptr || Str(*holder, "/metadata/uid"_json_pointer) != claim.holder.uid) {
+    return true;
+  }
+  if (!Str(*holder, "/metadata/deletionTimestamp"_json_pointer).empty()) return false;
+  const Json meta = holder->value("metadata", Json::object());
+  const std::string run =
+      RunId(meta.value("generation", int64_t{1}),
+            meta.value("annotations", Json::object()).value(kRerunAnnotation, ""));
+  if (run != claim.holder.run) return true;
+  const Json status = holder->value("status", Json::object());
+  return status.value("run", "") == run && !status.value("completionTime", "").empty();
+}
+
+// Every node claim, and for each held by someone else whether its holder is gone (one read of
+// each holding validation).
+Status ObserveClaims(kube::Client& client, const ReconcilerConfig& config, Snapshot* s) {
+  kube::ListOptions o;
+  o.labelSelector = std::string(kClaimLabel) + "=node";
+  ASSIGN_OR_RETURN(Json list, client.ListAll(LeasesResource(), config.nameSpace, o));
+  std::map<std::string, std::optional<Json>> holders;  // by name; nullopt: not found
+  holders[s->name] = s->validation;
+  for (const auto& item : list.value("items", Json::array())) {
+    std::optional<NodeClaim> c = ClaimOfLease(item);
+    if (!c) continue;
+    if (c->holder != ClaimHolder{s->name, s->uid, s->run}) {
+      auto it = holders.find(c->holder.validation);
+      if (it == holders.end()) {
+        auto got = client.Get(ValidationsResource(), "", c->holder.validation);
+        if (!got.ok() && got.status().code() != Code::kNotFound) return got.status();
+        it = holders
+                 .emplace(c->holder.validation, got.ok() ? std::optional<Json>(*got) : std::nullopt)
+                 .first;
+      }
+      c->holderGone = HolderGone(*c, it->second ? &*it->second : nullptr);
+    }
+    s->claims[c->node] = std::move(*c);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj) {
@@ -93,6 +137,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   for (auto& n : caches.nodes()) s.nodes[Name(n)] = n;
   for (auto& p : caches.podsOf(name)) s.pods.push_back(ViewOfPod(p));
   s.results = caches.resultsOf(name);
+  RETURN_IF_ERROR(ObserveClaims(client, config, &s));
   if (s.deleting || !s.spec) return s;
 
   std::set<std::string> cached_results;      // by name

@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "common/spec.h"
 #include "kube/client.h"
+#include "operator/claims.h"
 #include "operator/config.h"
 #include "operator/json_fields.h"
 #include "operator/plan.h"
@@ -69,8 +70,9 @@ struct Snapshot {
   // Read for the selected nodes this validation may still start a pod on.
   std::map<std::string, std::string> busyWith;
   ClusterProfiles profiles;
-  // Node claims (reserved: none are read yet).
-  std::vector<Json> claims;
+  // Node claims by node (operator/claims.h), read from the API: every claim Lease, with
+  // whether its holder is gone.
+  std::map<std::string, NodeClaim> claims;
 };
 
 // Reads the snapshot of validation `name`. Blocking; an error means "retry with backoff".

@@ -1353,5 +1353,94 @@ TEST_F(E2E, TwentySecondsOf500WhileWorkersFinishLosesNoVerdict) {
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "TestsFailed") << v.dump(2);
 }
 
+// Two validations of the same nodes applied in one `kubectl apply` (the same second), again and
+// again: each node is claimed through the API server by one of them at a time, the other waits
+// (visibly: Waiting, naming the node and the holder) and runs afterwards. Every run completes,
+// every healthy node PASSes for both, no node ever ran both validations' workers at once, and
+// no node was claimed twice. kOverlapRounds rounds (~8 s each here).
+TEST_F(E2E, SimultaneousOverlappingValidationsNeverShareANode) {
+  constexpr int kOverlapRounds = 10;
+  bool saw_waiting = false;
+  for (int round = 0; round < kOverlapRounds; ++round) {
+    const std::string a = "left-" + std::to_string(round);
+    const std::string b = "right-" + std::to_string(round);
+    // node-0..2 for one, node-1..3 for the other: three nodes in common.
+    std::string ya = SyntheticSpec(a, "", "    onFailure: taint\n", "", "0.05");
+    std::string yb = SyntheticSpec(b, "", "    onFailure: taint\n", "", "0.05");
+    const std::string selector = "  nodeSelector:\n    nvidia.com/gpu.present: \"true\"\n";
+    ya.replace(ya.find(selector), selector.size(), "  nodes: [node-0, node-1, node-2]\n");
+    yb.replace(yb.find(selector), selector.size(), "  nodes: [node-1, node-2, node-3]\n");
+    Apply(ya + "---\n" + yb);
+    // Watch for the loser's Waiting while both run.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+    while (std::chrono::steady_clock::now() < deadline) {
+      bool done = true;
+      for (const auto& n : {a, b}) {
+        auto got = sim_->Get("perfgate.io", "perfvalidations", "", n);
+        if (!got.ok() || !got->contains("status")) {
+          done = false;
+          continue;
+        }
+        Json v = *got;
+        const Json ready = Condition(v, "Ready");
+        if (ready.value("reason", "") == "Waiting" &&
+            ready.value("message", "")
+                    .find("(claimed by validation " + std::string(n == a ? b : a) + ")") !=
+                std::string::npos) {
+          saw_waiting = true;
+        }
+        done &= !v["status"].value("completionTime", "").empty();
+      }
+      if (done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (const auto& n : {a, b}) {
+      ASSERT_TRUE(WaitComplete(n, 30)) << "round " << round;
+      Json v = Validation(n);
+      EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True")
+          << "round " << round << ": " << v.dump(2);
+      EXPECT_EQ(v["status"].value("passedNodes", ""), "3/3") << "round " << round;
+      for (const auto& r : Results(n)) {
+        EXPECT_EQ(r["spec"]["report"].value("verdict", ""), "PASS")
+            << "round " << round << " " << r["spec"].value("nodeName", "") << ": "
+            << r["spec"]["report"].value("reason", "");
+      }
+    }
+    // No node ran both at once: on each node, one worker finished before the other started.
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> runs;  // node ->
+    for (const auto& n : {a, b}) {
+      for (const auto& p : Pods(n)) {
+        const Json cs = p["status"].value("containerStatuses", Json::array());
+        ASSERT_FALSE(cs.empty()) << p.dump(2);
+        const Json term = cs[0]["state"].value("terminated", Json::object());
+        runs[p["spec"].value("nodeName", "")].emplace_back(p["status"].value("startTime", ""),
+                                                           term.value("finishedAt", ""));
+      }
+    }
+    for (const auto& node : {"node-1", "node-2"}) {
+      ASSERT_EQ(runs[node].size(), 2u) << node;
+      const auto& x = runs[node][0];
+      const auto& y = runs[node][1];
+      EXPECT_FALSE(x.first < y.second && y.first < x.second)
+          << "round " << round << ": " << node << " ran both: [" << x.first << ", " << x.second
+          << "] and [" << y.first << ", " << y.second << "]";
+    }
+    // Released: no claim is left once both runs are complete.
+    EXPECT_TRUE(Eventually([&] {
+      return sim_->List("coordination.k8s.io", "leases", kNs).size() <= 1;  // the leader's
+    }));
+  }
+  EXPECT_TRUE(saw_waiting) << "the loser never showed Waiting naming the node's holder";
+  // Each claim was created or taken over through the API server, which let only one in.
+  int created = 0;
+  int refused = 0;
+  for (const auto& r : sim_->Requests()) {
+    if (r.resource == "leases" && r.verb == "create") {
+      (r.code == 201 ? created : refused)++;
+    }
+  }
+  std::cerr << "leases created " << created << ", refused (409) " << refused << "\n";
+}
+
 }  // namespace
 }  // namespace perfgate::e2e

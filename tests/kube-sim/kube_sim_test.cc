@@ -194,6 +194,39 @@ TEST_F(ApiTest, FinalizersHoldDeletionAndForegroundWaitsForDependents) {
   EXPECT_FALSE((*dep2)["metadata"].contains("ownerReferences"));
 }
 
+// Node claims rely on these two answers being exactly a real server's: a second create of a
+// Lease is 409 AlreadyExists, an update carrying a resourceVersion that is no longer current is
+// 409 Conflict.
+TEST_F(ApiTest, LeaseCreateConflictAndStaleResourceVersionAreRefused) {
+  const std::string lease =
+      R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"claim-node-0","namespace":"default"},"spec":{"holderIdentity":"a/g1","leaseDurationSeconds":60}})";
+  auto r = Kubectl(*sim_, {"create", "-f", "-", "-o", "json"}, lease);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const std::string rv = Json::parse(r.out)["metadata"]["resourceVersion"];
+  r = Kubectl(*sim_, {"create", "-f", "-"}, lease);
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (AlreadyExists): error when creating"));
+  EXPECT_THAT(r.err, HasSubstr(R"(leases.coordination.k8s.io "claim-node-0" already exists)"));
+  // Someone takes it over with the resourceVersion read...
+  Json taken = Json::parse(lease);
+  taken["metadata"]["resourceVersion"] = rv;
+  taken["spec"]["holderIdentity"] = "b/g1";
+  r = Kubectl(*sim_, {"replace", "-f", "-"}, taken.dump());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // ...and a second taker with the same, now stale, resourceVersion loses.
+  taken["spec"]["holderIdentity"] = "c/g1";
+  r = Kubectl(*sim_, {"replace", "-f", "-"}, taken.dump());
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("Error from server (Conflict)"));
+  EXPECT_THAT(
+      r.err,
+      HasSubstr(
+          R"(Operation cannot be fulfilled on leases.coordination.k8s.io "claim-node-0": the object has been modified; please apply your changes to the latest version and try again)"));
+  EXPECT_EQ((*sim_->Get("coordination.k8s.io", "leases", "default", "claim-node-0"))["spec"].value(
+                "holderIdentity", ""),
+            "b/g1");
+}
+
 TEST_F(ApiTest, GenerateNameLeasesAndServiceAccountTokens) {
   auto r = Kubectl(
       *sim_, {"create", "-f", "-", "-o", "name"},

@@ -71,11 +71,13 @@ struct World {
   std::vector<Json> pods;
   std::vector<Json> results;
   std::map<std::string, std::string> busyWith;
-  std::set<std::string> resultsInApi;  // pod names whose result the cache has not seen
+  std::map<std::string, NodeClaim> claims;  // by node, as the API holds them
+  std::set<std::string> resultsInApi;       // pod names whose result the cache has not seen
   std::map<std::string, std::string> logs;
   ClusterProfiles profiles;
   ReconcilerConfig config = Config();
   std::chrono::system_clock::time_point now = kT0;
+  int claimVersion = 100;
 
   World(const std::string& name, Json spec, std::vector<Json> node_list = Nodes(4)) {
     validation = {{"apiVersion", "perfgate.io/v1alpha1"},
@@ -120,6 +122,7 @@ struct World {
     }
     s.results = results;
     s.busyWith = busyWith;
+    s.claims = claims;
     s.profiles = profiles;
     return s;
   }
@@ -130,7 +133,7 @@ struct World {
     for (const auto& name : d.deletePods) Remove(&pods, name);
     for (const auto& name : d.deleteResults) Remove(&results, name);
     for (const auto& w : d.results) {
-      if (!w.deletePodFirst.empty()) Remove(&pods, w.deletePodFirst);
+      if (!w.deletePodAfter.empty()) Remove(&pods, w.deletePodAfter);
       results.push_back(w.result);
     }
     for (const auto& name : d.deletePodsAfterResults) Remove(&pods, name);
@@ -140,6 +143,17 @@ struct World {
       if (std::none_of(pods.begin(), pods.end(),
                        [&](const Json& o) { return Name(o) == Name(pod); }))
         pods.push_back(pod);
+    }
+    for (const auto& c : d.claims) {
+      if (auto made = ClaimOfLease(c.lease)) {
+        made->resourceVersion = std::to_string(++claimVersion);
+        claims[c.node] = *made;
+      }
+    }
+    for (const auto& r : d.releaseClaims) {
+      if (claims.contains(r.node) && claims[r.node].resourceVersion == r.resourceVersion) {
+        claims.erase(r.node);
+      }
     }
     if (d.status) validation["status"] = *d.status;
     if (d.addFinalizer) validation["metadata"]["finalizers"].push_back(kFinalizer);
@@ -760,7 +774,7 @@ TEST(DecideScenario, GangWithUnschedulablePodFailsAsOne) {
   }
   for (const auto& r : d.results) {
     const std::string node = r.result["spec"]["nodeName"];
-    EXPECT_EQ(r.deletePodFirst.empty(), node == "node-4") << node;
+    EXPECT_EQ(r.deletePodAfter.empty(), node == "node-4") << node;
   }
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
   EXPECT_NE(d.status->value("message", "").find("gang of 5: node-4 ERROR"), std::string::npos);
@@ -1121,6 +1135,108 @@ TEST(DecideEdge, BusyNodeWaitsForTheOtherValidation) {
   EXPECT_EQ(d.requeueAfter, seconds(5));
 }
 
+// A node claimed by another validation's run: no pod there, the status says Waiting and names
+// the node and the holder; never an ERROR however long it waits, and the node is taken once the
+// claim is released.
+TEST(DecideEdge, ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased) {
+  World other("first", StreamSpec(), Nodes(1));
+  Decision first = other.Decide();
+  ASSERT_EQ(first.claims.size(), 1u);
+  EXPECT_EQ(first.claims[0].kind, ClaimAction::Kind::kCreate);
+  EXPECT_EQ(first.claims[0].lease["metadata"].value("name", ""), "claim-node-0");
+  other.Apply(first);
+
+  World w("second", StreamSpec(), Nodes(2));
+  w.claims = other.claims;
+  w.config.claimDurationSeconds = 60;
+  const ClaimHolder holder = w.claims.at("node-0").holder;
+  EXPECT_EQ(holder, (ClaimHolder{"first", "uid-first", "g1"}));
+  // Long past the scheduling timeout, but well within the holder's claim (renewed now).
+  w.claims.at("node-0").renewTime = kT0 + seconds(600);
+  w.now = kT0 + seconds(610);
+  Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-1"});
+  ASSERT_TRUE(d.status.has_value());
+  EXPECT_EQ(d.status->value("message", ""),
+            "0 of 2 nodes done; waiting for node-0 (claimed by validation first)");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "Waiting");
+  EXPECT_EQ(d.requeueAfter, seconds(2));  // a release wakes nobody: look again soon
+  EXPECT_EQ(Condition(*d.status, "Complete").value("status", ""), "False");
+  EXPECT_TRUE(d.results.empty());  // no ERROR for waiting
+  ASSERT_EQ(d.claims.size(), 1u);
+  EXPECT_EQ(d.claims[0].node, "node-1");
+
+  // The holder's validation completed that run: its claim is stale and taken over with the
+  // resourceVersion read (a precondition, so only one taker wins).
+  w.Apply(d);
+  w.claims.at("node-0").holderGone = true;
+  d = w.Decide();
+  EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-0"});
+  ASSERT_EQ(d.claims.size(), 1u);
+  EXPECT_EQ(d.claims[0].kind, ClaimAction::Kind::kTakeOver);
+  EXPECT_EQ(d.claims[0].lease["metadata"].value("resourceVersion", ""),
+            w.claims.at("node-0").resourceVersion);
+}
+
+// A holder that stopped renewing (its operator gone) loses the node after the claim's duration,
+// not before.
+TEST(DecideEdge, UnrenewedClaimExpiresAfterItsDuration) {
+  World other("first", StreamSpec(), Nodes(1));
+  other.Apply(other.Decide());
+  World w("second", StreamSpec(), Nodes(1));
+  w.claims = other.claims;
+  w.now = kT0 + seconds(w.claims.at("node-0").leaseDurationSeconds);
+  EXPECT_TRUE(w.Decide().pods.empty());
+  w.now += seconds(1);
+  EXPECT_EQ(PodNodes(w.Decide()), std::set<std::string>{"node-0"});
+}
+
+// The holder renews while its run goes on, looks again before the claim could go stale, and
+// releases each node once it is done and the rest when the run completes.
+TEST(DecideEdge, ClaimsAreRenewedThenReleasedNodeByNode) {
+  World w("one", StreamSpec(), Nodes(2));
+  w.config.claimDurationSeconds = 30;
+  Decision d = w.Decide();
+  ASSERT_EQ(d.claims.size(), 2u);
+  EXPECT_LE(d.requeueAfter, seconds(10));
+  w.Apply(d);
+  w.Start("node-0");
+  w.Start("node-1");
+  w.now = kT0 + seconds(11);
+  d = w.Decide();
+  ASSERT_EQ(d.claims.size(), 2u);
+  EXPECT_EQ(d.claims[0].kind, ClaimAction::Kind::kRenew);
+  EXPECT_TRUE(d.releaseClaims.empty());
+  w.Apply(d);
+  w.Finish("node-0", "PASS");
+  // Its worker has written the result and is still exiting: the claim goes all the same, and is
+  // not made again while the worker exits.
+  (*w.PodOn("node-0"))["status"]["phase"] = "Running";
+  d = w.Decide();
+  ASSERT_EQ(d.releaseClaims.size(), 1u);
+  EXPECT_EQ(d.releaseClaims[0].node, "node-0");
+  w.Apply(d);
+  EXPECT_TRUE(w.Decide().claims.empty());
+  w.Finish("node-1", "PASS");
+  d = w.Decide();
+  ASSERT_TRUE(d.status && !d.status->value("completionTime", "").empty());
+  ASSERT_EQ(d.releaseClaims.size(), 1u);
+  EXPECT_EQ(d.releaseClaims[0].node, "node-1");
+  w.Apply(d);
+  EXPECT_TRUE(w.claims.empty());
+}
+
+// Deleting the validation releases every claim it holds.
+TEST(DecideEdge, DeletionReleasesClaims) {
+  World w("gone", StreamSpec(), Nodes(2));
+  w.Apply(w.Decide());
+  ASSERT_EQ(w.claims.size(), 2u);
+  w.validation["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.releaseClaims.size(), 2u);
+  EXPECT_TRUE(d.removeFinalizer);
+}
+
 // policy.parallelism bounds the pods running at once.
 TEST(DecideEdge, ParallelismBoundsLivePods) {
   Json spec = StreamSpec();
@@ -1220,7 +1336,7 @@ TEST(DecideEdge, NarrowingRoundPodNeverScheduledEndsItsGang) {
   EXPECT_EQ(by_node["node-3"]->result["spec"]["report"].value("reason", ""),
             "narrowing gang of 2: pod on node-3 not scheduled within 3s");
   EXPECT_EQ(Label(by_node["node-3"]->result, kRunLabel), "g1-pairs");
-  EXPECT_FALSE(by_node["node-2"]->deletePodFirst.empty());  // it would wait for its peer
+  EXPECT_FALSE(by_node["node-2"]->deletePodAfter.empty());  // it would wait for its peer
   // The errored pair holds the suspects: each runs again beside a node that passed.
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
   for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");

@@ -72,6 +72,14 @@ class ApiTest : public ::testing::Test {
                {{"nvidia.com/gpu.present", "true"}, {"nvidia.com/gpu.product", "NVIDIA-H200"}}}}},
             {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
   }
+  // What Observe gives Act for the validation "v" (no pods, results or claims yet).
+  static Snapshot SnapshotOfV() {
+    Snapshot s;
+    s.exists = true;
+    s.name = "v";
+    s.validation = Validation(Spec());
+    return s;
+  }
   std::vector<std::string> Paths() const {
     std::vector<std::string> out;
     for (const auto& r : transport_->requests()) out.push_back(r.method + " " + r.path);
@@ -87,6 +95,9 @@ class ApiTest : public ::testing::Test {
 };
 
 const char* kPvalPath = "/apis/perfgate.io/v1alpha1/perfvalidations/v";
+const char* kClaimsPath =
+    "/apis/coordination.k8s.io/v1/namespaces/perfgate-system/"
+    "leases?labelSelector=perfgate.io%2Fclaim%3Dnode";
 
 TEST_F(ApiTest, ObserveOfAGoneValidationSaysSo) {
   transport_->Expect("GET", kPvalPath, Reply().WithStatus(404).WithBody(NotFoundBody()));
@@ -130,6 +141,7 @@ TEST_F(ApiTest, ObserveAsksTheApiForResultsAndLogsTheCacheCannotGive) {
   transport_->Expect(
       "GET", "/apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults/v-g1-node-1",
       Reply().WithStatus(404).WithBody(NotFoundBody()));
+  transport_->Expect("GET", kClaimsPath, Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/namespaces/perfgate-system/pods/v-g1-node-1/log",
                      Reply().WithBody("out of memory\n"));
   auto s = Observe(*client_, caches_, config_, "v");
@@ -140,8 +152,9 @@ TEST_F(ApiTest, ObserveAsksTheApiForResultsAndLogsTheCacheCannotGive) {
   EXPECT_FALSE(s->pods[1].resultInApi);
   ASSERT_TRUE(s->pods[1].logTail);
   EXPECT_EQ(*s->pods[1].logTail, "out of memory\n");
-  EXPECT_EQ(transport_->requests().size(), 4u);
-  EXPECT_NE(transport_->requests()[3].path.find("tailLines=5"), std::string::npos);
+  // The validation, the claims, two results, the log.
+  EXPECT_EQ(transport_->requests().size(), 5u);
+  EXPECT_NE(transport_->requests()[4].path.find("tailLines=5"), std::string::npos);
 }
 
 // Another validation's live worker makes a node busy; a named profile is read by name, and a
@@ -151,6 +164,7 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
   transport_->Expect("GET", kPvalPath, Reply().WithBody(Validation(spec).dump()));
   transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfprofiles/sim",
                      Reply().WithStatus(404).WithBody(NotFoundBody()));
+  transport_->Expect("GET", kClaimsPath, Reply().WithBody(R"({"items": []})"));
   nodes_ = {Node("node-0"), Node("node-1")};
   others_ = {{{"metadata", {{"name", "x"}, {"labels", {{kValidationLabel, "other"}}}}},
               {"spec", {{"nodeName", "node-1"}}},
@@ -160,7 +174,96 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
   EXPECT_EQ(s->busyWith, (std::map<std::string, std::string>{{"node-1", "other"}}));
   EXPECT_TRUE(s->profiles.byName.empty());
   EXPECT_FALSE(s->profiles.listed);
-  EXPECT_EQ(transport_->requests().size(), 2u);
+  // The validation, the node claims, the profile.
+  EXPECT_EQ(transport_->requests().size(), 3u);
+}
+
+// Claims come from the API, not a cache; a claim's holder is read once to know whether it is
+// gone (here: deleted, so its claim is stale; the other's run is still going).
+TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
+  transport_->Expect("GET", kPvalPath, Reply().WithBody(Validation(Spec()).dump()));
+  nodes_ = {Node("node-0"), Node("node-1")};
+  const auto t = kT0;
+  Json list = {{"items",
+                {BuildClaimLease("perfgate-system", "node-0", {"deleted", "u9", "g1"}, 60, t),
+                 BuildClaimLease("perfgate-system", "node-1", {"running", "u8", "g2"}, 60, t)}}};
+  transport_->Expect("GET", kClaimsPath, Reply().WithBody(list.dump()));
+  transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfvalidations/deleted",
+                     Reply().WithStatus(404).WithBody(NotFoundBody()));
+  Json running = Validation(Spec());
+  running["metadata"]["name"] = "running";
+  running["metadata"]["uid"] = "u8";
+  running["metadata"]["generation"] = 2;
+  transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfvalidations/running",
+                     Reply().WithBody(running.dump()));
+  auto s = Observe(*client_, caches_, config_, "v");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->claims.size(), 2u);
+  EXPECT_TRUE(s->claims.at("node-0").holderGone);
+  EXPECT_FALSE(s->claims.at("node-1").holderGone);
+  EXPECT_EQ(s->claims.at("node-1").holder, (ClaimHolder{"running", "u8", "g2"}));
+}
+
+// A claim lost to someone faster (409 AlreadyExists): that node's pod is not created, nor any
+// node's claimed after it; the reconcile is told to look again soon.
+TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
+  ReconcileMetrics metrics;
+  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Snapshot s = SnapshotOfV();
+  Decision d;
+  for (const std::string node : {"node-0", "node-1", "node-2"}) {
+    d.claims.push_back({ClaimAction::Kind::kCreate, node,
+                        BuildClaimLease("perfgate-system", node, {"v", "u1", "g1"}, 60, kT0)});
+    Json pod = {{"metadata", {{"name", "v-g1-" + node}, {"labels", {{kNodeLabel, node}}}}},
+                {"spec", Json::object()}};
+    d.pods.push_back({pod, ""});
+  }
+  const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/perfgate-system/leases";
+  transport_->Expect("POST", leases, Reply().WithStatus(201).WithBody("{}"));
+  transport_->Expect(
+      "POST", leases,
+      Reply().WithStatus(409).WithBody(
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409,
+              "message":"leases.coordination.k8s.io \"claim-node-1\" already exists"})"));
+  transport_->Expect("POST", "/api/v1/namespaces/perfgate-system/pods",
+                     Reply().WithStatus(201).WithBody("{}"));
+  ASSERT_TRUE(actor.Apply(s, d).ok());
+  const auto paths = Paths();
+  ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(paths[2], "POST /api/v1/namespaces/perfgate-system/pods");
+  EXPECT_EQ(Json::parse(transport_->requests()[2].body)["metadata"]["name"], "v-g1-node-0");
+  EXPECT_TRUE(actor.TakeClaimLost("v"));
+  EXPECT_FALSE(actor.TakeClaimLost("v"));
+}
+
+// Expectations: after its own writes (the status write among them) a reconcile that still runs
+// on a cache without the new pod and result does not POST them again; once the cache shows
+// them, the expectation ends.
+TEST_F(ApiTest, NoSecondPostFromAStaleCacheAfterTheStatusWrite) {
+  ReconcileMetrics metrics;
+  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Snapshot s = SnapshotOfV();
+  Decision d;
+  d.results.push_back({{{"metadata", {{"name", "v-g1-node-1"}}}}, ""});
+  d.pods.push_back({{{"metadata", {{"name", "v-g1-node-0"}}}, {"spec", Json::object()}}, ""});
+  transport_->Expect("POST", "/apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults",
+                     Reply().WithStatus(201).WithBody("{}"));
+  transport_->Expect("POST", "/api/v1/namespaces/perfgate-system/pods",
+                     Reply().WithStatus(201).WithBody("{}"));
+  ASSERT_TRUE(actor.Apply(s, d).ok());
+  transport_->Expect("PUT", std::string(kPvalPath) + "/status",
+                     Reply().WithBody(s.validation.dump()));
+  ASSERT_TRUE(actor.Report(s.validation, {{"run", "g1"}}).ok());
+  ASSERT_EQ(transport_->requests().size(), 3u);
+  // The next reconcile, on the same stale cache: the same decision, no POST.
+  ASSERT_TRUE(actor.Apply(s, d).ok());
+  EXPECT_EQ(transport_->requests().size(), 3u);
+  EXPECT_EQ(actor.expectations().size(), 2u);
+  // The cache caught up: nothing is expected any more.
+  s.pods.push_back(ViewOfPod(d.pods[0].pod));
+  s.results.push_back(d.results[0].result);
+  ASSERT_TRUE(actor.Apply(s, Decision{}).ok());
+  EXPECT_EQ(actor.expectations().size(), 0u);
 }
 
 TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
@@ -176,17 +279,15 @@ TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
             1);
 }
 
-// The order of the writes: a gang member's pod goes before its result is written, results
-// before pods; every rank of a gang at the rendezvous host gets the same free port; an event
-// with a once-key goes out once.
+// The order of the writes: a gang member's result is written before its pod goes (deleting a
+// rank first lets its peers fail on their own and write an ERROR that hides the gang's reason),
+// results before pods; every rank of a gang at the rendezvous host gets the same free port; an
+// event with a once-key goes out once.
 TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   config_.gangRendezvousHost = "127.0.0.1";
   ReconcileMetrics metrics;
   Actor actor(client_, config_, metrics, [] { return kT0; });
-  Snapshot s;
-  s.exists = true;
-  s.name = "v";
-  s.validation = Validation(Spec());
+  Snapshot s = SnapshotOfV();
   Decision d;
   d.results.push_back({{{"metadata", {{"name", "v-g1-node-0"}}}}, "v-g1-node-0"});
   for (int rank = 0; rank < 2; ++rank) {
@@ -208,8 +309,8 @@ TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   const auto paths = Paths();
   ASSERT_EQ(paths.size(), 5u);
   EXPECT_EQ(paths[0], "POST /api/v1/namespaces/default/events");
-  EXPECT_EQ(paths[1], "DELETE " + ns + "/pods/v-g1-node-0");
-  EXPECT_EQ(paths[2], "POST /apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults");
+  EXPECT_EQ(paths[1], "POST /apis/perfgate.io/v1alpha1/namespaces/perfgate-system/perfresults");
+  EXPECT_EQ(paths[2], "DELETE " + ns + "/pods/v-g1-node-0");
   std::set<std::string> addresses;
   for (size_t i = 3; i < 5; ++i) {
     const Json pod = Json::parse(transport_->requests()[i].body);
