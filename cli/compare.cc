@@ -956,7 +956,7 @@ std::string FormatExport(const std::vector<Figure>& figures, ExportFormat format
       for (const auto& k : keys) line += "," + CsvField(f.config ? ValueOf(*f.config, k) : "");
       out << line << "\r\n";
     } else {
-      Json row = Json::object();
+      nlohmann::ordered_json row = nlohmann::ordered_json::object();  // columns in order
       for (std::size_t i = 0; i < fixed.size(); ++i) row[kExportColumns[i]] = fixed[i];
       row["value"] = f.value;
       row["higherIsBetter"] = f.higher_is_better;

@@ -360,6 +360,33 @@ int LoadSource(const std::string& command, const std::string& source, store::Sto
   return -1;
 }
 
+// Every positional source of `args` (with --store, selectors), side "A" and "B" when `sides`,
+// then only the --test tests. -1 when done, else the exit code.
+int LoadSources(const std::string& command, const Args& args, bool sides,
+                const std::vector<std::string>& statistics, std::vector<compare::Figure>* figures) {
+  std::unique_ptr<store::Store> db;
+  if (const std::string url = args.Get("store"); !url.empty()) {
+    auto opened = store::Open(url);
+    if (!opened.ok()) return Fail(command, opened.status().message()) + 2;
+    db = std::move(opened).value();
+  }
+  for (std::size_t i = 0; i < args.positional.size(); ++i) {
+    compare::Config extra;
+    if (sides) extra["side"] = i == 0 ? "A" : "B";
+    if (int code = LoadSource(command, args.positional[i], db.get(), statistics, extra, figures);
+        code >= 0) {
+      return code;
+    }
+  }
+  if (const std::string only = args.Get("test"); !only.empty()) {
+    const auto tests = Split(only, ',');
+    std::erase_if(*figures, [&](const compare::Figure& f) {
+      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
+    });
+  }
+  return -1;
+}
+
 // --statistic LIST, checked; an empty vector (after a usage message) when a name is unknown.
 std::vector<std::string> Statistics(const std::string& list) {
   std::vector<std::string> out;
@@ -388,24 +415,8 @@ int Export(const std::vector<std::string>& argv) {
   for (const char* s : store::kBaselineStatistics) all += (all.empty() ? "" : ",") + std::string(s);
   const std::vector<std::string> statistics = Statistics(args.Get("statistic", all));
   if (statistics.empty()) return 2;
-  std::unique_ptr<store::Store> db;
-  if (const std::string url = args.Get("store"); !url.empty()) {
-    auto opened = store::Open(url);
-    if (!opened.ok()) return Fail("export", opened.status().message()) + 2;
-    db = std::move(opened).value();
-  }
   std::vector<compare::Figure> figures;
-  for (const auto& source : args.positional) {
-    if (int code = LoadSource("export", source, db.get(), statistics, {}, &figures); code >= 0) {
-      return code;
-    }
-  }
-  if (const std::string only = args.Get("test"); !only.empty()) {
-    const auto tests = Split(only, ',');
-    std::erase_if(figures, [&](const compare::Figure& f) {
-      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
-    });
-  }
+  if (int code = LoadSources("export", args, false, statistics, &figures); code >= 0) return code;
   const std::string text = compare::FormatExport(
       figures, output == "csv" ? compare::ExportFormat::kCsv : compare::ExportFormat::kJsonLines);
   if (const std::string out = args.Get("out"); !out.empty() && out != "-") {
@@ -464,26 +475,9 @@ int Compare(std::vector<std::string> argv) {
   if (!by.empty() && args.positional.empty()) return Usage("compare --by needs a source");
   if (by.empty() && args.options.count("reference")) return Usage("--reference needs --by");
 
-  std::unique_ptr<store::Store> db;
-  if (const std::string url = args.Get("store"); !url.empty()) {
-    auto opened = store::Open(url);
-    if (!opened.ok()) return Fail("compare", opened.status().message()) + 2;
-    db = std::move(opened).value();
-  }
   std::vector<compare::Figure> figures;
-  for (std::size_t i = 0; i < args.positional.size(); ++i) {
-    compare::Config extra;
-    if (by.empty()) extra["side"] = i == 0 ? "A" : "B";
-    if (int code = LoadSource("compare", args.positional[i], db.get(), statistics, extra, &figures);
-        code >= 0) {
-      return code;
-    }
-  }
-  if (const std::string only = args.Get("test"); !only.empty()) {
-    const auto tests = Split(only, ',');
-    std::erase_if(figures, [&](const compare::Figure& f) {
-      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
-    });
+  if (int code = LoadSources("compare", args, by.empty(), statistics, &figures); code >= 0) {
+    return code;
   }
   std::vector<std::string> groups = {"A", "B"};
   if (!by.empty()) {
