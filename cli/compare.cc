@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -823,6 +824,245 @@ std::string FormatJson(const Comparison& c) {
                 {"inconclusive", c.Count(Decision::kInconclusive)}}},
               {"rows", std::move(rows)}};
   return out.dump(2) + "\n";
+}
+
+namespace {
+
+// The export's fixed columns, in order; config keys follow.
+const std::vector<std::string> kExportColumns = {"node",      "model", "test", "metric",
+                                                 "statistic", "value", "unit", "higherIsBetter"};
+
+bool ExportedKey(const std::string& key) { return key != "node" && key != "side"; }
+
+std::string FullPrecision(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// RFC 4180: a field with a comma, a quote or a line break is quoted, its quotes doubled.
+std::string CsvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The records of a CSV text, each with the line it starts on. A quoted field may span lines.
+Result<std::vector<std::pair<int, std::vector<std::string>>>> CsvRecords(
+    const std::string& text, const std::string& source) {
+  std::vector<std::pair<int, std::vector<std::string>>> out;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false, any = false;
+  int line = 1, start = 1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+    } else if (c == '"' && field.empty()) {
+      quoted = any = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      if (any || !field.empty()) {
+        record.push_back(std::move(field));
+        out.emplace_back(start, std::move(record));
+      }
+      record.clear();
+      field.clear();
+      any = false;
+      start = ++line;
+    } else {
+      field += c;
+      any = true;
+    }
+  }
+  if (quoted) return InvalidArgument(source + ":" + std::to_string(start) + ": unclosed quote");
+  if (any || !field.empty()) {
+    record.push_back(std::move(field));
+    out.emplace_back(start, std::move(record));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ExportFormat> ExportFormatOf(const std::string& path) {
+  auto ends = [&](const std::string& suffix) {
+    return path.size() >= suffix.size() &&
+           path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends(".csv")) return ExportFormat::kCsv;
+  if (ends(".jsonl")) return ExportFormat::kJsonLines;
+  return std::nullopt;
+}
+
+Result<std::vector<Figure>> FromExport(const std::string& path,
+                                       const std::vector<std::string>& statistics,
+                                       const Config& extra) {
+  const auto format = ExportFormatOf(path);
+  if (!format) return InvalidArgument(path + ": not a .csv or .jsonl export");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseExport(text.str(), *format, path, statistics, extra);
+}
+
+std::string FormatExport(const std::vector<Figure>& figures, ExportFormat format) {
+  std::set<std::string> keys;
+  for (const auto& f : figures) {
+    if (!f.config) continue;
+    for (const auto& [k, v] : *f.config) {
+      if (ExportedKey(k)) keys.insert(k);
+    }
+  }
+  // A config key named like a fixed column would be ambiguous: it is prefixed.
+  auto column = [](const std::string& k) {
+    const bool fixed =
+        std::find(kExportColumns.begin(), kExportColumns.end(), k) != kExportColumns.end();
+    return fixed ? "config." + k : k;
+  };
+  std::ostringstream out;
+  if (format == ExportFormat::kCsv) {
+    std::string header;
+    for (const auto& c : kExportColumns) header += (header.empty() ? "" : ",") + CsvField(c);
+    for (const auto& k : keys) header += "," + CsvField(column(k));
+    out << header << "\r\n";
+  }
+  for (const auto& f : figures) {
+    const std::vector<std::string> fixed = {f.node,      f.model,
+                                            f.test,      f.metric,
+                                            f.statistic, FullPrecision(f.value),
+                                            f.unit,      f.higher_is_better ? "true" : "false"};
+    if (format == ExportFormat::kCsv) {
+      std::string line;
+      for (std::size_t i = 0; i < fixed.size(); ++i) line += (i ? "," : "") + CsvField(fixed[i]);
+      for (const auto& k : keys) line += "," + CsvField(f.config ? ValueOf(*f.config, k) : "");
+      out << line << "\r\n";
+    } else {
+      nlohmann::ordered_json row = nlohmann::ordered_json::object();  // columns in order
+      for (std::size_t i = 0; i < fixed.size(); ++i) row[kExportColumns[i]] = fixed[i];
+      row["value"] = f.value;
+      row["higherIsBetter"] = f.higher_is_better;
+      for (const auto& k : keys) {
+        if (const std::string v = f.config ? ValueOf(*f.config, k) : ""; !v.empty()) {
+          row[column(k)] = v;
+        }
+      }
+      out << row.dump() << "\n";
+    }
+  }
+  return out.str();
+}
+
+Result<std::vector<Figure>> ParseExport(const std::string& text, ExportFormat format,
+                                        const std::string& source,
+                                        const std::vector<std::string>& statistics,
+                                        const Config& extra) {
+  // Each row as column -> text, with the line it came from.
+  std::vector<std::pair<int, std::map<std::string, std::string>>> rows;
+  if (format == ExportFormat::kCsv) {
+    ASSIGN_OR_RETURN(auto records, CsvRecords(text, source));
+    if (records.empty()) return InvalidArgument(source + ": an empty CSV export");
+    const auto& header = records.front().second;
+    for (const auto& c : kExportColumns) {
+      if (std::find(header.begin(), header.end(), c) == header.end()) {
+        return InvalidArgument(source + ": not a perfgate export (no column " + c + ")");
+      }
+    }
+    for (std::size_t r = 1; r < records.size(); ++r) {
+      const auto& [line, fields] = records[r];
+      if (fields.size() != header.size()) {
+        return InvalidArgument(source + ":" + std::to_string(line) + ": " +
+                               std::to_string(fields.size()) + " fields, the header has " +
+                               std::to_string(header.size()));
+      }
+      std::map<std::string, std::string> row;
+      for (std::size_t i = 0; i < fields.size(); ++i) row[header[i]] = fields[i];
+      rows.emplace_back(line, std::move(row));
+    }
+  } else {
+    int line = 0;
+    for (const auto& l : Split(text, '\n')) {
+      ++line;
+      if (Trim(l).empty()) continue;
+      const Json j = Json::parse(l, nullptr, false);
+      const std::string where = source + ":" + std::to_string(line);
+      if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
+      std::map<std::string, std::string> row;
+      for (const auto& [k, v] : j.items()) {
+        if (v.is_string()) {
+          row[k] = v.get<std::string>();
+        } else if (v.is_boolean()) {
+          row[k] = v.get<bool>() ? "true" : "false";
+        } else if (v.is_number()) {
+          row[k] = FullPrecision(v.get<double>());
+        } else {
+          return InvalidArgument(where + ": " + k + " is neither a string, a number nor a bool");
+        }
+      }
+      rows.emplace_back(line, std::move(row));
+    }
+  }
+  std::vector<Figure> out;
+  std::map<Config, std::shared_ptr<const Config>> configs;  // one per distinct config
+  for (auto& [line, row] : rows) {
+    const std::string where = source + ":" + std::to_string(line);
+    for (const char* c : {"node", "test", "metric", "statistic", "value"}) {
+      if (row[c].empty()) return InvalidArgument(where + ": no " + c);
+    }
+    if (std::find(statistics.begin(), statistics.end(), row["statistic"]) == statistics.end()) {
+      continue;
+    }
+    Figure f;
+    f.node = row["node"];
+    f.model = row["model"];
+    f.test = row["test"];
+    f.metric = row["metric"];
+    f.statistic = row["statistic"];
+    f.unit = row["unit"];
+    f.higher_is_better = row["higherIsBetter"] != "false";
+    try {
+      std::size_t used = 0;
+      f.value = std::stod(row["value"], &used);
+      if (used != row["value"].size()) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      return InvalidArgument(where + ": value \"" + row["value"] + "\" is not a number");
+    }
+    Config config;
+    for (const auto& [k, v] : row) {
+      if (v.empty()) continue;
+      if (k.rfind("config.", 0) == 0) {
+        config[k.substr(7)] = v;
+      } else if (std::find(kExportColumns.begin(), kExportColumns.end(), k) ==
+                 kExportColumns.end()) {
+        config[k] = v;
+      }
+    }
+    config["node"] = f.node;
+    for (const auto& [k, v] : extra) config[k] = v;
+    auto& shared = configs[config];
+    if (!shared) shared = std::make_shared<const Config>(config);
+    f.config = shared;
+    if (std::isfinite(f.value)) out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace perfgate::compare

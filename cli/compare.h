@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,30 @@ Result<Selector> ParseSelector(const std::string& text, int64_t now_ms);
 Result<std::vector<Figure>> FromStore(store::Store& store, const Selector& selector,
                                       const std::vector<std::string>& statistics,
                                       const Config& extra);
+
+// Export: one row per figure, as CSV (RFC 4180, a header row) or JSON Lines (one object per
+// row). Columns: node, model, test, metric, statistic, value, unit, higherIsBetter, then each
+// config key the figures carry (cluster, validation, run, driverVersion, gpu.vbios, ...;
+// "node" and "side" left out), sorted by name. Values keep 17 significant digits, so an
+// export reads back to the same figures. Columns documented in docs/compare.md.
+enum class ExportFormat { kCsv, kJsonLines };
+std::string FormatExport(const std::vector<Figure>& figures, ExportFormat format);
+
+// The figures of an export (either format) for `statistics`, each with `extra` added to its
+// config. `source` names the text in errors; a malformed row is an error naming its line.
+Result<std::vector<Figure>> ParseExport(const std::string& text, ExportFormat format,
+                                        const std::string& source,
+                                        const std::vector<std::string>& statistics,
+                                        const Config& extra);
+
+// ParseExport of a file, its format from its name (ExportFormatOf). kNotFound when it cannot
+// be read.
+Result<std::vector<Figure>> FromExport(const std::string& path,
+                                       const std::vector<std::string>& statistics,
+                                       const Config& extra);
+
+// The export format a file name says (".csv", ".jsonl"), or nullopt for anything else.
+std::optional<ExportFormat> ExportFormatOf(const std::string& path);
 
 enum class Pairing { kAuto, kPaired, kUnpaired };
 

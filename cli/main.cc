@@ -3,6 +3,7 @@
 //   perfgate report --validation NAME [--namespace NS] [--kubeconfig FILE] [-o FILE]
 //   perfgate compare A B [--store URL] [--margin 3%] [--paired|--unpaired] [-o table|json|markdown]
 //   perfgate compare --by KEY SOURCE... [--store URL] [--reference VALUE]
+//   perfgate export SOURCE... [--store URL] [-o csv|jsonl] [--out FILE]
 // Exit codes: 0 done, 1 the reports could not be read or written, 2 invalid arguments;
 // compare: 0 nothing regressed, 1 a metric regressed, 2 invalid arguments, 3 the inputs could
 // not be read or hold nothing to compare.
@@ -57,7 +58,12 @@ constexpr const char* kUsage = R"(usage (also as the kubectl plugin: kubectl per
   perfgate compare --by KEY SOURCE... [--reference VALUE]
       The same across the groups a key forms (cluster, driverVersion, any identity key),
       each against the reference group (default: the first by name). Files get a cluster
-      from a label: east=reports/east/.
+      from a label: east=reports/east/. A source may also be an export (.csv, .jsonl).
+  perfgate export SOURCE... [-o csv|jsonl] [--out FILE] [--statistic LIST] [--test LIST]
+      One row per node, test, metric and statistic (default all six) of the sources compare
+      reads (files, folders, exports, or with --store selectors), with the node's identity
+      and configuration keys: CSV (default) or JSON Lines, to stdout or --out FILE. Exit
+      codes as compare's (0 done).
 Compare options:
   --store URL         sqlite:///path.db or postgresql://...: A and B are selectors
   --margin M          equivalence margin, 3% or 0.03 (default 3%)
@@ -319,6 +325,110 @@ double ParseFraction(std::string text) {
   }
 }
 
+// Appends the figures of one source: a report file or folder, an export (.csv, .jsonl), or
+// with a store a selector; `extra` added to each figure's config ("east=reports/east" adds
+// cluster=east). Returns -1 when done, else the exit code (2 a bad selector, 3 unreadable).
+int LoadSource(const std::string& command, const std::string& source, store::Store* db,
+               const std::vector<std::string>& statistics, compare::Config extra,
+               std::vector<compare::Figure>* figures) {
+  Result<std::vector<compare::Figure>> got = Status::Ok();
+  if (db != nullptr) {
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    auto selector = compare::ParseSelector(source, now_ms);
+    if (!selector.ok()) return Usage(selector.status().message());
+    got = compare::FromStore(*db, *selector, statistics, extra);
+  } else {
+    std::string path = source;
+    // "east=reports/east": the files' cluster.
+    if (const auto eq = path.find('=');
+        eq != std::string::npos && eq > 0 && path.substr(0, eq).find('/') == std::string::npos) {
+      extra["cluster"] = path.substr(0, eq);
+      path = path.substr(eq + 1);
+    }
+    if (compare::ExportFormatOf(path)) {
+      got = compare::FromExport(path, statistics, extra);
+    } else {
+      auto reports = fleet::LoadReports({path});
+      if (!reports.ok()) return Fail(command, reports.status().message()) + 2;
+      got = compare::FromReports(*reports, statistics, extra);
+    }
+  }
+  if (!got.ok()) return Fail(command, got.status().message()) + 2;
+  figures->insert(figures->end(), got->begin(), got->end());
+  return -1;
+}
+
+// Every positional source of `args` (with --store, selectors), side "A" and "B" when `sides`,
+// then only the --test tests. -1 when done, else the exit code.
+int LoadSources(const std::string& command, const Args& args, bool sides,
+                const std::vector<std::string>& statistics, std::vector<compare::Figure>* figures) {
+  std::unique_ptr<store::Store> db;
+  if (const std::string url = args.Get("store"); !url.empty()) {
+    auto opened = store::Open(url);
+    if (!opened.ok()) return Fail(command, opened.status().message()) + 2;
+    db = std::move(opened).value();
+  }
+  for (std::size_t i = 0; i < args.positional.size(); ++i) {
+    compare::Config extra;
+    if (sides) extra["side"] = i == 0 ? "A" : "B";
+    if (int code = LoadSource(command, args.positional[i], db.get(), statistics, extra, figures);
+        code >= 0) {
+      return code;
+    }
+  }
+  if (const std::string only = args.Get("test"); !only.empty()) {
+    const auto tests = Split(only, ',');
+    std::erase_if(*figures, [&](const compare::Figure& f) {
+      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
+    });
+  }
+  return -1;
+}
+
+// --statistic LIST, checked; an empty vector (after a usage message) when a name is unknown.
+std::vector<std::string> Statistics(const std::string& list) {
+  std::vector<std::string> out;
+  for (const auto& s : Split(list, ',')) {
+    if (!compare::KnownStatistic(s)) {
+      Usage("--statistic " + s + " is not one of mean, median, p05, p95, min, max");
+      return {};
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+int Export(const std::vector<std::string>& argv) {
+  const Args args = Parse(argv, {{"-o", "output"},
+                                 {"--output", "output"},
+                                 {"--out", "out"},
+                                 {"--store", "store"},
+                                 {"--statistic", "statistic"},
+                                 {"--test", "test"}});
+  if (!args.error.empty()) return Usage(args.error);
+  const std::string output = args.Get("output", "csv");
+  if (output != "csv" && output != "jsonl") return Usage("-o must be csv or jsonl");
+  if (args.positional.empty()) return Usage("export needs a source (files, folders, selectors)");
+  std::string all;
+  for (const char* s : store::kBaselineStatistics) all += (all.empty() ? "" : ",") + std::string(s);
+  const std::vector<std::string> statistics = Statistics(args.Get("statistic", all));
+  if (statistics.empty()) return 2;
+  std::vector<compare::Figure> figures;
+  if (int code = LoadSources("export", args, false, statistics, &figures); code >= 0) return code;
+  const std::string text = compare::FormatExport(
+      figures, output == "csv" ? compare::ExportFormat::kCsv : compare::ExportFormat::kJsonLines);
+  if (const std::string out = args.Get("out"); !out.empty() && out != "-") {
+    if (Status st = report::WriteFileAtomic(out, text); !st.ok()) {
+      return Fail("export", st.message()) + 2;
+    }
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
 int Compare(std::vector<std::string> argv) {
   compare::Options options;
   for (auto it = argv.begin(); it != argv.end();) {
@@ -356,13 +466,8 @@ int Compare(std::vector<std::string> argv) {
     return Usage("--alpha must be in (0, 0.5), e.g. 0.05");
   }
   options.confidence = 1 - options.alpha;
-  std::vector<std::string> statistics;
-  for (const auto& s : Split(args.Get("statistic", "median"), ',')) {
-    if (!compare::KnownStatistic(s)) {
-      return Usage("--statistic " + s + " is not one of mean, median, p05, p95, min, max");
-    }
-    statistics.push_back(s);
-  }
+  const std::vector<std::string> statistics = Statistics(args.Get("statistic", "median"));
+  if (statistics.empty()) return 2;
   const std::string by = args.Get("by");
   if (by.empty() && args.positional.size() != 2) {
     return Usage("compare takes two sources, A and B (or --by KEY and one source or more)");
@@ -370,45 +475,9 @@ int Compare(std::vector<std::string> argv) {
   if (!by.empty() && args.positional.empty()) return Usage("compare --by needs a source");
   if (by.empty() && args.options.count("reference")) return Usage("--reference needs --by");
 
-  std::unique_ptr<store::Store> db;
-  if (const std::string url = args.Get("store"); !url.empty()) {
-    auto opened = store::Open(url);
-    if (!opened.ok()) return Fail("compare", opened.status().message()) + 2;
-    db = std::move(opened).value();
-  }
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
   std::vector<compare::Figure> figures;
-  for (std::size_t i = 0; i < args.positional.size(); ++i) {
-    const std::string& source = args.positional[i];
-    compare::Config extra;
-    if (by.empty()) extra["side"] = i == 0 ? "A" : "B";
-    Result<std::vector<compare::Figure>> got = Status::Ok();
-    if (db) {
-      auto selector = compare::ParseSelector(source, now_ms);
-      if (!selector.ok()) return Usage(selector.status().message());
-      got = compare::FromStore(*db, *selector, statistics, extra);
-    } else {
-      std::string path = source;
-      // "east=reports/east": the files' cluster.
-      if (const auto eq = path.find('=');
-          eq != std::string::npos && eq > 0 && path.substr(0, eq).find('/') == std::string::npos) {
-        extra["cluster"] = path.substr(0, eq);
-        path = path.substr(eq + 1);
-      }
-      auto reports = fleet::LoadReports({path});
-      if (!reports.ok()) return Fail("compare", reports.status().message()) + 2;
-      got = compare::FromReports(*reports, statistics, extra);
-    }
-    if (!got.ok()) return Fail("compare", got.status().message()) + 2;
-    figures.insert(figures.end(), got->begin(), got->end());
-  }
-  if (const std::string only = args.Get("test"); !only.empty()) {
-    const auto tests = Split(only, ',');
-    std::erase_if(figures, [&](const compare::Figure& f) {
-      return std::find(tests.begin(), tests.end(), f.test) == tests.end();
-    });
+  if (int code = LoadSources("compare", args, by.empty(), statistics, &figures); code >= 0) {
+    return code;
   }
   std::vector<std::string> groups = {"A", "B"};
   if (!by.empty()) {
@@ -460,5 +529,6 @@ int main(int argc, char** argv) {
   if (command == "summary") return Summary(args);
   if (command == "rerun") return Rerun(args);
   if (command == "compare") return Compare(args);
+  if (command == "export") return Export(args);
   return Usage("unknown command " + command);
 }

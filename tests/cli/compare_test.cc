@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "common/report.h"
 #include "tests/cli/fleet_fixture.h"
@@ -227,6 +229,70 @@ TEST(Compare, ReadsAStoreBySelector) {
   fs::remove_all(dir);
 }
 
+// What an export holds reads back into the same comparison: every row's ratio, interval,
+// tests, verdict and explaining keys, in both formats.
+TEST(Compare, ExportsReadBackIntoTheSameComparison) {
+  const auto pair = testing::DriverUpgrade(24, 16, 8, 0.94);
+  const std::vector<std::string> all(std::begin(store::kBaselineStatistics),
+                                     std::end(store::kBaselineStatistics));
+  auto original = Compare(AbFigures(pair), {"A", "B"}, "", Options{});
+  ASSERT_TRUE(original.ok()) << original.status().message();
+  ASSERT_EQ(original->Count(Decision::kRegressed), 2);  // rows with explanations to carry over
+  for (const auto format : {ExportFormat::kCsv, ExportFormat::kJsonLines}) {
+    std::vector<Figure> figures;
+    for (const auto& [side, reports] : {std::pair{"A", &pair.a}, std::pair{"B", &pair.b}}) {
+      const std::string text = FormatExport(FromReports(*reports, all, {}), format);
+      auto back = ParseExport(text, format, side, kMedian, {{"side", side}});
+      ASSERT_TRUE(back.ok()) << back.status().message();
+      figures.insert(figures.end(), back->begin(), back->end());
+    }
+    auto again = Compare(figures, {"A", "B"}, "", Options{});
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    ASSERT_EQ(again->rows.size(), original->rows.size());
+    EXPECT_EQ(again->paired, original->paired);
+    for (std::size_t i = 0; i < again->rows.size(); ++i) {
+      const Row& a = original->rows[i];
+      const Row& b = again->rows[i];
+      EXPECT_EQ(b.test + b.metric, a.test + a.metric);
+      EXPECT_EQ(b.ratio, a.ratio) << a.metric;
+      EXPECT_EQ(b.ratio_low, a.ratio_low) << a.metric;
+      EXPECT_EQ(b.ratio_high, a.ratio_high) << a.metric;
+      EXPECT_EQ(b.p_adjusted, a.p_adjusted) << a.metric;
+      EXPECT_EQ(b.decision, a.decision) << a.metric;
+      ASSERT_EQ(b.explanations.size(), a.explanations.size()) << a.metric;
+      for (std::size_t e = 0; e < a.explanations.size(); ++e) {
+        EXPECT_EQ(b.explanations[e].key, a.explanations[e].key);
+        EXPECT_EQ(b.explanations[e].share, a.explanations[e].share);
+      }
+    }
+    // Everything a user sees, byte for byte.
+    EXPECT_EQ(FormatJson(*again), FormatJson(*original));
+  }
+}
+
+TEST(Compare, AMalformedExportNamesItsLine) {
+  const std::string csv =
+      "node,model,test,metric,statistic,value,unit,higherIsBetter\r\n"
+      "n1,H200,hbm,bw,median,1.5,GB/s,true\r\n"
+      "n2,H200,hbm,bw,median,fast,GB/s,true\r\n";
+  auto got = ParseExport(csv, ExportFormat::kCsv, "x.csv", kMedian, {});
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("x.csv:3: value \"fast\" is not a number"),
+            std::string::npos)
+      << got.status().message();
+  got = ParseExport("node,test\r\nn1,hbm\r\n", ExportFormat::kCsv, "y.csv", kMedian, {});
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("not a perfgate export"), std::string::npos);
+  got = ParseExport("\n{\"node\": \"n1\"}\n", ExportFormat::kJsonLines, "z.jsonl", kMedian, {});
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("z.jsonl:2: no test"), std::string::npos)
+      << got.status().message();
+  got = ParseExport("[1]\n", ExportFormat::kJsonLines, "z.jsonl", kMedian, {});
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("z.jsonl:1: not a JSON object"), std::string::npos)
+      << got.status().message();
+}
+
 // The real binary, as CI runs it.
 struct CliRun {
   int code = -1;
@@ -307,6 +373,77 @@ TEST(PerfgateCompare, ExitCodesGateCi) {
   r = Perfgate("compare --by cluster east=" + a + " west=" + b);
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("MEDIAN east"), std::string::npos) << r.out;
+  fs::remove_all(dir);
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(PerfgateExport, CsvAndJsonLinesReadBackIntoTheSameComparison) {
+  const fs::path dir = fs::temp_directory_path() / ("perfgate-export-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto slow = testing::DriverUpgrade(16, 16, 0, 0.95);
+  // A configuration value with a comma and quotes must survive both formats.
+  const std::string odd = "6.8.0-lab \"custom\", patched";
+  slow.a.front().report.mutable_identity()->set_kernel(odd);
+  slow.b.front().report.mutable_identity()->set_kernel(odd);
+  WriteAll(dir / "a", slow.a);
+  WriteAll(dir / "b", slow.b);
+  std::size_t summaries = 0;  // metric summaries with samples in A, six statistics each
+  for (const auto& r : slow.a) {
+    for (const auto& t : r.report.tests()) {
+      for (const auto& m : t.metrics()) summaries += m.summary().n() > 0 ? 6 : 0;
+    }
+  }
+  ASSERT_GT(summaries, 0u);
+  const std::string a = (dir / "a").string(), b = (dir / "b").string();
+  const CliRun original = Perfgate("compare " + a + " " + b + " -o json");
+  ASSERT_EQ(original.code, 1) << original.out;
+
+  for (const std::string ext : {"csv", "jsonl"}) {
+    const fs::path ea = dir / ("a." + ext), eb = dir / ("b." + ext);
+    CliRun r = Perfgate("export " + a + " -o " + ext + " --out " + ea.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    r = Perfgate("export " + b + " -o " + ext + " --out " + eb.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const std::string text = ReadAll(ea);
+    std::size_t lines = 0;
+    for (char c : text) lines += c == '\n';
+    if (ext == "csv") {
+      EXPECT_EQ(text.rfind("node,model,test,metric,statistic,value,unit,higherIsBetter,", 0), 0u)
+          << text.substr(0, 200);
+      const std::string header = text.substr(0, text.find('\r'));
+      for (const char* key : {",driverVersion,", ",kernel,", ",validation"}) {
+        EXPECT_NE(header.find(key), std::string::npos) << key << " in " << header;
+      }
+      EXPECT_EQ(lines, summaries + 1);
+      EXPECT_NE(text.find(",\"6.8.0-lab \"\"custom\"\", patched\","), std::string::npos);
+    } else {
+      EXPECT_EQ(text.rfind("{\"", 0), 0u);
+      EXPECT_EQ(lines, summaries);
+      EXPECT_NE(text.find("\"kernel\":\"6.8.0-lab \\\"custom\\\", patched\""), std::string::npos);
+      EXPECT_NE(text.find("\"higherIsBetter\":true"), std::string::npos);
+    }
+    // Compared from the exports: the same rows, verdicts and explaining keys as from the
+    // reports, and the same exit code.
+    r = Perfgate("compare " + ea.string() + " " + eb.string() + " -o json");
+    EXPECT_EQ(r.code, original.code) << r.out;
+    EXPECT_EQ(r.out, original.out) << ext;
+  }
+  // Reports against an export mixes too; a broken export is named.
+  CliRun r = Perfgate("compare " + a + " " + (dir / "b.csv").string() + " -o json");
+  EXPECT_EQ(r.out, original.out);
+  std::ofstream(dir / "bad.csv") << "node,test\nn1,hbm\n";
+  r = Perfgate("compare " + a + " " + (dir / "bad.csv").string());
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("bad.csv: not a perfgate export (no column model)"), std::string::npos)
+      << r.out;
+  r = Perfgate("export " + a + " -o xml");
+  EXPECT_EQ(r.code, 2);
   fs::remove_all(dir);
 }
 
