@@ -308,8 +308,10 @@ TEST_F(E2E, BrokenWorkersGiveErrorNotTaint) {
   small.name = "node-5";
   small.gpus = 2;
   ASSERT_TRUE(sim_->AddNode(small).ok());
+  // The node timeout must outlast a healthy worker's start and run on a loaded CI machine
+  // (a 4 s timeout turned healthy nodes into ERROR there); only node-1's hang may reach it.
   Apply(SyntheticSpec("broken", "node-0=crash, node-1=hang",
-                      "    onFailure: taint\n    nodeTimeoutSeconds: 4\n", "  gpusPerNode: 4\n"));
+                      "    onFailure: taint\n    nodeTimeoutSeconds: 12\n", "  gpusPerNode: 4\n"));
   // While it waits, the status says why node-4's worker does not start.
   EXPECT_TRUE(Eventually(
       [&] {
