@@ -1,13 +1,12 @@
 #include "cli/summary.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
 
 #include "common/report.h"
 #include "common/time.h"
+#include "common/yaml_emit.h"
 #include "operator/gpu_model.h"
 
 namespace perfgate::summary {
@@ -54,29 +53,6 @@ std::string WhyOf(const fleet::NodeReport& r) {
   return r.worst;
 }
 
-std::string Pad(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s + " " : s + std::string(w - s.size() + 1, ' ');
-}
-
-// Columns as kubectl prints them: upper-case headers, each as wide as its widest cell.
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()));
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  std::ostringstream os;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      line += i + 1 == row.size() ? row[i] : Pad(row[i], widths[i] + 1);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    os << line << "\n";
-  }
-  return os.str();
-}
-
 Json ToJson(const FleetSummary& s) {
   Json out = {{"nodes", Json::array()}, {"byModel", Json::object()}, {"lagging", Json::array()}};
   for (const auto& n : s.nodes) {
@@ -102,31 +78,6 @@ Json ToJson(const FleetSummary& s) {
                               {"robustZ", l.z}});
   }
   return out;
-}
-
-void EmitYaml(YAML::Emitter& e, const Json& j) {
-  if (j.is_object()) {
-    e << YAML::BeginMap;
-    for (const auto& [k, v] : j.items()) {
-      e << YAML::Key << k << YAML::Value;
-      EmitYaml(e, v);
-    }
-    e << YAML::EndMap;
-  } else if (j.is_array()) {
-    e << YAML::BeginSeq;
-    for (const auto& v : j) EmitYaml(e, v);
-    e << YAML::EndSeq;
-  } else if (j.is_string()) {
-    e << YAML::DoubleQuoted << j.get<std::string>();
-  } else if (j.is_boolean()) {
-    e << j.get<bool>();
-  } else if (j.is_number_integer()) {
-    e << j.get<long long>();
-  } else if (j.is_number()) {
-    e << j.get<double>();
-  } else {
-    e << YAML::Null;
-  }
 }
 
 }  // namespace
@@ -176,9 +127,7 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
 std::string Format(const FleetSummary& s, const std::string& output) {
   if (output == "json") return ToJson(s).dump(2) + "\n";
   if (output == "yaml") {
-    YAML::Emitter e;
-    EmitYaml(e, ToJson(s));
-    return std::string(e.c_str()) + "\n";
+    return yaml::EmitYaml(ToJson(s)) + "\n";
   }
   const bool wide = output == "wide";
   std::ostringstream os;
@@ -196,7 +145,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
     models.push_back({model, std::to_string(total), count("PASS"), count("FAIL"),
                       count("INCONCLUSIVE"), count("ERROR"), count("NEVER"), count("STALE")});
   }
-  os << Table(models);
+  os << report::FormatColumns(models);
 
   std::vector<std::vector<std::string>> bad = {{"NODE", "VERDICT", "VALIDATION", "WHY"}};
   if (wide) bad[0] = {"NODE", "VERDICT", "VALIDATION", "RUN", "MODEL", "LAST VALIDATED", "WHY"};
@@ -208,7 +157,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
       bad.push_back({n.node, n.verdict, n.validation, n.why});
     }
   }
-  if (bad.size() > 1) os << "\nNot passing:\n" << Table(bad);
+  if (bad.size() > 1) os << "\nNot passing:\n" << report::FormatColumns(bad);
 
   if (!s.lagging.empty()) {
     std::vector<std::vector<std::string>> lag = {
@@ -221,7 +170,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
       if (wide) lag.back().push_back(report::FormatFigure(l.z));
     }
     os << "\nLagging their peers (passing, 3% or more below the median of their GPU model):\n"
-       << Table(lag);
+       << report::FormatColumns(lag);
   }
 
   std::vector<std::vector<std::string>> never = {{"NODE", "MODEL"}};
@@ -230,8 +179,8 @@ std::string Format(const FleetSummary& s, const std::string& output) {
     if (n.verdict.empty()) never.push_back({n.node, n.model});
     if (n.stale) stale.push_back({n.node, n.verdict, n.lastValidated});
   }
-  if (never.size() > 1) os << "\nNever validated:\n" << Table(never);
-  if (stale.size() > 1) os << "\nValidated too long ago:\n" << Table(stale);
+  if (never.size() > 1) os << "\nNever validated:\n" << report::FormatColumns(never);
+  if (stale.size() > 1) os << "\nValidated too long ago:\n" << report::FormatColumns(stale);
   return os.str();
 }
 

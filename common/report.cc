@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -15,10 +16,6 @@ namespace perfgate::report {
 namespace {
 
 std::string Fixed(double v) { return FormatFigure(v); }
-
-std::string PadRight(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
-}
 
 }  // namespace
 
@@ -96,6 +93,26 @@ std::string VerdictName(v1alpha1::Verdict v) {
   return v1alpha1::Verdict_Name(v);
 }
 
+std::string FormatColumns(const std::vector<std::vector<std::string>>& rows, std::size_t gap) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()));
+    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line.append(widths[i] + gap - row[i].size(), ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
 std::string FormatTable(const v1alpha1::Report& report) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"TEST", "DEVICE", "METRIC", "STATISTIC", "VALUE", "BOUND", "N", "VERDICT"});
@@ -122,17 +139,8 @@ std::string FormatTable(const v1alpha1::Report& report) {
                       VerdictName(t.verdict())});
     }
   }
-  std::vector<std::size_t> widths(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
-  }
   std::ostringstream os;
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      os << (i + 1 < r.size() ? PadRight(r[i], widths[i] + 2) : r[i]);
-    }
-    os << "\n";
-  }
+  os << FormatColumns(rows);
   bool header = false;
   for (const auto& t : report.tests()) {
     if (t.verdict() == v1alpha1::PASS) continue;

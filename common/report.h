@@ -1,7 +1,9 @@
 // Report writers: the readable table, protobuf JSON of the Report message, JUnit XML.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "perfgate/v1alpha1/report.pb.h"
@@ -24,6 +26,11 @@ double StatisticValue(const v1alpha1::Summary& s, const std::string& statistic);
 
 // Text made safe inside XML or HTML elements and attribute values.
 std::string XmlEscape(const std::string& s);
+
+// Rows as columns, the way kubectl prints them: each column as wide as its widest cell plus
+// `gap` spaces, the last cell of a row unpadded, trailing spaces dropped, "\n" after every row.
+// Rows may differ in length.
+std::string FormatColumns(const std::vector<std::vector<std::string>>& rows, std::size_t gap = 2);
 
 // The table `perfgate-worker run` ends with: test, device, metric, statistic, value, bound,
 // verdict; then one line per non-passing test with its reason; then the overall verdict.

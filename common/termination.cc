@@ -80,12 +80,12 @@ std::string Encode(const NodeResult& result, size_t maxBytes) {
   const v1alpha1::Report& r = result.report;
   const std::string verdict = report::VerdictName(r.verdict());
   const std::string first_line =
-      std::string(kHeader) + ": " + verdict + " on " + Cut(result.nodeName, 100);
+      std::string(kHeader) + ": " + verdict + " on " + Cut(result.node_name, 100);
   const size_t budget = maxBytes - first_line.size() - 1;
 
   Json head = {
       {"val", result.validation},
-      {"node", result.nodeName},
+      {"node", result.node_name},
       {"run", result.run},
       {"v", verdict},
       {"c", Json::array({r.passed(), r.failed(), r.inconclusive(), r.skipped(), r.errors()})}};
@@ -119,7 +119,7 @@ std::string Encode(const NodeResult& result, size_t maxBytes) {
         break;
       default:
         head["val"] = Cut(result.validation, 63);
-        head["node"] = Cut(result.nodeName, 63);
+        head["node"] = Cut(result.node_name, 63);
         break;
     }
   }
@@ -170,11 +170,11 @@ Result<NodeResult> Decode(std::string_view message) {
   }
   NodeResult out;
   out.validation = Str(j, "val");
-  out.nodeName = Str(j, "node");
+  out.node_name = Str(j, "node");
   out.run = Str(j, "run");
   out.worst = Str(j, "w");
   out.note = Str(j, "note");
-  if (out.nodeName.empty()) return InvalidArgument("perfgate result: no node");
+  if (out.node_name.empty()) return InvalidArgument("perfgate result: no node");
   v1alpha1::Report& r = out.report;
   r.set_validation(out.validation);
   r.set_verdict(verdict);
@@ -210,7 +210,7 @@ Result<NodeResult> Decode(std::string_view message) {
     }
   }
   if (auto o = j.find("omit"); o != j.end() && o->is_number_integer()) {
-    out.omittedTests = o->get<int>();
+    out.omitted_tests = o->get<int>();
   }
   return out;
 }

@@ -29,7 +29,7 @@ inline constexpr std::string_view kHeader = "perfgate result v1";
 // A node's result as the termination message carries it.
 struct NodeResult {
   std::string validation;
-  std::string nodeName;
+  std::string node_name;
   std::string run;
   // The PerfResult's spec.worst: the figure closest to failing, "" when none.
   std::string worst;
@@ -40,7 +40,7 @@ struct NodeResult {
   // reason and the one threshold that decided it (metric, statistic, op, observed, bound).
   v1alpha1::Report report;
   // Decoded only: how many tests were left out to fit the message.
-  int omittedTests = 0;
+  int omitted_tests = 0;
 };
 
 // The message for `result`, at most `maxBytes` long (at least 512). The verdict, node, run,

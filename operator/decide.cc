@@ -283,7 +283,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       // A worker that measured but could not write its result (the API server down past its
       // retries) left the verdict in its termination message: that is the node's result.
       if (auto decoded = termination::Decode(pod.terminationMessage);
-          decoded.ok() && decoded->nodeName == node && decoded->run == s.run) {
+          decoded.ok() && decoded->node_name == node && decoded->run == s.run) {
         Json result =
             BuildRecoveredResult(ctx.owner, config.nameSpace, s.run, node, pod_name, *decoded);
         outcomes.push_back(OutcomeOfResult(node, result));

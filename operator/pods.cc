@@ -18,8 +18,11 @@ Json OwnerReferences(const Owner& owner, bool controller) {
   return Json::array({ref});
 }
 
-Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
-              const ReconcilerConfig& config, const PodParams& p) {
+namespace {
+
+// The spec's tolerations, and the taints every worker pod must tolerate to run where selection
+// sent it.
+Json Tolerations(const v1alpha1::PerfValidationSpec& spec) {
   Json tolerations = Json::array();
   for (const auto& t : spec.tolerations()) {
     Json tol = Json::object();
@@ -40,66 +43,99 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   // default); a pod that requests GPUs tolerates it, as the ExtendedResourceToleration admission
   // plugin would add.
   tolerations.push_back({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}});
+  return tolerations;
+}
+
+Json FieldEnv(const std::string& name, const std::string& path) {
+  Json field_ref = {{"fieldPath", path}};
+  Json value_from = {{"fieldRef", std::move(field_ref)}};
+  return {{"name", name}, {"valueFrom", std::move(value_from)}};
+}
+
+Json ValueEnv(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+Json WorkerEnv(const Owner& owner, const PodParams& p) {
+  Json env = Json::array();
+  env.push_back(FieldEnv("NODE_NAME", "spec.nodeName"));
+  env.push_back(FieldEnv("POD_NAMESPACE", "metadata.namespace"));
+  env.push_back(ValueEnv("PERFGATE_RUN", p.run));
+  env.push_back(ValueEnv("PERFGATE_VALIDATION", owner.name));
+  env.push_back(ValueEnv("PERFGATE_VALIDATION_UID", owner.uid));
+  env.push_back(ValueEnv("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"));
+  return env;
+}
+
+Json WorkerResources(int gpus) {
+  Json requests = {{"cpu", "1"}, {"memory", "1Gi"}};
+  Json limits = {{"memory", "32Gi"}};
+  if (gpus > 0) {
+    requests["nvidia.com/gpu"] = std::to_string(gpus);
+    limits["nvidia.com/gpu"] = std::to_string(gpus);
+  }
+  return {{"requests", std::move(requests)}, {"limits", std::move(limits)}};
+}
+
+Json WorkerContainer(const Owner& owner, const ReconcilerConfig& config, const PodParams& p) {
   Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", p.podName};
   if (config.enableFixtures) command.push_back("--enable-fixtures");
-  auto field_env = [](const std::string& n, const std::string& path) {
-    return Json{{"name", n}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
-  };
-  Json env = {field_env("NODE_NAME", "spec.nodeName"),
-              field_env("POD_NAMESPACE", "metadata.namespace"),
-              {{"name", "PERFGATE_RUN"}, {"value", p.run}},
-              {{"name", "PERFGATE_VALIDATION"}, {"value", owner.name}},
-              {{"name", "PERFGATE_VALIDATION_UID"}, {"value", owner.uid}},
-              {{"name", "NVIDIA_DRIVER_CAPABILITIES"}, {"value", "compute,utility"}}};
-  Json resources = {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
-                    {"limits", {{"memory", "32Gi"}}}};
-  if (p.gpus > 0) {
-    resources["requests"]["nvidia.com/gpu"] = std::to_string(p.gpus);
-    resources["limits"]["nvidia.com/gpu"] = std::to_string(p.gpus);
-  }
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata",
-       {{"name", p.podName},
-        {"namespace", config.nameSpace},
-        {"labels",
-         {{"app.kubernetes.io/name", "perfgate-worker"},
-          {"app.kubernetes.io/managed-by", "perfgate-operator"},
-          {kValidationLabel, LabelValue(owner.name)},
-          {kNodeLabel, LabelValue(p.node)},
-          {kRunLabel, p.run}}},
-        {"ownerReferences", OwnerReferences(owner, /*controller=*/true)}}},
-      {"spec",
-       {{"restartPolicy", "Never"},
-        {"serviceAccountName", config.workerServiceAccount},
-        {"activeDeadlineSeconds", p.timeoutSeconds},
-        {"terminationGracePeriodSeconds", 10},
-        {"affinity",
-         {{"nodeAffinity",
-           {{"requiredDuringSchedulingIgnoredDuringExecution",
-             {{"nodeSelectorTerms",
-               {{{"matchFields",
-                  {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {p.node}}}}}}}}}}}}}},
-        {"tolerations", tolerations},
-        // Pod Security "restricted" (docs/operator.md): what a gang adds on top is named there.
-        {"securityContext",
-         {{"runAsNonRoot", true},
-          {"runAsUser", 65532},
-          {"runAsGroup", 65532},
-          {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-        {"containers",
-         {{{"name", "worker"},
-           {"image", config.workerImage},
-           {"command", command},
-           {"env", env},
-           {"resources", resources},
-           {"terminationMessagePolicy", "FallbackToLogsOnError"},
-           {"securityContext",
-            {{"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", {"ALL"}}}}}},
-           {"volumeMounts",
-            {{{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}}}}}}},
-        {"volumes", {{{"name", "plan"}, {"configMap", {{"name", p.configMap}}}}}}}}};
+  Json capabilities = {{"drop", {"ALL"}}};
+  Json security = {{"allowPrivilegeEscalation", false}, {"capabilities", std::move(capabilities)}};
+  Json plan_mount = {{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}};
+  Json container = Json::object();
+  container["name"] = "worker";
+  container["image"] = config.workerImage;
+  container["command"] = std::move(command);
+  container["env"] = WorkerEnv(owner, p);
+  container["resources"] = WorkerResources(p.gpus);
+  container["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  container["securityContext"] = std::move(security);
+  container["volumeMounts"] = Json::array({std::move(plan_mount)});
+  return container;
+}
+
+// Required node affinity to exactly `node`, by name.
+Json PinToNode(const std::string& node) {
+  Json match = {{"key", "metadata.name"}, {"operator", "In"}, {"values", {node}}};
+  Json term = {{"matchFields", Json::array({std::move(match)})}};
+  Json required = {{"nodeSelectorTerms", Json::array({std::move(term)})}};
+  return {{"nodeAffinity", {{"requiredDuringSchedulingIgnoredDuringExecution", required}}}};
+}
+
+}  // namespace
+
+Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
+              const ReconcilerConfig& config, const PodParams& p) {
+  Json labels = {{"app.kubernetes.io/name", "perfgate-worker"},
+                 {"app.kubernetes.io/managed-by", "perfgate-operator"},
+                 {kValidationLabel, LabelValue(owner.name)},
+                 {kNodeLabel, LabelValue(p.node)},
+                 {kRunLabel, p.run}};
+  Json metadata = {{"name", p.podName},
+                   {"namespace", config.nameSpace},
+                   {"labels", std::move(labels)},
+                   {"ownerReferences", OwnerReferences(owner, /*controller=*/true)}};
+  // Pod Security "restricted" (docs/operator.md): what a gang adds on top is named there.
+  Json security = {{"runAsNonRoot", true},
+                   {"runAsUser", 65532},
+                   {"runAsGroup", 65532},
+                   {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  Json plan_volume = {{"name", "plan"}, {"configMap", {{"name", p.configMap}}}};
+  Json pod_spec = Json::object();
+  pod_spec["restartPolicy"] = "Never";
+  pod_spec["serviceAccountName"] = config.workerServiceAccount;
+  pod_spec["activeDeadlineSeconds"] = p.timeoutSeconds;
+  pod_spec["terminationGracePeriodSeconds"] = 10;
+  pod_spec["affinity"] = PinToNode(p.node);
+  pod_spec["tolerations"] = Tolerations(spec);
+  pod_spec["securityContext"] = std::move(security);
+  pod_spec["containers"] = Json::array({WorkerContainer(owner, config, p)});
+  pod_spec["volumes"] = Json::array({std::move(plan_volume)});
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", std::move(metadata)},
+          {"spec", std::move(pod_spec)}};
 }
 
 Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
@@ -107,15 +143,12 @@ Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   Json pod = BuildPod(owner, spec, config, p);
   pod["metadata"]["labels"][kGangLabel] = member.gangId;
   Json& container = pod["spec"]["containers"][0];
-  auto value_env = [](const std::string& n, const std::string& v) {
-    return Json{{"name", n}, {"value", v}};
-  };
-  container["env"].push_back(value_env("PERFGATE_GANG_SIZE", std::to_string(member.size)));
-  container["env"].push_back(value_env("PERFGATE_GANG_RANK", std::to_string(member.rank)));
-  container["env"].push_back(value_env("PERFGATE_GANG_ID", member.gangId));
-  container["env"].push_back(value_env("NCCL_COMM_ID", member.commId));
+  container["env"].push_back(ValueEnv("PERFGATE_GANG_SIZE", std::to_string(member.size)));
+  container["env"].push_back(ValueEnv("PERFGATE_GANG_RANK", std::to_string(member.rank)));
+  container["env"].push_back(ValueEnv("PERFGATE_GANG_ID", member.gangId));
+  container["env"].push_back(ValueEnv("NCCL_COMM_ID", member.commId));
   if (p.gpus > 0) {
-    container["env"].push_back(value_env("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(p.gpus)));
+    container["env"].push_back(ValueEnv("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(p.gpus)));
   }
   // NCCL's SHM transport and proxy buffers live in /dev/shm; the runtime's 64 MiB is too small.
   const v1alpha1::Gang& gang = spec.gang();
@@ -134,10 +167,10 @@ Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   // reaches the pod. BuildPlan has checked the names.
   const v1alpha1::GangNetwork& network = gang.network();
   if (!network.socketifname().empty()) {
-    container["env"].push_back(value_env("NCCL_SOCKET_IFNAME", network.socketifname()));
+    container["env"].push_back(ValueEnv("NCCL_SOCKET_IFNAME", network.socketifname()));
   }
   if (!network.ibhca().empty()) {
-    container["env"].push_back(value_env("NCCL_IB_HCA", network.ibhca()));
+    container["env"].push_back(ValueEnv("NCCL_IB_HCA", network.ibhca()));
   }
   // Sorted, as the JSON spec read them: protobuf maps have no order.
   const std::map<std::string, std::string> annotations(network.podannotations().begin(),
@@ -146,7 +179,7 @@ Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   const std::map<std::string, int> extra_resources(network.resources().begin(),
                                                    network.resources().end());
   for (const auto& [k, v] : annotations) pod["metadata"]["annotations"][k] = v;
-  for (const auto& [k, v] : extra_env) container["env"].push_back(value_env(k, v));
+  for (const auto& [k, v] : extra_env) container["env"].push_back(ValueEnv(k, v));
   for (const auto& [k, v] : extra_resources) {
     // Extended resources: request and limit must be equal (as for nvidia.com/gpu above).
     container["resources"]["requests"][k] = std::to_string(v);

@@ -31,18 +31,18 @@ void ClusterTargetFromEnv(ClusterTarget* target) {
   auto fill = [](std::string* field, const char* env) {
     if (field->empty()) *field = Env(env);
   };
-  fill(&target->resultName, "PERFGATE_RESULT_NAME");
-  fill(&target->nameSpace, "POD_NAMESPACE");
-  fill(&target->nodeName, "NODE_NAME");
+  fill(&target->result_name, "PERFGATE_RESULT_NAME");
+  fill(&target->name_space, "POD_NAMESPACE");
+  fill(&target->node_name, "NODE_NAME");
   fill(&target->run, "PERFGATE_RUN");
-  fill(&target->validationName, "PERFGATE_VALIDATION");
-  fill(&target->validationUid, "PERFGATE_VALIDATION_UID");
+  fill(&target->validation_name, "PERFGATE_VALIDATION");
+  fill(&target->validation_uid, "PERFGATE_VALIDATION_UID");
   const std::string timeout = Env("PERFGATE_RESULT_WRITE_TIMEOUT_SECONDS");
   if (!timeout.empty()) {
     char* end = nullptr;
     const long seconds = std::strtol(timeout.c_str(), &end, 10);
     if (end != timeout.c_str() && *end == '\0' && seconds >= 0) {
-      target->resultWriteTimeout = std::chrono::seconds(seconds);
+      target->result_write_timeout = std::chrono::seconds(seconds);
     }
   }
 }
@@ -97,27 +97,27 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
   nlohmann::json obj = {{"apiVersion", "perfgate.io/v1alpha1"},
                         {"kind", "PerfResult"},
                         {"metadata",
-                         {{"name", target.resultName},
-                          {"namespace", target.nameSpace},
+                         {{"name", target.result_name},
+                          {"namespace", target.name_space},
                           {"labels",
-                           {{"perfgate.io/validation", LabelValue(target.validationName)},
-                            {"perfgate.io/node", LabelValue(target.nodeName)},
+                           {{"perfgate.io/validation", LabelValue(target.validation_name)},
+                            {"perfgate.io/node", LabelValue(target.node_name)},
                             {"perfgate.io/run", target.run}}}}},
                         {"spec",
-                         {{"validation", target.validationName},
-                          {"nodeName", target.nodeName},
+                         {{"validation", target.validation_name},
+                          {"nodeName", target.node_name},
                           {"run", target.run},
                           {"worst", WorstFigure(report)},
                           {"report", report_json}}}};
   // Owned, so it goes with its validation, but without blockOwnerDeletion: that needs update on
   // the validation's finalizers (OwnerReferencesPermissionEnforcement), which a worker that
   // may only create results does not have.
-  if (!target.validationUid.empty()) {
+  if (!target.validation_uid.empty()) {
     obj["metadata"]["ownerReferences"] =
         nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
                                 {"kind", "PerfValidation"},
-                                {"name", target.validationName},
-                                {"uid", target.validationUid}}});
+                                {"name", target.validation_name},
+                                {"uid", target.validation_uid}}});
   }
   return obj.dump();
 }
@@ -163,8 +163,8 @@ Status RetryResultWrite(
 std::string TerminationResult(const ClusterTarget& target, const v1alpha1::Report& report,
                               const std::string& note) {
   termination::NodeResult result;
-  result.validation = target.validationName;
-  result.nodeName = target.nodeName;
+  result.validation = target.validation_name;
+  result.node_name = target.node_name;
   result.run = target.run;
   result.worst = WorstFigure(report);
   result.note = note;

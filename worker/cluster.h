@@ -21,15 +21,15 @@ inline constexpr std::chrono::seconds kDefaultResultWriteTimeout{300};
 // (PERFGATE_RESULT_NAME, POD_NAMESPACE, NODE_NAME, PERFGATE_RUN, PERFGATE_VALIDATION_UID,
 // PERFGATE_RESULT_WRITE_TIMEOUT_SECONDS).
 struct ClusterTarget {
-  std::string resultName;
-  std::string nameSpace;
-  std::string nodeName;
+  std::string result_name;
+  std::string name_space;
+  std::string node_name;
   std::string run;
-  std::string validationName;
-  std::string validationUid;
+  std::string validation_name;
+  std::string validation_uid;
   // How long the worker keeps retrying its PerfResult write before it gives up (and leaves
   // the verdict in its termination message only).
-  std::chrono::seconds resultWriteTimeout{kDefaultResultWriteTimeout};
+  std::chrono::seconds result_write_timeout{kDefaultResultWriteTimeout};
 };
 
 // Fills the unset fields of `target` from the environment. Non-blocking.
@@ -49,7 +49,7 @@ std::string WorstFigure(const v1alpha1::Report& report);
 
 // Creates the PerfResult with the in-cluster config (an existing one of the same name is left
 // as it is: a retried pod must not overwrite what the operator recorded), retrying transient
-// failures (RetryResultWrite) for up to target.resultWriteTimeout. Blocking.
+// failures (RetryResultWrite) for up to target.result_write_timeout. Blocking.
 Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report);
 
 // Whether a failed create of the PerfResult may succeed when sent again: no response at all,

@@ -25,7 +25,7 @@ std::string Env(const char* name) {
 }  // namespace
 
 Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report) {
-  if (target.resultName.empty()) return InvalidArgument("no PerfResult name (--result)");
+  if (target.result_name.empty()) return InvalidArgument("no PerfResult name (--result)");
   // PERFGATE_SERVICE_ACCOUNT_DIR: the token, ca.crt and namespace where the standard path is
   // not the pod's own (a kubelet that cannot mount per pod there).
   const std::string sa_dir = Env("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
@@ -33,23 +33,23 @@ Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& repo
                                  : Env("PERFGATE_SERVICE_ACCOUNT_DIR");
   ASSIGN_OR_RETURN(kube::RestConfig config, kube::InClusterConfig(sa_dir));
   ClusterTarget t = target;
-  if (t.nameSpace.empty()) t.nameSpace = config.defaultNamespace;
-  if (t.nameSpace.empty()) return InvalidArgument("no namespace for the PerfResult");
+  if (t.name_space.empty()) t.name_space = config.defaultNamespace;
+  if (t.name_space.empty()) return InvalidArgument("no namespace for the PerfResult");
   ASSIGN_OR_RETURN(std::string text, PerfResultJson(t, report));
   const nlohmann::json object = nlohmann::json::parse(text);
   ASSIGN_OR_RETURN(auto client, kube::NewClient(config));
   auto attempt = [&]() -> Status {
-    auto created = client->Create({"perfgate.io", "v1alpha1", "perfresults"}, t.nameSpace, object);
+    auto created = client->Create({"perfgate.io", "v1alpha1", "perfresults"}, t.name_space, object);
     return created.ok() ? Status::Ok() : created.status();
   };
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   auto on_retry = [&](int n, const Status& error, std::chrono::milliseconds wait) {
-    std::cerr << "perfgate-worker: writing PerfResult " << t.resultName << " failed (attempt " << n
+    std::cerr << "perfgate-worker: writing PerfResult " << t.result_name << " failed (attempt " << n
               << "): " << error.message() << "; retrying in " << wait.count() << " ms\n";
   };
-  const uint64_t seed = std::hash<std::string>{}(t.resultName) ^ static_cast<uint64_t>(getpid());
-  return RetryResultWrite(attempt, t.resultWriteTimeout, WriteBackoff{}, now, sleep, seed,
+  const uint64_t seed = std::hash<std::string>{}(t.result_name) ^ static_cast<uint64_t>(getpid());
+  return RetryResultWrite(attempt, t.result_write_timeout, WriteBackoff{}, now, sleep, seed,
                           on_retry);
 }
 

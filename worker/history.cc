@@ -41,24 +41,6 @@ std::string Percent(double f) {
   return buf;
 }
 
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> widths(rows[0].size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) widths[i] = std::max(widths[i], r[i].size());
-  }
-  std::ostringstream os;
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      line += r[i];
-      if (i + 1 < r.size()) line += std::string(widths[i] + 2 - r[i].size(), ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    os << line << "\n";
-  }
-  return os.str();
-}
-
 // Where results wait that the store at `url` could not take yet: beside a SQLite file
 // (results.db.spool/), or for a server, in the local data folder under a name of its own.
 std::string SpoolDir(const std::string& url) {
@@ -154,7 +136,7 @@ std::string FormatComparison(const std::vector<MetricComparison>& rows, int runs
                      : r.flag > 0 ? "BETTER"
                                   : ""});
   }
-  os << Table(table);
+  os << report::FormatColumns(table);
   for (const auto& r : rows) {
     if (r.flag == 0) continue;
     os << (r.flag < 0 ? "WORSE   " : "BETTER  ") << r.test << " [" << r.device << "] " << r.metric
@@ -416,7 +398,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
                      v.statistic, report::FormatFigure(v.value), std::to_string(v.count),
                      report::FormatFigure(v.low), report::FormatFigure(v.high)});
   }
-  out << Table(table);
+  out << report::FormatColumns(table);
   return 0;
 }
 

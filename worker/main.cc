@@ -266,9 +266,9 @@ int Run(const std::vector<std::string>& args) {
 
   // Cluster mode: the operator reads a failed worker's termination message.
   perfgate::worker::ClusterTarget cluster;
-  cluster.resultName = result_name;
+  cluster.result_name = result_name;
   perfgate::worker::ClusterTargetFromEnv(&cluster);
-  const bool in_cluster = !cluster.resultName.empty();
+  const bool in_cluster = !cluster.result_name.empty();
   auto fail = [&](int code, const std::string& message) {
     if (in_cluster) perfgate::worker::WriteTerminationMessage(message);
     return Fail(code, message);
@@ -317,7 +317,7 @@ int Run(const std::vector<std::string>& args) {
     if (!st.ok()) return Fail(kExitError, "cannot write the JUnit report: " + st.message());
   }
   if (in_cluster) {
-    if (cluster.validationName.empty()) cluster.validationName = plan->validation;
+    if (cluster.validation_name.empty()) cluster.validation_name = plan->validation;
     // The verdict goes to the termination message first, so that it survives even if the API
     // stays down past the write's retries or the pod is killed while retrying.
     perfgate::worker::WriteTerminationMessage(

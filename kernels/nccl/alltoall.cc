@@ -7,14 +7,15 @@
 // alltoall: out of place only.
 // With one rank busbw is not reported (it needs two ranks or more); algbw stands alone.
 // Its rules below; the sweep, iterations, verification and gang handling are the shared
-// harness's (kernels/nccl/harness.h). The expected values are in pattern.h (device code too).
+// harness's (kernels/nccl/harness.h); pattern.h evaluates the expected result (device code too).
 #include "kernels/nccl/harness.h"
 #include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace nccl {
 
-// S, the counts NCCL is called with, and the busbw factor above.
+// S, the counts NCCL is called with, the busbw factor above, the expected result, the NCCL
+// call and the same on the CPU stand-in.
 const CollectiveRules kAllToAllRules = {
     [](std::int64_t /*count*/, std::int64_t per_rank, std::int64_t n, CallShape* s) {
       s->nccl_count = per_rank;
@@ -22,6 +23,21 @@ const CollectiveRules kAllToAllRules = {
       s->bytes = s->send_count * kElementBytes;
     },
     [](double n) { return (n - 1) / n; },
+    // Block p of rank r's result is block r of rank p's input.
+    {.from = ResultPattern::From::kBlockOwner, .from_rank_slot = true},
+    [](NcclCalls& nccl, const RankBuffers& b) -> Status {
+      if (nccl.HasAlltoAll()) return nccl.AlltoAll(b.input, b.output, b.count);
+      // ncclAlltoAll is new in NCCL 2.28; before it, do what it does: one send and one receive
+      // per peer in the group.
+      for (int p = 0; p < b.world_size; ++p) {
+        const auto at = static_cast<std::size_t>(p) * b.count;
+        RETURN_IF_ERROR(nccl.Send(b.input + at, b.count, p));
+        RETURN_IF_ERROR(nccl.Recv(b.output + at, b.count, p));
+      }
+      return Status::Ok();
+    },
+    // Every rank sends block p of its input to rank p, which puts it in its block r.
+    [](HostExchange& host, const RankBuffers& b) { return GatherFromPeers(host, b, b.count); },
 };
 
 }  // namespace nccl

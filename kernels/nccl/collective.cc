@@ -1,6 +1,8 @@
 #include "kernels/nccl/collective.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 
 #include "kernels/test.h"
 
@@ -74,5 +76,51 @@ std::string BusBandwidthMetric(std::int64_t bytes, bool in_place) {
 }
 
 std::string TimeMetric(std::int64_t bytes) { return "timeMicroseconds@" + SizeLabel(bytes); }
+
+namespace {
+
+// Every other rank p is sent input + p * stride and sends its part into `into(p)`.
+Status ExchangeWithPeers(HostExchange& host, const RankBuffers& b, std::size_t stride,
+                         const std::function<std::uint32_t*(int peer)>& into) {
+  std::vector<PeerTransfer> transfers;
+  for (int p = 0; p < b.world_size; ++p) {
+    if (p == b.rank) continue;
+    PeerTransfer t;
+    t.peer = p;
+    t.send = b.input + static_cast<std::size_t>(p) * stride;
+    t.send_count = b.count;
+    t.recv = into(p);
+    t.recv_count = b.count;
+    transfers.push_back(t);
+  }
+  return host.Exchange(transfers);
+}
+
+}  // namespace
+
+Status SumWithPeers(HostExchange& host, const RankBuffers& b, std::size_t stride) {
+  const auto n = static_cast<std::size_t>(b.world_size);
+  std::uint32_t* received = host.Scratch(b.count * n);  // peer p's part at p * count
+  RETURN_IF_ERROR(ExchangeWithPeers(
+      host, b, stride, [&](int p) { return received + static_cast<std::size_t>(p) * b.count; }));
+  const std::uint32_t* mine = b.input + static_cast<std::size_t>(b.rank) * stride;
+  for (std::size_t j = 0; j < b.count; ++j) {
+    std::uint32_t sum = mine[j];
+    for (std::size_t p = 0; p < n; ++p) {
+      if (p != static_cast<std::size_t>(b.rank)) sum += received[p * b.count + j];
+    }
+    b.output[j] = sum;  // in place, output may be `mine`: element j is read before it is written
+  }
+  return Status::Ok();
+}
+
+Status GatherFromPeers(HostExchange& host, const RankBuffers& b, std::size_t stride) {
+  RETURN_IF_ERROR(ExchangeWithPeers(
+      host, b, stride, [&](int p) { return b.output + static_cast<std::size_t>(p) * b.count; }));
+  const std::uint32_t* mine = b.input + static_cast<std::size_t>(b.rank) * stride;
+  std::memmove(b.output + static_cast<std::size_t>(b.rank) * b.count, mine,
+               b.count * sizeof(std::uint32_t));
+  return Status::Ok();
+}
 
 }  // namespace perfgate::kernels::nccl

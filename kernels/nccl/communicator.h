@@ -15,12 +15,6 @@
 
 namespace perfgate::kernels::nccl {
 
-struct Call {
-  CallShape shape;
-  bool in_place = false;
-  std::uint32_t seed = 0;  // pattern.h: changes per call so stale data cannot pass
-};
-
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -64,7 +64,7 @@ __global__ void CountWrongKernel(const std::uint32_t* result, std::int64_t count
 
 // ncclAlltoAll is new in NCCL 2.28; the GPU machine's NCCL (from PyTorch's wheels) may be
 // older, and a direct reference would keep the whole worker from loading there. Look it up at
-// run time and otherwise do what it does: one send and one receive per peer in a group.
+// run time; without it alltoall.cc does what it does with sends and receives.
 using AlltoAllFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
                                     cudaStream_t);
 AlltoAllFn FindAlltoAll() {
@@ -107,6 +107,48 @@ class ScopedCommIdEnv {
   }
   std::lock_guard<std::mutex> lock_;
   std::optional<std::string> saved_;
+};
+
+// NCCL's calls on one rank's communicator and stream, for the collectives' run_nccl.
+class RankCalls final : public NcclCalls {
+ public:
+  RankCalls(ncclComm_t comm, cudaStream_t stream) : comm_(comm), stream_(stream) {}
+  Status AllReduceSum(const std::uint32_t* send, std::uint32_t* recv, std::size_t count) override {
+    return NcclStatus(ncclAllReduce(send, recv, count, ncclUint32, ncclSum, comm_, stream_),
+                      "ncclAllReduce", comm_);
+  }
+  Status AllGather(const std::uint32_t* send, std::uint32_t* recv,
+                   std::size_t send_count) override {
+    return NcclStatus(ncclAllGather(send, recv, send_count, ncclUint32, comm_, stream_),
+                      "ncclAllGather", comm_);
+  }
+  Status ReduceScatterSum(const std::uint32_t* send, std::uint32_t* recv,
+                          std::size_t recv_count) override {
+    return NcclStatus(
+        ncclReduceScatter(send, recv, recv_count, ncclUint32, ncclSum, comm_, stream_),
+        "ncclReduceScatter", comm_);
+  }
+  bool HasAlltoAll() const override { return FindAlltoAll() != nullptr; }
+  Status AlltoAll(const std::uint32_t* send, std::uint32_t* recv, std::size_t count) override {
+    AlltoAllFn fn = FindAlltoAll();
+    if (fn == nullptr) return Unimplemented("ncclAlltoAll: not in this NCCL (before 2.28)");
+    return NcclStatus(fn(send, recv, count, ncclUint32, comm_, stream_), "ncclAlltoAll", comm_);
+  }
+  Status Broadcast(const std::uint32_t* send, std::uint32_t* recv, std::size_t count,
+                   int root) override {
+    return NcclStatus(ncclBroadcast(send, recv, count, ncclUint32, root, comm_, stream_),
+                      "ncclBroadcast", comm_);
+  }
+  Status Send(const std::uint32_t* send, std::size_t count, int peer) override {
+    return NcclStatus(ncclSend(send, count, ncclUint32, peer, comm_, stream_), "ncclSend", comm_);
+  }
+  Status Recv(std::uint32_t* recv, std::size_t count, int peer) override {
+    return NcclStatus(ncclRecv(recv, count, ncclUint32, peer, comm_, stream_), "ncclRecv", comm_);
+  }
+
+ private:
+  ncclComm_t comm_;
+  cudaStream_t stream_;
 };
 
 int Blocks(std::int64_t count) {
@@ -227,16 +269,14 @@ class NcclCommunicator final : public Communicator {
   Status Fill(const Call& call) override {
     for (auto& l : locals_) {
       PG_CUDA(cudaSetDevice(l.device));
-      const PatternCall p = Pattern(call, l.rank);
+      const CallPlacement at = PlaceCall(call, options_.world_size, l.rank);
       const std::int64_t clear = std::max(call.shape.recv_count, call.shape.send_count);
       PG_CUDA(cudaMemsetAsync(l.recv.get(), 0, static_cast<std::size_t>(clear) * kElementBytes,
                               l.stream.get()));
-      std::uint32_t* in = call.in_place ? l.recv.as<std::uint32_t>() + InputOffset(p, true)
-                                        : l.send.as<std::uint32_t>();
-      const std::int64_t count = call.in_place && call.shape.op == Collective::kAllGather
-                                     ? call.shape.nccl_count
-                                     : call.shape.send_count;
-      FillKernel<<<Blocks(count), 256, 0, l.stream.get()>>>(in, count, l.rank, call.seed);
+      std::uint32_t* in =
+          call.in_place ? l.recv.as<std::uint32_t>() + at.input_offset : l.send.as<std::uint32_t>();
+      FillKernel<<<Blocks(at.input_count), 256, 0, l.stream.get()>>>(in, at.input_count, l.rank,
+                                                                     call.seed);
       PG_CUDA(cudaGetLastError());
     }
     for (auto& l : locals_) {
@@ -279,13 +319,10 @@ class NcclCommunicator final : public Communicator {
     std::int64_t wrong = 0;
     for (auto& l : locals_) {
       PG_CUDA(cudaSetDevice(l.device));
-      const PatternCall p = Pattern(call, l.rank);
-      const std::int64_t count = call.in_place && call.shape.op == Collective::kReduceScatter
-                                     ? call.shape.nccl_count
-                                     : call.shape.recv_count;
+      const CallPlacement at = PlaceCall(call, options_.world_size, l.rank);
       PG_CUDA(cudaMemsetAsync(l.counter.get(), 0, sizeof(unsigned long long), l.stream.get()));
-      CountWrongKernel<<<Blocks(count), 256, 0, l.stream.get()>>>(
-          l.recv.as<std::uint32_t>() + ResultOffset(p, call.in_place), count, p,
+      CountWrongKernel<<<Blocks(at.result_count), 256, 0, l.stream.get()>>>(
+          l.recv.as<std::uint32_t>() + at.result_offset, at.result_count, at.pattern,
           l.counter.as<unsigned long long>());
       PG_CUDA(cudaGetLastError());
       unsigned long long host = 0;
@@ -315,61 +352,13 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  PatternCall Pattern(const Call& call, int rank) const {
-    return {call.shape.op, options_.world_size, rank, call.shape.nccl_count, call.seed};
-  }
-
+  // The collective's own file says which NCCL calls it makes (CollectiveRules::run_nccl).
   Status Launch(const Call& call, LocalRank& l) {
-    const auto count = static_cast<std::size_t>(call.shape.nccl_count);
-    std::uint32_t* recv = l.recv.as<std::uint32_t>();
-    const std::uint32_t* send = l.send.as<std::uint32_t>();
-    if (call.in_place) {
-      if (call.shape.op == Collective::kAllGather)
-        send = recv + l.rank * count;
-      else
-        send = recv;  // all_reduce, broadcast; reduce_scatter below
-    }
-    std::uint32_t* out = recv;
-    if (call.in_place && call.shape.op == Collective::kReduceScatter) out = recv + l.rank * count;
-    const int n = options_.world_size;
-    switch (call.shape.op) {
-      case Collective::kAllReduce:
-        return NcclStatus(
-            ncclAllReduce(send, out, count, ncclUint32, ncclSum, l.comm, l.stream.get()),
-            "ncclAllReduce", l.comm);
-      case Collective::kAllGather:
-        return NcclStatus(ncclAllGather(send, out, count, ncclUint32, l.comm, l.stream.get()),
-                          "ncclAllGather", l.comm);
-      case Collective::kReduceScatter:
-        return NcclStatus(
-            ncclReduceScatter(send, out, count, ncclUint32, ncclSum, l.comm, l.stream.get()),
-            "ncclReduceScatter", l.comm);
-      case Collective::kAllToAll:
-        if (AlltoAllFn fn = FindAlltoAll()) {
-          return NcclStatus(fn(send, out, count, ncclUint32, l.comm, l.stream.get()),
-                            "ncclAlltoAll", l.comm);
-        }
-        for (int p = 0; p < n; ++p) {
-          RETURN_IF_ERROR(
-              NcclStatus(ncclSend(send + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
-                         "ncclSend (alltoall)", l.comm));
-          RETURN_IF_ERROR(
-              NcclStatus(ncclRecv(out + p * count, count, ncclUint32, p, l.comm, l.stream.get()),
-                         "ncclRecv (alltoall)", l.comm));
-        }
-        return Status::Ok();
-      case Collective::kBroadcast:
-        return NcclStatus(ncclBroadcast(send, out, count, ncclUint32, 0, l.comm, l.stream.get()),
-                          "ncclBroadcast", l.comm);
-      case Collective::kSendRecv:
-        RETURN_IF_ERROR(
-            NcclStatus(ncclSend(send, count, ncclUint32, (l.rank + 1) % n, l.comm, l.stream.get()),
-                       "ncclSend", l.comm));
-        return NcclStatus(
-            ncclRecv(out, count, ncclUint32, (l.rank + n - 1) % n, l.comm, l.stream.get()),
-            "ncclRecv", l.comm);
-    }
-    return Internal("unknown collective");
+    const CallPlacement at = PlaceCall(call, options_.world_size, l.rank);
+    RankCalls calls(l.comm, l.stream.get());
+    return Info(call.shape.op)
+        .rules->run_nccl(
+            calls, BuffersFor(call, at, l.send.as<std::uint32_t>(), l.recv.as<std::uint32_t>()));
   }
 
   // Polls every local communicator until none is in progress.

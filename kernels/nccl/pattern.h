@@ -41,51 +41,87 @@ PG_HOST_DEVICE inline std::uint32_t SumOverRanks(int world_size, std::uint64_t i
   return kRankStride * rank_sum + static_cast<std::uint32_t>(n) * IndexHash(index, seed);
 }
 
-// The plain-data view of a call that the device code needs (CallShape less what it does not).
+// The plain-data view of a call that the device code needs (CallShape less what it does not,
+// plus the collective's ResultPattern from its rules).
 struct PatternCall {
-  Collective op;
+  ResultPattern result;
   int world_size;
   int rank;
   std::int64_t nccl_count;
   std::uint32_t seed;
 };
 
-// What rank `call.rank` must hold at element `j` of its result after the call. The result is
-// the receive buffer (out of place) or, in place, the region NCCL writes: all of the buffer,
-// except reduce_scatter, whose result sits at offset rank * recvcount of the send buffer.
-// Broadcast's root is rank 0; sendrecv receives from rank - 1 (mod n) and sends to rank + 1.
+// What rank `call.rank` must hold at element `j` of its result after the call (the collective's
+// ResultPattern, collective.h). The result is the receive buffer (out of place) or, in place,
+// the region NCCL writes: all of the buffer, except where the result sits in the rank's slot
+// (ResultOffset).
 PG_HOST_DEVICE inline std::uint32_t ExpectedValue(const PatternCall& call, std::uint64_t j) {
   const std::uint64_t c = static_cast<std::uint64_t>(call.nccl_count);
   const int n = call.world_size;
-  switch (call.op) {
-    case Collective::kAllReduce:
-      return SumOverRanks(n, j, call.seed);
-    case Collective::kAllGather:
-      return InputValue(static_cast<int>(j / c), j % c, call.seed);
-    case Collective::kReduceScatter:
-      return SumOverRanks(n, static_cast<std::uint64_t>(call.rank) * c + j, call.seed);
-    case Collective::kAllToAll:
-      return InputValue(static_cast<int>(j / c), static_cast<std::uint64_t>(call.rank) * c + j % c,
-                        call.seed);
-    case Collective::kBroadcast:
-      return InputValue(0, j, call.seed);
-    case Collective::kSendRecv:
-      return InputValue((call.rank + n - 1) % n, j, call.seed);
+  const std::uint64_t base =
+      call.result.from_rank_slot ? static_cast<std::uint64_t>(call.rank) * c : 0;
+  switch (call.result.from) {
+    case ResultPattern::From::kSum:
+      return SumOverRanks(n, base + j, call.seed);
+    case ResultPattern::From::kBlockOwner:
+      return InputValue(static_cast<int>(j / c), base + j % c, call.seed);
+    case ResultPattern::From::kRoot:
+      return InputValue(0, base + j, call.seed);
+    case ResultPattern::From::kPreviousRank:
+      return InputValue((call.rank + n - 1) % n, base + j, call.seed);
   }
   return 0;
 }
 
 // Where rank `rank`'s input goes, in elements from the start of the buffer that is filled:
-// 0, except in-place all_gather, whose input is the rank's slot of the receive buffer.
+// 0, except in place where the input sits in the rank's slot of the receive buffer.
 PG_HOST_DEVICE inline std::int64_t InputOffset(const PatternCall& call, bool in_place) {
-  if (in_place && call.op == Collective::kAllGather) return call.rank * call.nccl_count;
+  if (in_place && call.result.in_place_input_in_rank_slot) return call.rank * call.nccl_count;
   return 0;
 }
 
 // Where the result starts in the buffer it lands in (see ExpectedValue).
 PG_HOST_DEVICE inline std::int64_t ResultOffset(const PatternCall& call, bool in_place) {
-  if (in_place && call.op == Collective::kReduceScatter) return call.rank * call.nccl_count;
+  if (in_place && call.result.in_place_result_in_rank_slot) return call.rank * call.nccl_count;
   return 0;
+}
+
+// Host side, shared by both communicators: where one rank's input and result sit for `call`.
+struct CallPlacement {
+  PatternCall pattern;
+  std::int64_t input_offset = 0;   // from the receive buffer (in place) or the send buffer
+  std::int64_t input_count = 0;    // elements of input the rank writes
+  std::int64_t result_offset = 0;  // from the receive buffer
+  std::int64_t result_count = 0;   // elements of result to check
+};
+
+inline CallPlacement PlaceCall(const Call& call, int world_size, int rank) {
+  CallPlacement at;
+  at.pattern = {Info(call.shape.op).rules->result, world_size, rank, call.shape.nccl_count,
+                call.seed};
+  at.input_offset = InputOffset(at.pattern, call.in_place);
+  at.result_offset = ResultOffset(at.pattern, call.in_place);
+  // An input or a result in the rank's slot is that slot: nccl_count elements.
+  at.input_count = call.in_place && at.pattern.result.in_place_input_in_rank_slot
+                       ? call.shape.nccl_count
+                       : call.shape.send_count;
+  at.result_count = call.in_place && at.pattern.result.in_place_result_in_rank_slot
+                        ? call.shape.nccl_count
+                        : call.shape.recv_count;
+  return at;
+}
+
+// The buffers a collective's run_nccl / run_on_host get on one rank: the input in `send` (in
+// place: in `recv`, at the input offset), the output in `recv` at the result offset.
+inline RankBuffers BuffersFor(const Call& call, const CallPlacement& at, std::uint32_t* send,
+                              std::uint32_t* recv) {
+  RankBuffers b;
+  b.input = call.in_place ? recv + at.input_offset : send;
+  b.output = recv + at.result_offset;
+  b.count = static_cast<std::size_t>(call.shape.nccl_count);
+  b.rank = at.pattern.rank;
+  b.world_size = at.pattern.world_size;
+  return b;
 }
 
 }  // namespace perfgate::kernels::nccl

@@ -6,14 +6,15 @@
 // sendbuff + rank * recvcount.
 // With one rank busbw is not reported (it needs two ranks or more); algbw stands alone.
 // Its rules below; the sweep, iterations, verification and gang handling are the shared
-// harness's (kernels/nccl/harness.h). The expected values are in pattern.h (device code too).
+// harness's (kernels/nccl/harness.h); pattern.h evaluates the expected result (device code too).
 #include "kernels/nccl/harness.h"
 #include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
 namespace nccl {
 
-// S, the counts NCCL is called with, and the busbw factor above.
+// S, the counts NCCL is called with, the busbw factor above, the expected result, the NCCL
+// call and the same on the CPU stand-in.
 const CollectiveRules kReduceScatterRules = {
     [](std::int64_t /*count*/, std::int64_t per_rank, std::int64_t n, CallShape* s) {
       s->recv_count = s->nccl_count = per_rank;
@@ -21,6 +22,15 @@ const CollectiveRules kReduceScatterRules = {
       s->bytes = s->send_count * kElementBytes;
     },
     [](double n) { return (n - 1) / n; },
+    // Rank r's result: the sum over ranks of block r; in place it lands in block r.
+    {.from = ResultPattern::From::kSum,
+     .from_rank_slot = true,
+     .in_place_result_in_rank_slot = true},
+    [](NcclCalls& nccl, const RankBuffers& b) {
+      return nccl.ReduceScatterSum(b.input, b.output, b.count);
+    },
+    // Every rank sends block p to rank p and sums the blocks it receives with its own.
+    [](HostExchange& host, const RankBuffers& b) { return SumWithPeers(host, b, b.count); },
 };
 
 }  // namespace nccl

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Real-noise study for the verdict rule (issue 9): one calibration run of host-stream (fixed,
+# Real-noise study for the verdict rule: one calibration run of host-stream (fixed,
 # 30 samples), then RUNS validation runs with every median bound at 90% of the calibration
 # medians, with the proposed sampling defaults. Summarise with real_noise_summary.py OUT.
 # Usage: tests/bench/real_noise.sh [WORKER] [OUT] [RUNS]

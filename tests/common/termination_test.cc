@@ -30,7 +30,7 @@ v1alpha1::TestResult* AddTest(v1alpha1::Report* r, const std::string& name,
 NodeResult Failing() {
   NodeResult n;
   n.validation = "gpu-accept";
-  n.nodeName = "node-0";
+  n.node_name = "node-0";
   n.run = "g3";
   n.worst = "hbm bandwidthGBps median 3500.5 (>= 4000.0)";
   n.note = "cannot write the PerfResult: POST /apis/perfgate.io/v1alpha1/...: 500 InternalError";
@@ -57,11 +57,11 @@ TEST(TerminationMessage, RoundTripKeepsVerdictNodeAndEachTestsFigure) {
   auto out = Decode(message);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->validation, "gpu-accept");
-  EXPECT_EQ(out->nodeName, "node-0");
+  EXPECT_EQ(out->node_name, "node-0");
   EXPECT_EQ(out->run, "g3");
   EXPECT_EQ(out->worst, in.worst);
   EXPECT_EQ(out->note, in.note);
-  EXPECT_EQ(out->omittedTests, 0);
+  EXPECT_EQ(out->omitted_tests, 0);
   const v1alpha1::Report& r = out->report;
   EXPECT_EQ(r.verdict(), v1alpha1::FAIL);
   EXPECT_EQ(r.validation(), "gpu-accept");
@@ -109,9 +109,9 @@ TEST(TerminationMessage, ABigReportIsCutTo4096BytesKeepingTheVerdictAndFailures)
   auto out = Decode(message);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->report.verdict(), v1alpha1::FAIL);
-  EXPECT_EQ(out->nodeName, "node-0");
-  EXPECT_GT(out->omittedTests, 0);
-  EXPECT_EQ(out->report.tests_size() + out->omittedTests, total);
+  EXPECT_EQ(out->node_name, "node-0");
+  EXPECT_GT(out->omitted_tests, 0);
+  EXPECT_EQ(out->report.tests_size() + out->omitted_tests, total);
   const auto& last = out->report.tests(out->report.tests_size() - 1);
   EXPECT_EQ(last.name(), "test-59");
   EXPECT_EQ(last.device(), "gpu7");
@@ -124,7 +124,7 @@ TEST(TerminationMessage, ABigReportIsCutTo4096BytesKeepingTheVerdictAndFailures)
 TEST(TerminationMessage, LongNamesAndMultibyteTextsStillDecodeInASmallBudget) {
   NodeResult n = Failing();
   n.validation = std::string(253, 'v');
-  n.nodeName = std::string(253, 'n');
+  n.node_name = std::string(253, 'n');
   std::string accents;
   for (int i = 0; i < 400; ++i) accents += "\xc3\xa9";  // é, two bytes each
   n.worst = accents;

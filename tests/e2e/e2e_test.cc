@@ -1,6 +1,6 @@
 // End-to-end: kube-sim with simulated GPU nodes whose kubelet runs the real perfgate-worker,
 // the operator as a real process (so killing it is real), and the real kubectl. Each test
-// is one scenario of issue 6's "Done when" list; the fixture test type `synthetic` plants a
+// is one scenario a user of the operator meets; the fixture test type `synthetic` plants a
 // slow, crashing or hanging node (the worker refuses it without --enable-fixtures).
 #include <fcntl.h>
 #include <signal.h>

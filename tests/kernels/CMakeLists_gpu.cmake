@@ -1,4 +1,4 @@
-# GPU kernels' tests (issue 3). Included from tests/kernels/CMakeLists.txt.
+# GPU kernels' tests. Included from tests/kernels/CMakeLists.txt.
 # Host-side logic runs everywhere (label unit); gpu_device_test needs a GPU (label gpu) and
 # skips each case cleanly without one.
 perfgate_test(gpu_formulas_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_formulas_test.cc

@@ -139,7 +139,7 @@ TEST(Pattern, ClosedFormsMatchBruteForceForEveryCollective) {
       const std::uint32_t seed = 11;
       const auto expected = Reference(s, seed);
       for (int r = 0; r < n; ++r) {
-        const PatternCall call{info.op, n, r, s.nccl_count, seed};
+        const PatternCall call{info.rules->result, n, r, s.nccl_count, seed};
         for (std::size_t j = 0; j < expected[r].size(); ++j) {
           ASSERT_EQ(ExpectedValue(call, j), expected[r][j])
               << info.name << " n=" << n << " rank " << r << " element " << j;

@@ -1093,7 +1093,7 @@ TEST(DecideEdge, VerdictInTheTerminationMessageIsTheNodesResult) {
   r.report.set_reason("hbm-stream [gpu0]: triadBandwidthGBps median 3100 below 3840");
   r.worst = "hbm-stream gpu0 triadBandwidthGBps median 3100 (>= 3840)";
   r.note = "cannot write the PerfResult: 500";
-  r.nodeName = "node-0";  // node-1's pod carries node-0's message: not its own result
+  r.node_name = "node-0";  // node-1's pod carries node-0's message: not its own result
   for (const std::string node : {"node-0", "node-1"}) {
     Json* pod = w.PodOn(node);
     (*pod)["spec"]["nodeName"] = node;

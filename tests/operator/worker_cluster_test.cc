@@ -142,7 +142,7 @@ TEST(WorkerCluster, TerminationResultCarriesTheVerdictAndWhyTheWriteFailed) {
   EXPECT_LE(message.size(), termination::kMaxMessageBytes);
   auto decoded = termination::Decode(message);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(decoded->nodeName, "node-0");
+  EXPECT_EQ(decoded->node_name, "node-0");
   EXPECT_EQ(decoded->run, "g1");
   EXPECT_EQ(decoded->validation, "v");
   EXPECT_EQ(decoded->report.verdict(), v1alpha1::FAIL);
