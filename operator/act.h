@@ -15,6 +15,7 @@
 #include "kube/client.h"
 #include "operator/actions.h"
 #include "operator/config.h"
+#include "operator/recorder.h"
 #include "operator/snapshot.h"
 
 namespace perfgate::op {
@@ -37,6 +38,10 @@ class Actor {
   // Returns the validation as it now stands (the finalizer patch changes its resourceVersion).
   // Blocking; thread-safe for distinct validations.
   Result<Json> Apply(const Snapshot& s, const Decision& d);
+  // Records the run's results in the results store, when there is one (operator/recorder.h).
+  // Returns whether the store's state changed, so the status is looked at again. Blocking.
+  bool Record(const Snapshot& s, const Decision& d);
+  void SetRecorder(std::shared_ptr<Recorder> recorder) { recorder_ = std::move(recorder); }
   // Report: writes `status` unless the object carries it already. Blocking.
   Status Report(const Json& validation, const Json& status);
   // Sends the events of `d` that go out before (false) or after (true) the status. Failures
@@ -60,6 +65,7 @@ class Actor {
   // Events' onceKeys already sent (e.g. "<validation>/<run>" for Started).
   std::set<std::string> sent_once_;
   std::atomic<uint64_t> event_seq_{0};
+  std::shared_ptr<Recorder> recorder_;
 };
 
 }  // namespace perfgate::op

@@ -20,6 +20,9 @@ struct ReconcilerConfig {
   std::string gangRendezvousHost;
   // Where events about cluster-scoped validations go.
   std::string eventNamespace = "default";
+  // With a results store (--store): how often a validation whose results wait for the store is
+  // looked at again.
+  std::chrono::seconds storeRetry{30};
 };
 
 }  // namespace perfgate::op

@@ -166,7 +166,24 @@ Json ValidationStatus() {
               {"verdict", {{"type", "string"}}},
               {"test", {{"type", "string"}}},
               {"figure", {{"type", "string"}}},
-              {"reason", {{"type", "string"}}}}}}}}}}}};
+              {"reason", {{"type", "string"}}}}}}}}},
+        {"regressions",
+         {{"type", "array"},
+          {"maxItems", 20},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"node", {{"type", "string"}}},
+              {"against", {{"type", "string"}, {"enum", {"history", "peers"}}}},
+              {"test", {{"type", "string"}}},
+              {"device", {{"type", "string"}}},
+              {"metric", {{"type", "string"}}},
+              {"ratio", {{"type", "number"}}},
+              {"low", {{"type", "number"}}},
+              {"high", {{"type", "number"}}},
+              {"compared", counts},
+              {"metrics", counts},
+              {"message", {{"type", "string"}}}}}}}}}}}};
 }
 
 Json Crd(const std::string& kind, const std::string& plural, const std::string& scope,

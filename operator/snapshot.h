@@ -16,6 +16,7 @@
 #include "operator/config.h"
 #include "operator/json_fields.h"
 #include "operator/plan.h"
+#include "operator/store_view.h"
 
 namespace perfgate::op {
 
@@ -69,6 +70,8 @@ struct Snapshot {
   // Read for the selected nodes this validation may still start a pod on.
   std::map<std::string, std::string> busyWith;
   ClusterProfiles profiles;
+  // The results store (absent with --store=off).
+  std::optional<StoreView> store;
   // Node claims (reserved: none are read yet).
   std::vector<Json> claims;
 };
