@@ -21,7 +21,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     return snapshot.status();
   }
   if (!snapshot->exists) return ReconcileResult{};
-  if (recorder_ != nullptr && !snapshot->deleting) recorder_->Observe(&*snapshot);
+  if (recorder_ != nullptr && !snapshot->deleting)
+    recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
   // Decide: pure.
   const Decision decision = Decide(*snapshot, config_, now_());
   if (!decision.retry.ok()) {

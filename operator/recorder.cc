@@ -60,8 +60,21 @@ void Recorder::Failed(const Status& st) {
   }
 }
 
-void Recorder::Observe(Snapshot* s) {
+void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s) {
   std::lock_guard<std::mutex> lock(mu_);
+  // The current run's reports in full, once per node.
+  auto& [report_run, full] = reports_[s->name];
+  if (report_run != s->run) {
+    report_run = s->run;
+    full.clear();
+  }
+  for (const auto& r : s->results) {
+    if (Label(r, kRunLabel) != s->run || full.contains(NodeOf(r))) continue;
+    auto got = client.Get(ResultsResource(), ns, Name(r));
+    if (!got.ok()) continue;  // read at the next reconcile
+    auto report = ReportOf(*got);
+    if (report.ok()) full[NodeOf(r)] = std::move(report).value();
+  }
   EnsureOpen();
   if (store_ != nullptr && spool_.Pending() > 0) {
     auto drained = spool_.Drain(*store_);
@@ -113,20 +126,17 @@ void Recorder::Observe(Snapshot* s) {
     run = s->run;
     by_node.clear();
   }
-  for (const auto& r : s->results) {
-    if (Label(r, kRunLabel) != s->run) continue;
-    const std::string node = NodeOf(r);
+  for (const auto& [node, report] : full) {
     if (by_node.contains(node)) continue;
     if (store_ == nullptr) break;
-    auto report = ReportOf(r);
-    if (!report.ok() || report->tests().empty()) continue;
+    if (report.tests().empty()) continue;
     store::MetricQuery q;
     q.cluster = options_.cluster;
     q.node = node;
-    if (report->profile().empty()) {
+    if (report.profile().empty()) {
       q.validation = s->name;
     } else {
-      q.profile = report->profile();
+      q.profile = report.profile();
     }
     // One more than wanted: this run's own result may be among them already.
     q.latest_results = options_.historyRuns + 1;
@@ -150,7 +160,11 @@ void Recorder::Observe(Snapshot* s) {
   for (const auto& [node, records] : by_node) {
     if (!records.empty()) view.history[node] = records;
   }
-  if (s->runComplete) history_.erase(s->name);
+  view.reports = full;
+  if (s->runComplete) {
+    history_.erase(s->name);
+    reports_.erase(s->name);
+  }
   s->store = std::move(view);
 }
 
@@ -170,7 +184,15 @@ bool Recorder::Record(const Snapshot& s, const Decision& d) {
   for (const Json* r : results) {
     const std::string node = NodeOf(*r);
     if (done.contains(node)) continue;
-    auto report = ReportOf(*r);
+    // The full report read in observe; the operator's own results are whole as they are.
+    auto& full = reports_[s.name];
+    auto known = full.first == s.run ? full.second.find(node) : full.second.end();
+    Result<v1alpha1::Report> report =
+        known != full.second.end() ? Result<v1alpha1::Report>(known->second) : ReportOf(*r);
+    if (known == full.second.end() && Label(*r, kRunLabel) == s.run &&
+        r->value("spec", Json::object()).value("writtenBy", "") != "operator") {
+      continue;  // a worker's result whose full report is not read yet: at the next reconcile
+    }
     if (!report.ok()) {
       Logger()->warn("{}: not recorded: {}", s.name, report.status().message());
       done.insert(node);

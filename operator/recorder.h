@@ -38,7 +38,8 @@ class Recorder {
   // history of every node with a result in the current run (read once per run and node) and
   // the baselines its thresholds name (read once per run).
   // Blocking (store I/O); thread-safe.
-  void Observe(Snapshot* s);
+  // The full PerfResults are read through `client` from namespace `ns`.
+  void Observe(kube::Client& client, const std::string& ns, Snapshot* s);
   // Act: records the current run's results of `s` and the operator's own results of `d` that
   // are not recorded yet; a result the store cannot take is spooled. Returns whether the
   // store's state changed (available <-> not), so the status is looked at again. Blocking;
@@ -63,6 +64,8 @@ class Recorder {
   // Per validation: the run whose results are recorded and its nodes done (kept for the newest
   // run only).
   std::map<std::string, std::pair<std::string, std::set<std::string>>> recorded_;
+  // Per validation: the run whose full reports were read, and those reports by node.
+  std::map<std::string, std::pair<std::string, std::map<std::string, v1alpha1::Report>>> reports_;
   // Per validation: the run whose nodes' history was read, and that history by node.
   std::map<std::string,
            std::pair<std::string, std::map<std::string, std::vector<store::MetricRecord>>>>

@@ -67,32 +67,27 @@ RegressionCheck FindRegressions(const Snapshot& s, const std::vector<NodeOutcome
   // The reports of the nodes that passed, by node, and by GPU model for the peer comparison.
   std::map<std::string, bool> passed;
   for (const auto& o : outcomes) passed[o.node] = o.verdict == "PASS";
-  std::map<std::string, v1alpha1::Report> reports;
-  for (const auto& r : s.results) {
-    if (Label(r, kRunLabel) != s.run) continue;
-    const Json spec_json = r.value("spec", Json::object());
-    const std::string node = spec_json.value("nodeName", Label(r, kNodeLabel));
+  // The full reports come with the store's view: without a store nothing is compared.
+  if (!s.store) return check;
+  std::map<std::string, const v1alpha1::Report*> reports;
+  for (const auto& [node, report] : s.store->reports) {
     auto it = passed.find(node);
-    if (it == passed.end() || !it->second || !spec_json.contains("report")) continue;
-    auto report = report::FromJson(spec_json["report"].dump());
-    if (report.ok()) reports.emplace(node, std::move(report).value());
+    if (it != passed.end() && it->second) reports.emplace(node, &report);
   }
   std::map<std::string, std::vector<const v1alpha1::Report*>> by_model;
-  for (const auto& [node, report] : reports) by_model[store::GpuModel(report)].push_back(&report);
+  for (const auto& [node, report] : reports) by_model[store::GpuModel(*report)].push_back(report);
 
   for (const auto& [node, report] : reports) {
-    if (s.store) {
-      if (auto h = s.store->history.find(node); h != s.store->history.end()) {
-        const auto rows = store::CompareWithHistory(report, h->second, confidence, check.margin);
-        check.compared += static_cast<int>(rows.size());
-        if (auto w = Worst(node, "history", rows)) check.found.push_back(*w);
-      }
+    if (auto h = s.store->history.find(node); h != s.store->history.end()) {
+      const auto rows = store::CompareWithHistory(*report, h->second, confidence, check.margin);
+      check.compared += static_cast<int>(rows.size());
+      if (auto w = Worst(node, "history", rows)) check.found.push_back(*w);
     }
     std::vector<const v1alpha1::Report*> peers;
-    for (const auto* p : by_model[store::GpuModel(report)]) {
-      if (p != &report) peers.push_back(p);
+    for (const auto* p : by_model[store::GpuModel(*report)]) {
+      if (p != report) peers.push_back(p);
     }
-    const auto rows = store::CompareWithPeers(report, peers, confidence, check.margin);
+    const auto rows = store::CompareWithPeers(*report, peers, confidence, check.margin);
     check.compared += static_cast<int>(rows.size());
     if (auto w = Worst(node, "peers", rows)) check.found.push_back(*w);
   }

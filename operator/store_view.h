@@ -16,6 +16,9 @@ struct StoreView {
   bool available = false;  // reachable now, and nothing waits in the spool
   std::string error;       // why not, when not available
   int spooled = 0;         // results waiting in the spool for the store
+  // The current run's reports in full, by node (the caches keep only a summary of each
+  // PerfResult): read from the API once per run and node.
+  std::map<std::string, v1alpha1::Report> reports;
   // Earlier results of this run's nodes (this cluster, the same profile, other runs), by node;
   // a node without an entry has no history or it could not be read.
   std::map<std::string, std::vector<store::MetricRecord>> history;
