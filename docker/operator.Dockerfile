@@ -13,7 +13,7 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libcpprest-dev libssl-dev libboost-system-dev \
       libyaml-cpp-dev libprotobuf-dev protobuf-compiler \
-      libspdlog-dev libfmt-dev nlohmann-json3-dev \
+      libspdlog-dev libfmt-dev nlohmann-json3-dev libpq-dev libsqlite3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -24,7 +24,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim
 # Exactly the shared libraries perfgate-operator links (ldd), by their bookworm package.
-ARG RUNTIME_PACKAGES="libcpprest2.10 libssl3 libyaml-cpp0.7 libprotobuf32 libspdlog1.10 libfmt9 libgomp1"
+ARG RUNTIME_PACKAGES="libcpprest2.10 libssl3 libyaml-cpp0.7 libprotobuf32 libspdlog1.10 libfmt9 libgomp1 libpq5 libsqlite3-0"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*

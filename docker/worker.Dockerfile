@@ -19,7 +19,7 @@ RUN apt-get update \
       cmake ninja-build pkg-config g++ \
       libcpprest-dev libssl-dev libboost-system-dev \
       libyaml-cpp-dev libprotobuf-dev protobuf-compiler \
-      libspdlog-dev libfmt-dev nlohmann-json3-dev \
+      libspdlog-dev libfmt-dev nlohmann-json3-dev libpq-dev libsqlite3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -220,6 +220,10 @@ void Actor::ReleaseNode(const std::string& node) {
   }
 }
 
+bool Actor::Record(const Snapshot& s, const Decision& d) {
+  return recorder_ != nullptr && recorder_->Record(s, d);
+}
+
 Status Actor::Report(const Json& validation, const Json& status) {
   if (validation.value("status", Json::object()) == status) return Status::Ok();
   Json updated = validation;

@@ -16,6 +16,7 @@
 #include "operator/actions.h"
 #include "operator/config.h"
 #include "operator/expectations.h"
+#include "operator/recorder.h"
 #include "operator/snapshot.h"
 
 namespace perfgate::op {
@@ -43,6 +44,10 @@ class Actor {
   // Returns the validation as it now stands (the finalizer patch changes its resourceVersion).
   // Blocking; thread-safe for distinct validations.
   Result<Json> Apply(const Snapshot& s, const Decision& d);
+  // Records the run's results in the results store, when there is one (operator/recorder.h).
+  // Returns whether the store's state changed, so the status is looked at again. Blocking.
+  bool Record(const Snapshot& s, const Decision& d);
+  void SetRecorder(std::shared_ptr<Recorder> recorder) { recorder_ = std::move(recorder); }
   // Report: writes `status` unless the object carries it already. Blocking.
   Status Report(const Json& validation, const Json& status);
   // Sends the events of `d` that go out before (false) or after (true) the status. Failures
@@ -80,6 +85,7 @@ class Actor {
   std::atomic<uint64_t> event_seq_{0};
   Expectations expectations_;
   std::set<std::string> claim_lost_;  // validations; guarded by mu_
+  std::shared_ptr<Recorder> recorder_;
 };
 
 }  // namespace perfgate::op

@@ -23,6 +23,9 @@ struct ReconcilerConfig {
   // A node claim not renewed for this long may be taken over (operator/claims.h); renewed every
   // third of it while its run goes on.
   int claimDurationSeconds = 60;
+  // With a results store (--store): how often a validation whose results wait for the store is
+  // looked at again.
+  std::chrono::seconds storeRetry{30};
 };
 
 }  // namespace perfgate::op

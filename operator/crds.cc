@@ -124,6 +124,13 @@ Json Condition() {
             {"lastTransitionTime", {{"type", "string"}, {"format", "date-time"}}}}}};
 }
 
+// A status list of objects with `properties`, at most 20 (what the operator writes at most).
+Json BoundedList(Json properties) {
+  return {{"type", "array"},
+          {"maxItems", 20},
+          {"items", {{"type", "object"}, {"properties", std::move(properties)}}}};
+}
+
 Json ValidationStatus() {
   Json counts = {{"type", "integer"}, {"minimum", 0}};
   return {
@@ -156,17 +163,23 @@ Json ValidationStatus() {
           {"x-kubernetes-list-map-keys", {"type"}}}},
         {"gangs", counts},
         {"suspectNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
-        {"failingNodes",
-         {{"type", "array"},
-          {"maxItems", 20},
-          {"items",
-           {{"type", "object"},
-            {"properties",
-             {{"node", {{"type", "string"}}},
-              {"verdict", {{"type", "string"}}},
-              {"test", {{"type", "string"}}},
-              {"figure", {{"type", "string"}}},
-              {"reason", {{"type", "string"}}}}}}}}}}}};
+        {"failingNodes", BoundedList({{"node", {{"type", "string"}}},
+                                      {"verdict", {{"type", "string"}}},
+                                      {"test", {{"type", "string"}}},
+                                      {"figure", {{"type", "string"}}},
+                                      {"reason", {{"type", "string"}}}})},
+        {"regressions",
+         BoundedList({{"node", {{"type", "string"}}},
+                      {"against", {{"type", "string"}, {"enum", {"history", "peers"}}}},
+                      {"test", {{"type", "string"}}},
+                      {"device", {{"type", "string"}}},
+                      {"metric", {{"type", "string"}}},
+                      {"ratio", {{"type", "number"}}},
+                      {"low", {{"type", "number"}}},
+                      {"high", {{"type", "number"}}},
+                      {"compared", counts},
+                      {"metrics", counts},
+                      {"message", {{"type", "string"}}}})}}}};
 }
 
 Json Crd(const std::string& kind, const std::string& plural, const std::string& scope,

@@ -11,6 +11,7 @@
 #include "operator/node_actions.h"
 #include "operator/plan.h"
 #include "operator/pods.h"
+#include "operator/regressions.h"
 #include "operator/selection.h"
 #include "operator/status.h"
 
@@ -327,14 +328,20 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
 // Every node decided: node verdicts, the complete status and (the first time) the events that
 // announce it.
 void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
-                      const std::string& now, Decision* d) {
+                      const std::string& now, const RegressionCheck& regressions, Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::vector<NodeOutcome>& outcomes = d->outcomes;
   for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict});
   d->onFailure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
   const bool fresh = status.value("completionTime", "").empty();
   status = CompleteStatus(status, old_status, outcomes, s.generation, now);
+  SetRegressedCondition(&status, old_status, regressions, s.generation, now);
   if (fresh) {
+    for (size_t i = 0; i < regressions.found.size() && i < 20; ++i) {
+      const Regression& r = regressions.found[i];
+      d->events.push_back(
+          {"Warning", "Regression", r.node + ": " + DescribeRegression(r), true, ""});
+    }
     for (const auto& o : outcomes) {
       if (o.verdict != "PASS") {
         d->events.push_back(
@@ -454,9 +461,17 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     }
   }
 
+  // Every node decided: the passing ones against their history and their peers.
+  RegressionCheck regressions;
+  if (all_decided) {
+    regressions = FindRegressions(s, outcomes);
+    if (spec.policy().failonregression()) FailRegressed(regressions, &outcomes);
+    status.erase("regressions");
+    if (!regressions.found.empty()) status["regressions"] = RegressionsJson(regressions);
+  }
   const int pending = CountOutcomes(outcomes, &status);
   if (pending == 0) {
-    DecideCompletion(s, old_status, std::move(status), now, d);
+    DecideCompletion(s, old_status, std::move(status), now, regressions, d);
     return;
   }
   std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(pending)) + " of " +
@@ -485,11 +500,36 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   d->requeueAfter = st.requeue;
 }
 
-}  // namespace
+// The results store's condition on the status, the event when it changes, and a look again
+// while results wait for it.
+void DecideStore(const Snapshot& s, const ReconcilerConfig& config, const std::string& now,
+                 Decision* d) {
+  const Json old_status = s.validation.value("status", Json::object());
+  Json status = d->status ? *d->status : old_status;
+  SetRecordedCondition(&status, old_status, *s.store, s.generation, now);
+  std::string was;
+  for (const auto& c : old_status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "Recorded") was = c.value("status", "");
+  }
+  if (!s.store->available && was != "False") {
+    d->events.push_back({"Warning", "StoreUnavailable",
+                         "results store unavailable: " + s.store->error +
+                             "; results are spooled and written when it is back",
+                         true, ""});
+  } else if (s.store->available && was == "False") {
+    d->events.push_back({"Normal", "StoreRecovered",
+                         "results store " + s.store->describe + " is back; spooled results written",
+                         true, ""});
+  }
+  if (!s.store->available &&
+      (d->requeueAfter.count() == 0 || d->requeueAfter > config.storeRetry)) {
+    d->requeueAfter = config.storeRetry;
+  }
+  d->status = std::move(status);
+}
 
-Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp) {
-  if (!s.exists) return Decision{};
-  if (s.deleting) return DecideDeletion(s);
+Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
+                          Clock::time_point now_tp) {
   Decision d;
   d.addFinalizer = !s.hasFinalizer;
   const std::string now = FormatRfc3339(now_tp);
@@ -516,7 +556,8 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     models = ModelsOf(selected, s.nodes);
   }
   Result<ResolvedPlan> plan =
-      s.spec ? ResolvePlan(*s.spec, s.profiles, config.enableFixtures, selected, s.nodes, models)
+      s.spec ? ResolvePlan(*s.spec, s.profiles, config.enableFixtures, selected, s.nodes, models,
+                           s.store ? &*s.store : nullptr)
              : Result<ResolvedPlan>(s.specError);
   {
     // Which model each node has and how it was read (GFD's label or the cloud's), once per run;
@@ -558,6 +599,16 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
   }
   DecideRun(s, config, now_tp, *plan, selected, old_status, status, &d);
   DecideClaims(s, config, now_tp, plan->gang, &d);
+  return d;
+}
+
+}  // namespace
+
+Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp) {
+  if (!s.exists) return Decision{};
+  if (s.deleting) return DecideDeletion(s);
+  Decision d = DecideValidation(s, config, now_tp);
+  if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
   return d;
 }
 

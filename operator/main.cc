@@ -3,7 +3,7 @@
 //                     [--worker-image IMAGE] [--worker-service-account NAME]
 //                     [--metrics-bind-address :8080] [--health-probe-bind-address :8081]
 //                     [--log-format json|text] [--workers N] [--enable-fixtures]
-//                     [--metrics-per-node]
+//                     [--metrics-per-node] [--store off|URL|postgres] [--cluster-name NAME]
 #include <signal.h>
 #include <unistd.h>
 
@@ -63,6 +63,14 @@ flags:
   --gang-rendezvous-host HOST       NCCL gangs meet at HOST:<a free port> instead of rank 0's
                                     headless Service name (kube-sim, which has no DNS)
   --enable-fixtures                 let workers run test-only fixtures (end-to-end tests only)
+  --store off|URL|postgres          the results store every completed PerfResult is recorded in
+                                    (off): sqlite:///var/lib/perfgate/results.db,
+                                    postgresql://host/db, or postgres: the URL in
+                                    $PERFGATE_STORE_DSN (from a Secret)
+  --cluster-name NAME               this cluster's name in the store (default)
+  --store-spool-dir DIR             where results wait while the store is away (beside a SQLite
+                                    file; for PostgreSQL $HOME/.local/share/perfgate/spool-*)
+  --store-retry-seconds N           how often waiting results are tried again (30)
 )";
 
 std::atomic<bool> g_stop{false};
@@ -85,6 +93,10 @@ struct Flags {
   bool enableFixtures = false;
   std::string gangRendezvousHost;
   bool metricsPerNode = false;
+  std::string store = "off";
+  std::string clusterName = "default";
+  std::string storeSpoolDir;
+  int storeRetrySeconds = 30;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -135,6 +147,14 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->kubeApiBurst = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--gang-rendezvous-host" && next()) {
       f->gangRendezvousHost = value;
+    } else if (a == "--store" && next()) {
+      f->store = value;
+    } else if (a == "--cluster-name" && next() && !value.empty()) {
+      f->clusterName = value;
+    } else if (a == "--store-spool-dir" && next()) {
+      f->storeSpoolDir = value;
+    } else if (a == "--store-retry-seconds" && next()) {
+      f->storeRetrySeconds = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--scheduling-timeout-seconds" && next()) {
       f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
     } else {
@@ -265,7 +285,26 @@ int main(int argc, char** argv) {
       [&results_by_validation](const std::string& v) {
         return results_by_validation.Get(LabelValue(v));
       }};
+  rc.storeRetry = std::chrono::seconds(flags.storeRetrySeconds);
   op::Reconciler reconciler(client, caches, rc);
+  if (flags.store != "off" && !flags.store.empty()) {
+    op::RecorderOptions ro;
+    ro.url = flags.store;
+    if (ro.url == "postgres" || ro.url == "postgresql") {
+      const char* dsn = std::getenv("PERFGATE_STORE_DSN");
+      if (dsn == nullptr || dsn[0] == '\0') {
+        log->error("--store={} reads the store's URL from $PERFGATE_STORE_DSN, which is not set",
+                   flags.store);
+        return 2;
+      }
+      ro.url = dsn;
+    }
+    ro.cluster = flags.clusterName;
+    ro.spoolDir = flags.storeSpoolDir;
+    ro.reopenAfter = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), rc.storeRetry);
+    reconciler.SetRecorder(std::make_shared<op::Recorder>(ro));
+    log->info("recording results of cluster {} in the results store", flags.clusterName);
+  }
 
   op::ControllerOptions co;
   co.workers = flags.workers;

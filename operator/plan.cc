@@ -109,7 +109,7 @@ void FixSampling(Json* plan) {
 
 Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                        const ClusterProfiles& cluster, bool fixtures,
-                                       const SelectedModels& models) {
+                                       const SelectedModels& models, const StoreView* store) {
   std::map<std::string, std::string> node_products;
   for (const auto& [node, m] : models.known) node_products[node] = m.model;
   std::map<std::string, spec::Loaded<v1alpha1::PerfProfile>> profiles;
@@ -185,6 +185,29 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     }
     return std::vector<std::string>{model_keys.begin()->second};
   };
+  if (store != nullptr) {
+    options.baseline_value = [&](const std::string& name, const std::string& profile_version,
+                                 const std::string& test, const std::string& metric,
+                                 const std::string& statistic) -> Result<double> {
+      auto it = store->baselines.find(name);
+      if (it == store->baselines.end()) {
+        auto why = store->baselineErrors.find(name);
+        return why != store->baselineErrors.end()
+                   ? why->second
+                   : NotFound("baseline \"" + name + "\" not found in the results store");
+      }
+      if (model_keys.size() != 1) {
+        return InvalidArgument(
+            "a baseline bound needs one GPU model among the selected nodes (" +
+            (models.known.empty() ? std::string("none known") : DescribeModels(models.known)) +
+            ")");
+      }
+      const std::string key = model_keys.begin()->first;
+      return store::BaselineFigure(
+          it->second, model_keys.begin()->second, profile_version, test, metric, statistic,
+          [&](const std::string& model) { return ModelKey(model) == key; });
+    };
+  }
   auto built = worker::BuildPlan(loaded, options);
   // A model with no profile: say which nodes have it and how it was read.
   if (!built.ok() && !profile_named && !models.known.empty() && models.unknown.empty() &&
@@ -213,6 +236,28 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     spec->clear_profile();
     spec->clear_level();
   }
+  // Baseline bounds travel as reference and fraction: the worker in its pod reads no store.
+  for (const auto& t : plan.tests) {
+    for (size_t j = 0; j < t.threshold_specs.size(); ++j) {
+      const v1alpha1::Threshold& th = t.threshold_specs[j];
+      if (th.baseline().empty()) continue;
+      ASSIGN_OR_RETURN(const double figure,
+                       options.baseline_value(th.baseline(), plan.profile_version, t.name,
+                                              th.metric(), th.statistic()));
+      for (auto& st : *spec->mutable_tests()) {
+        if ((st.name().empty() ? st.type() : st.name()) != t.name) continue;
+        for (auto& w : *st.mutable_thresholds()) {
+          if (w.baseline() != th.baseline() || w.metric() != th.metric() ||
+              w.statistic() != th.statistic()) {
+            continue;
+          }
+          w.set_reference(figure);
+          w.set_referencesource("baseline " + th.baseline());
+          w.clear_baseline();
+        }
+      }
+    }
+  }
   auto* ann = resolved.mutable_metadata()->mutable_annotations();
   if (!plan.profile.empty()) (*ann)["perfgate.io/profile"] = plan.profile;
   if (!plan.profile_version.empty()) (*ann)["perfgate.io/profile-version"] = plan.profile_version;
@@ -238,12 +283,41 @@ ProfilesNeeded ProfilesToRead(const v1alpha1::PerfValidationSpec& spec) {
   return need;
 }
 
+std::set<std::string> BaselinesNamed(const v1alpha1::PerfValidationSpec& spec,
+                                     const ClusterProfiles& profiles) {
+  std::set<std::string> names;
+  for (const auto& t : spec.tests()) {
+    for (const auto& th : t.thresholds()) {
+      if (!th.baseline().empty()) names.insert(th.baseline());
+    }
+  }
+  for (const auto& [name, profile] : profiles.byName) {
+    for (const char* level : {"quick", "full"}) {
+      const Json spec_json = profile.value("spec", Json::object());
+      for (const auto& t : spec_json.value(level, Json::object()).value("tests", Json::array())) {
+        for (const auto& th : t.value("thresholds", Json::array())) {
+          if (!th.value("baseline", "").empty()) names.insert(th.value("baseline", ""));
+        }
+      }
+    }
+  }
+  return names;
+}
+
 Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                  const ClusterProfiles& profiles, bool fixtures,
                                  const std::vector<std::string>& selected,
                                  const std::map<std::string, Json>& nodes,
-                                 const SelectedModels& models) {
-  ASSIGN_OR_RETURN(ResolvedPlan plan, BuildResolvedPlan(loaded, profiles, fixtures, models));
+                                 const SelectedModels& models, const StoreView* store) {
+  // A baseline the store could not give now: try again, rather than call the spec invalid.
+  if (store != nullptr) {
+    for (const auto& [name, why] : store->baselineErrors) {
+      if (why.code() == Code::kUnavailable || why.code() == Code::kResourceExhausted) {
+        return Status(why.code(), "reading baseline " + name + ": " + why.message());
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(ResolvedPlan plan, BuildResolvedPlan(loaded, profiles, fixtures, models, store));
   RETURN_IF_ERROR(CheckGpusPerNodeFits(loaded.doc.spec().gpuspernode(), selected, nodes));
   // NCCL tests across nodes: gangs (docs/nccl.md). Without NCCL tests a gang option is moot.
   if (!loaded.doc.spec().gang().shape().empty()) {

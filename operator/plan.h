@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "common/spec.h"
 #include "operator/json_fields.h"
 #include "operator/selection.h"
+#include "operator/store_view.h"
 
 namespace perfgate::op {
 
@@ -38,12 +40,18 @@ struct ResolvedPlan {
 
 // Validates the spec as the worker will (BuildPlan), checks a named profile against each
 // selected node's GPU model, checks gpusPerNode against the selected nodes, and inlines the
-// profile. kInvalidArgument and kNotFound mean an invalid spec (the message says why); other
-// codes mean "try again".
+// profile. `baseline:` thresholds take their figure from `store`'s baselines for the selected
+// nodes' GPU model and are written into the plan as reference and fraction (without a store
+// they are refused). kInvalidArgument and kNotFound mean an invalid spec (the message says
+// why); other codes mean "try again".
 Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                  const ClusterProfiles& profiles, bool fixtures,
                                  const std::vector<std::string>& selected,
                                  const std::map<std::string, Json>& nodes,
-                                 const SelectedModels& models);
+                                 const SelectedModels& models, const StoreView* store = nullptr);
+
+// The baseline names the thresholds of `spec` and of `profiles` name.
+std::set<std::string> BaselinesNamed(const v1alpha1::PerfValidationSpec& spec,
+                                     const ClusterProfiles& profiles);
 
 }  // namespace perfgate::op

@@ -21,6 +21,8 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     return snapshot.status();
   }
   if (!snapshot->exists) return ReconcileResult{};
+  if (recorder_ != nullptr && !snapshot->deleting)
+    recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
   // Decide: pure.
   const Decision decision = Decide(*snapshot, config_, now_());
   if (!decision.retry.ok()) {
@@ -29,8 +31,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
   // Act, then report: the status is written once, after what it describes was applied.
   ASSIGN_OR_RETURN(Json validation, actor_.Apply(*snapshot, decision));
+  // The store's state changed while recording: the status says so at the next look, soon.
+  const bool store_changed = actor_.Record(*snapshot, decision);
   if (decision.status) RETURN_IF_ERROR(actor_.Report(validation, *decision.status));
   actor_.SendEvents(*snapshot, decision, /*after_status=*/true);
+  if (store_changed) return ReconcileResult{std::chrono::milliseconds(100)};
   ReconcileResult result{decision.requeueAfter};
   // A node claimed by a faster validation: the next look shows it waiting (or free again).
   if (actor_.TakeClaimLost(name) &&
@@ -38,6 +43,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     result.requeueAfter = std::chrono::seconds(1);
   }
   return result;
+}
+
+void Reconciler::SetRecorder(std::shared_ptr<Recorder> recorder) {
+  recorder_ = recorder;
+  actor_.SetRecorder(std::move(recorder));
 }
 
 }  // namespace perfgate::op

@@ -40,6 +40,9 @@ class Reconciler {
   Result<ReconcileResult> Reconcile(const std::string& name);
 
   ReconcileMetrics& metrics() { return metrics_; }
+  // Records results in, and reads history from, this results store (--store). Call before the
+  // first reconcile.
+  void SetRecorder(std::shared_ptr<Recorder> recorder);
 
  private:
   std::shared_ptr<kube::Client> client_;
@@ -48,6 +51,7 @@ class Reconciler {
   std::function<std::chrono::system_clock::time_point()> now_;
   ReconcileMetrics metrics_;
   Actor actor_;
+  std::shared_ptr<Recorder> recorder_;
 };
 
 }  // namespace perfgate::op

@@ -17,6 +17,7 @@
 #include "operator/config.h"
 #include "operator/json_fields.h"
 #include "operator/plan.h"
+#include "operator/store_view.h"
 
 namespace perfgate::op {
 
@@ -70,6 +71,8 @@ struct Snapshot {
   // Read for the selected nodes this validation may still start a pod on.
   std::map<std::string, std::string> busyWith;
   ClusterProfiles profiles;
+  // The results store (absent with --store=off).
+  std::optional<StoreView> store;
   // Node claims by node (operator/claims.h), read from the API: every claim Lease, with
   // whether its holder is gone.
   std::map<std::string, NodeClaim> claims;

@@ -1,5 +1,7 @@
 #include "operator/status.h"
 
+#include <cstdio>
+
 namespace perfgate::op {
 namespace {
 
@@ -43,7 +45,62 @@ std::string SuspectNames(const Json& status) {
   return names;
 }
 
+// Sets the condition `type` of `status` (replacing one of that type), keeping its
+// lastTransitionTime when its status did not change.
+void SetCondition(Json* status, const Json& old_status, const char* type, const char* value,
+                  const std::string& reason, const std::string& message, int64_t generation,
+                  const std::string& now) {
+  Json kept = Json::array();
+  for (const auto& c : status->value("conditions", Json::array())) {
+    if (c.value("type", "") != type) kept.push_back(c);
+  }
+  for (const auto& c :
+       Conditions(old_status, {{type, value}}, reason, Cut(message, 1000), generation, now)) {
+    kept.push_back(c);
+  }
+  (*status)["conditions"] = kept;
+}
+
 }  // namespace
+
+void SetRecordedCondition(Json* status, const Json& old_status, const StoreView& store,
+                          int64_t generation, const std::string& now) {
+  if (store.available) {
+    SetCondition(status, old_status, "Recorded", "True", "Recorded",
+                 "results recorded in " + store.describe, generation, now);
+    return;
+  }
+  std::string msg = "results store unavailable: " + store.error;
+  if (store.spooled > 0) {
+    msg += "; " + std::to_string(store.spooled) +
+           " results wait in the spool and are written when it is back";
+  }
+  SetCondition(status, old_status, "Recorded", "False", "StoreUnavailable", msg, generation, now);
+}
+
+void SetRegressedCondition(Json* status, const Json& old_status, const RegressionCheck& check,
+                           int64_t generation, const std::string& now) {
+  if (check.compared == 0 && check.found.empty()) return;
+  char margin[32];
+  std::snprintf(margin, sizeof margin, "%g%%", check.margin * 100);
+  const std::string history =
+      check.historyRead ? "" : " (not with history: the results store is unavailable)";
+  if (check.found.empty()) {
+    SetCondition(status, old_status, "Regressed", "False", "NoRegressions",
+                 std::to_string(check.compared) + " figures compared with history and peers" +
+                     history + ": none worse beyond the " + margin + " margin",
+                 generation, now);
+    return;
+  }
+  std::string msg;
+  for (const auto& r : check.found) {
+    msg += (msg.empty() ? "" : "; ") + r.node + ": " + DescribeRegression(r);
+    if (msg.size() > 800) break;
+  }
+  SetCondition(status, old_status, "Regressed", "True", "RegressionsFound",
+               "slower beyond the " + std::string(margin) + " margin" + history + ": " + msg,
+               generation, now);
+}
 
 Json RunningStatus(Json status, const Json& old_status, bool suspended, const std::string& message,
                    int64_t generation, const std::string& now) {

@@ -7,6 +7,8 @@
 
 #include "operator/actions.h"
 #include "operator/json_fields.h"
+#include "operator/regressions.h"
+#include "operator/snapshot.h"
 
 namespace perfgate::op {
 
@@ -30,5 +32,16 @@ int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status);
 // completionTime set when it was not.
 Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeOutcome>& outcomes,
                     int64_t generation, const std::string& now);
+
+// The condition Recorded from the results store's state (operator/recorder.h): True (Recorded)
+// while it takes every result, False (StoreUnavailable) while results wait in the spool or it
+// cannot be reached. Replaces any earlier Recorded condition in `status`.
+void SetRecordedCondition(Json* status, const Json& old_status, const StoreView& store,
+                          int64_t generation, const std::string& now);
+
+// The condition Regressed once a run is decided and something was compared: True
+// (RegressionsFound) naming the nodes, else False (NoRegressions).
+void SetRegressedCondition(Json* status, const Json& old_status, const RegressionCheck& check,
+                           int64_t generation, const std::string& now);
 
 }  // namespace perfgate::op

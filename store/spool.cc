@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <vector>
 
@@ -31,6 +33,22 @@ bool Retryable(const Status& st) {
 }
 
 }  // namespace
+
+std::string DefaultSpoolDir(const std::string& url) {
+  if (url.rfind("sqlite:", 0) == 0 || url.find("://") == std::string::npos) {
+    std::string path = url;
+    for (const char* scheme : {"sqlite://", "sqlite:"}) {
+      if (path.rfind(scheme, 0) == 0) {
+        path = path.substr(std::string_view(scheme).size());
+        break;
+      }
+    }
+    return path.substr(0, path.find('?')) + ".spool";
+  }
+  char name[32];
+  std::snprintf(name, sizeof name, "spool-%016zx", std::hash<std::string>{}(url));
+  return (fs::path(DefaultLocalPath()).parent_path() / name).string();
+}
 
 Status Spool::Add(const NodeResult& result) {
   std::error_code ec;

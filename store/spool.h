@@ -10,6 +10,10 @@
 
 namespace perfgate::store {
 
+// Where results wait that the store at `url` could not take yet: beside a SQLite file
+// (results.db.spool/), or for a server, in the local data folder under a name of its own.
+std::string DefaultSpoolDir(const std::string& url);
+
 class Spool {
  public:
   // `dir` is created when the first result is spooled.

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "common/time.h"
 #include "store/sql.h"
@@ -95,6 +96,30 @@ std::string DefaultLocalPath() {
   const char* home = std::getenv("HOME");
   return std::string(home != nullptr && home[0] != '\0' ? home : ".") +
          "/.local/share/perfgate/results.db";
+}
+
+Result<double> BaselineFigure(const Baseline& b, const std::string& gpu_model,
+                              const std::string& profile_version, const std::string& test,
+                              const std::string& metric, const std::string& statistic,
+                              const std::function<bool(const std::string&)>& same_model) {
+  for (const auto& v : b.values) {
+    const bool model = same_model ? same_model(v.gpu_model) : v.gpu_model == gpu_model;
+    if (model && v.profile_version == profile_version && v.test == test && v.metric == metric &&
+        v.statistic == statistic) {
+      return v.value;
+    }
+  }
+  std::set<std::string> models;
+  for (const auto& v : b.values) {
+    models.insert((v.gpu_model.empty() ? "no GPU" : v.gpu_model) + " (profile version " +
+                  (v.profile_version.empty() ? "none" : v.profile_version) + ")");
+  }
+  std::string have;
+  for (const auto& m : models) have += (have.empty() ? "" : ", ") + m;
+  return NotFound("baseline \"" + b.name + "\" has no " + statistic + " " + metric + " of " + test +
+                  " for " + (gpu_model.empty() ? "a machine without GPUs" : gpu_model) +
+                  " at profile version " + (profile_version.empty() ? "none" : profile_version) +
+                  " (it holds: " + have + ")");
 }
 
 Result<std::unique_ptr<Store>> Open(const std::string& url) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -113,6 +114,14 @@ struct Baseline {
   std::string source;  // what it was built from, in words ("validation h200-acceptance")
   std::vector<BaselineValue> values;
 };
+
+// The figure of baseline `b` for this GPU model, profile version, test (display name), metric and
+// statistic; kNotFound naming what the baseline does hold when it has none. `same_model` says
+// whether the baseline's model is `gpu_model` (null: the same string).
+Result<double> BaselineFigure(
+    const Baseline& b, const std::string& gpu_model, const std::string& profile_version,
+    const std::string& test, const std::string& metric, const std::string& statistic,
+    const std::function<bool(const std::string& baseline_model)>& same_model = nullptr);
 
 // The statistics a baseline freezes and a baseline threshold may name.
 inline constexpr const char* kBaselineStatistics[] = {"mean", "median", "p05", "p95", "min", "max"};

@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "common/report.h"
 #include "common/time.h"
@@ -17,17 +15,6 @@
 
 namespace perfgate::worker {
 namespace {
-
-namespace fs = std::filesystem;
-
-using MetricKey = std::tuple<std::string, std::string, std::string>;  // test, device, metric
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string Ratio(double r) {
   char buf[32];
@@ -41,69 +28,12 @@ std::string Percent(double f) {
   return buf;
 }
 
-// Where results wait that the store at `url` could not take yet: beside a SQLite file
-// (results.db.spool/), or for a server, in the local data folder under a name of its own.
-std::string SpoolDir(const std::string& url) {
-  if (url.rfind("sqlite:", 0) == 0 || url.find("://") == std::string::npos) {
-    std::string path = url;
-    for (const char* scheme : {"sqlite://", "sqlite:"}) {
-      if (path.rfind(scheme, 0) == 0) {
-        path = path.substr(std::string_view(scheme).size());
-        break;
-      }
-    }
-    return path.substr(0, path.find('?')) + ".spool";
-  }
-  char name[32];
-  std::snprintf(name, sizeof name, "spool-%016zx", std::hash<std::string>{}(url));
-  return (fs::path(store::DefaultLocalPath()).parent_path() / name).string();
 }
 
 }  // namespace
 
 std::string LocalStoreUrl(const std::string& url) {
   return url.empty() ? "sqlite://" + store::DefaultLocalPath() : url;
-}
-
-std::vector<MetricComparison> CompareWithHistory(const v1alpha1::Report& now,
-                                                 const std::vector<store::MetricRecord>& before,
-                                                 double confidence, double margin) {
-  struct Earlier {
-    std::vector<double> samples, medians;
-    std::set<std::string> runs;
-  };
-  std::map<MetricKey, Earlier> earlier;
-  for (const auto& m : before) {
-    auto& e = earlier[{m.test, m.device, m.metric}];
-    e.samples.insert(e.samples.end(), m.samples.begin(), m.samples.end());
-    e.medians.push_back(m.summary.median());
-    e.runs.insert(m.key.run);
-  }
-  std::vector<MetricComparison> out;
-  for (const auto& t : now.tests()) {
-    for (const auto& m : t.metrics()) {
-      auto it = earlier.find({t.name(), t.device(), m.name()});
-      if (it == earlier.end() || it->second.samples.empty() || m.samples().empty()) continue;
-      MetricComparison c;
-      c.test = t.name();
-      c.device = t.device();
-      c.metric = m.name();
-      c.unit = m.unit();
-      c.higher_is_better = m.higherisbetter();
-      c.now_median = m.summary().median();
-      c.before_median = Median(it->second.medians);
-      c.runs_before = static_cast<int>(it->second.runs.size());
-      const std::vector<double> x(m.samples().begin(), m.samples().end());
-      c.ratio = stats::HodgesLehmannRatio(x, it->second.samples, confidence);
-      // No ratio of figures that are zero (an error count that stayed at 0).
-      if (c.ratio.interval.confidence == 0) continue;
-      const bool above = c.ratio.interval.low > 1 + margin;
-      const bool below = c.ratio.interval.high < 1 - margin;
-      if (above || below) c.flag = (above == c.higher_is_better) ? 1 : -1;
-      out.push_back(std::move(c));
-    }
-  }
-  return out;
 }
 
 std::string FormatComparison(const std::vector<MetricComparison>& rows, int runs_before,
@@ -167,7 +97,7 @@ void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& option
     err << "perfgate-worker: warning: the results store is unavailable: "
         << opened.status().message() << "\n";
   }
-  store::Spool spool(SpoolDir(url));
+  store::Spool spool(store::DefaultSpoolDir(url));
   std::vector<store::MetricRecord> before;
   if (store) {
     // Runs that waited for the store go in first, so this one is compared with them too.
@@ -217,23 +147,7 @@ Result<double> BaselineValue(store::Store& store, const std::string& baseline,
                              const std::string& test, const std::string& metric,
                              const std::string& statistic) {
   ASSIGN_OR_RETURN(auto b, store.GetBaseline(baseline));
-  for (const auto& v : b.values) {
-    if (v.gpu_model == gpu_model && v.profile_version == profile_version && v.test == test &&
-        v.metric == metric && v.statistic == statistic) {
-      return v.value;
-    }
-  }
-  std::set<std::string> models;
-  for (const auto& v : b.values) {
-    models.insert((v.gpu_model.empty() ? "no GPU" : v.gpu_model) + " (profile version " +
-                  (v.profile_version.empty() ? "none" : v.profile_version) + ")");
-  }
-  std::string have;
-  for (const auto& m : models) have += (have.empty() ? "" : ", ") + m;
-  return NotFound("baseline \"" + baseline + "\" has no " + statistic + " " + metric + " of " +
-                  test + " for " + (gpu_model.empty() ? "a machine without GPUs" : gpu_model) +
-                  " at profile version " + (profile_version.empty() ? "none" : profile_version) +
-                  " (it holds: " + have + ")");
+  return store::BaselineFigure(b, gpu_model, profile_version, test, metric, statistic);
 }
 
 std::function<Result<double>(const std::string&, const std::string&, const std::string&,

@@ -12,6 +12,7 @@
 #include "common/result.h"
 #include "common/stats.h"
 #include "perfgate/v1alpha1/report.pb.h"
+#include "store/compare.h"
 #include "store/store.h"
 
 namespace perfgate::worker {
@@ -27,23 +28,10 @@ struct HistoryOptions {
 // The store a local command uses: `url`, else the default SQLite file.
 std::string LocalStoreUrl(const std::string& url);
 
-// How one metric of this run compares with the same test, device and metric in earlier runs.
-struct MetricComparison {
-  std::string test, device, metric, unit;
-  bool higher_is_better = true;
-  double now_median = 0;     // this run's median
-  double before_median = 0;  // median of the earlier runs' medians
-  int runs_before = 0;
-  stats::Shift ratio;  // now / before, Hodges-Lehmann on log samples
-  // +1 better, -1 worse (the whole interval beyond the margin), 0 within it or unsure.
-  int flag = 0;
-};
+// How one metric of this run compares with earlier runs (store/compare.h).
+using store::CompareWithHistory;
+using store::MetricComparison;
 
-// Pure: compares `now` with `before` (earlier runs' metric records with their samples).
-// Metrics without samples above zero on either side are left out.
-std::vector<MetricComparison> CompareWithHistory(const v1alpha1::Report& now,
-                                                 const std::vector<store::MetricRecord>& before,
-                                                 double confidence, double margin);
 // The comparison as people read it: a table, then a line per flagged metric.
 std::string FormatComparison(const std::vector<MetricComparison>& rows, int runs_before,
                              const std::string& validation, double confidence, double margin);

@@ -2,6 +2,8 @@
 # The chart's tests (CTest label integration, tests/chart/CMakeLists.txt):
 #   chart_test.sh render-default   renders values.yaml's defaults; lint (chart-render --lint)
 #   chart_test.sh render-readme    renders with the README's `helm install` overrides
+#   chart_test.sh render-store     the results store in each mode: SQLite on a claim, PostgreSQL
+#                                  from a Secret, off
 #   chart_test.sh files-in-sync    the chart's CRDs and profiles are byte-identical copies
 #   chart_test.sh kube-sim         kubectl apply into kube-sim; RBAC as the two service accounts
 # Env: CHART_RENDER, KUBE_SIM, REPO_ROOT, WORK_DIR (scratch, emptied first).
@@ -87,6 +89,51 @@ render-readme)
   done
   echo "render-readme: ok"
   ;;
+render-store)
+  # Default: SQLite in a file on a PersistentVolumeClaim mounted where the flag points.
+  "$CHART_RENDER" --lint "$CHART_DIR" >"$WORK_DIR/sqlite.yaml" || fail "render with the default store"
+  deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/sqlite.yaml")"
+  pvc="$(doc_of PersistentVolumeClaim perfgate-operator-store <"$WORK_DIR/sqlite.yaml")"
+  [ -n "$pvc" ] || fail "store.mode sqlite: no PersistentVolumeClaim perfgate-operator-store"
+  grep -q 'storage: 10Gi' <<<"$pvc" || fail "the claim does not request store.sqlite.size"
+  for want in '--store=sqlite:///var/lib/perfgate/results.db' '--cluster-name=default' \
+      'mountPath: /var/lib/perfgate' 'claimName: perfgate-operator-store'; do
+    grep -q -e "$want" <<<"$deploy" || fail "store.mode sqlite: operator Deployment lacks $want"
+  done
+  # An existing claim is used, none created.
+  "$CHART_RENDER" --lint --set store.sqlite.existingClaim=results --set store.clusterName=gpu-east \
+    "$CHART_DIR" >"$WORK_DIR/claim.yaml" || fail "render with store.sqlite.existingClaim"
+  ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/claim.yaml" || fail "a claim rendered beside existingClaim"
+  deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/claim.yaml")"
+  grep -q 'claimName: results' <<<"$deploy" || fail "existingClaim not mounted"
+  grep -q -e '--cluster-name=gpu-east' <<<"$deploy" || fail "store.clusterName not passed"
+  # PostgreSQL: the URL from the Secret's key, never in the arguments; no claim.
+  "$CHART_RENDER" --lint --set store.mode=postgres --set store.postgres.existingSecret=perfgate-db \
+    "$CHART_DIR" >"$WORK_DIR/postgres.yaml" || fail "render with store.mode postgres"
+  ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/postgres.yaml" || fail "a claim rendered for postgres"
+  deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/postgres.yaml")"
+  for want in '--store=postgres' 'name: PERFGATE_STORE_DSN' 'name: perfgate-db' 'key: dsn' \
+      '--store-spool-dir=/var/lib/perfgate/spool' 'medium: Memory'; do
+    grep -q -e "$want" <<<"$deploy" || fail "store.mode postgres: operator Deployment lacks $want"
+  done
+  # ... and without the Secret's name it is an install error that says which value is missing.
+  if "$CHART_RENDER" --set store.mode=postgres "$CHART_DIR" >/dev/null 2>"$WORK_DIR/err"; then
+    fail "store.mode postgres rendered without store.postgres.existingSecret"
+  fi
+  grep -q 'store.postgres.existingSecret' "$WORK_DIR/err" || fail "the missing-Secret error does not name the value"
+  # Off: no flag value but off, no claim, no store volume.
+  "$CHART_RENDER" --lint --set store.mode=off "$CHART_DIR" >"$WORK_DIR/off.yaml" || fail "render with store.mode off"
+  ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/off.yaml" || fail "a claim rendered with the store off"
+  deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/off.yaml")"
+  grep -q -e '--store=off' <<<"$deploy" || fail "store.mode off: --store=off not passed"
+  ! grep -q 'name: store' <<<"$deploy" || fail "store.mode off: a store volume is still mounted"
+  # A mode the chart does not know is an error naming the value.
+  if "$CHART_RENDER" --set store.mode=mysql "$CHART_DIR" >/dev/null 2>"$WORK_DIR/err"; then
+    fail "store.mode mysql rendered"
+  fi
+  grep -q 'store.mode' "$WORK_DIR/err" || fail "the bad-mode error does not name store.mode"
+  echo "render-store: ok"
+  ;;
 files-in-sync)
   "$REPO_ROOT/tests/chart/sync-chart-files.sh" --check
   [ -n "$(ls "$CHART_DIR"/crds/*.yaml 2>/dev/null)" ] || fail "the chart carries no CRDs"
@@ -144,7 +191,7 @@ kube-sim)
   echo "kube-sim: ok"
   ;;
 *)
-  echo "usage: chart_test.sh render-default|render-readme|files-in-sync|kube-sim" >&2
+  echo "usage: chart_test.sh render-default|render-readme|render-store|files-in-sync|kube-sim" >&2
   exit 2
   ;;
 esac

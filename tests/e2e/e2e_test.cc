@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -20,6 +22,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "store/store.h"
 #include "tests/kube-sim/kube_sim.h"
 #include "tests/kube-sim/test_util.h"
 
@@ -39,7 +42,9 @@ class OperatorProcess {
  public:
   ~OperatorProcess() { Kill(SIGKILL); }
 
-  void Start(const kubesim::KubeSim& sim) {
+  // `extra`: more flags (e.g. --store), kept for later starts.
+  void Start(const kubesim::KubeSim& sim, const std::vector<std::string>& extra = {}) {
+    if (!extra.empty()) extra_ = extra;
     log_path_ = sim.workDir() + "/operator-" + std::to_string(++starts_) + ".log";
     std::vector<std::string> args = {
         PERFGATE_OPERATOR_BIN, "--kubeconfig=" + sim.kubeconfigPath(),
@@ -48,6 +53,7 @@ class OperatorProcess {
         "--scheduling-timeout-seconds=3",
         // kube-sim has no DNS: gangs meet on loopback.
         "--gang-rendezvous-host=127.0.0.1", "--leader-elect", "--enable-fixtures"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -72,6 +78,7 @@ class OperatorProcess {
  private:
   pid_t pid_ = -1;
   int starts_ = 0;
+  std::vector<std::string> extra_;
   std::string log_path_;
 };
 
@@ -1442,6 +1449,106 @@ TEST_F(E2E, SimultaneousOverlappingValidationsNeverShareANode) {
     }
   }
   std::cerr << "leases created " << created << ", refused (409) " << refused << "\n";
+}
+
+// The results store: every node's result recorded in SQLite; with the store unreachable the
+// verdicts are the same, the results wait in the spool and the condition Recorded says False;
+// once it is back they are written and Recorded flips to True. A node made 8% slower than its
+// history and its peers, still above its bound, passes and is listed in status.regressions
+// (and fails only where policy.failOnRegression asks).
+TEST_F(E2E, StoreRecordsResultsCatchesUpAndFlagsRegressions) {
+  namespace fs = std::filesystem;
+  const std::string blocked = sim_->workDir() + "/blocked";
+  const std::string url = "sqlite://" + blocked + "/results.db";
+  const std::string spool = sim_->workDir() + "/spool";
+  // A file where the store's folder must go: the store cannot be opened until it is removed.
+  { std::ofstream(blocked) << "not a folder\n"; }
+  op_.Kill(SIGTERM);
+  op_.Start(*sim_, {"--store=" + url, "--cluster-name=e2e", "--store-spool-dir=" + spool,
+                    "--store-retry-seconds=1"});
+  auto spooled = [&] {
+    int n = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(spool, ec), end; !ec && it != end; it.increment(ec)) {
+      n += it->path().extension() == ".json";
+    }
+    return n;
+  };
+
+  Apply(SyntheticSpec("hist", ""));
+  ASSERT_TRUE(WaitComplete("hist"));
+  Json v = Validation("hist");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Recorded").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Recorded").value("reason", ""), "StoreUnavailable");
+  EXPECT_NE(Condition(v, "Recorded").value("message", "").find(blocked), std::string::npos)
+      << v.dump(2);
+  EXPECT_EQ(spooled(), 4);
+
+  // The store comes back: the spool is written and the condition flips.
+  fs::remove(blocked);
+  ASSERT_TRUE(Eventually(
+      [&] { return Condition(Validation("hist"), "Recorded").value("status", "") == "True"; }, 30))
+      << Validation("hist").dump(2);
+  EXPECT_EQ(spooled(), 0);
+  auto events = Kubectl(*sim_, {"get", "events", "-n", "default", "-o", "json"});
+  EXPECT_NE(events.out.find("StoreUnavailable"), std::string::npos);
+  EXPECT_NE(events.out.find("StoreRecovered"), std::string::npos);
+  {
+    auto store = store::Open(url);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store::ResultQuery q;
+    q.validation = "hist";
+    auto stored = (*store)->Results(q);
+    ASSERT_TRUE(stored.ok()) << stored.status().message();
+    std::set<std::string> nodes;
+    for (const auto& r : *stored) {
+      EXPECT_EQ(r.key.cluster, "e2e");
+      EXPECT_EQ(r.verdict, "PASS");
+      nodes.insert(r.key.node);
+    }
+    EXPECT_EQ(nodes, (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  }
+
+  // Applies `yaml` (a new generation of "hist") and waits for its new run to complete.
+  auto run_again = [&](const std::string& yaml) {
+    const std::string before = Validation("hist")["status"].value("run", "");
+    Apply(yaml);
+    return Eventually(
+        [&] {
+          const Json st = Validation("hist")["status"];
+          return st.value("run", "") != before && !st.value("completionTime", "").empty();
+        },
+        90);
+  };
+  // A second run with node-2 8% slower, still above its bound of 90.
+  ASSERT_TRUE(run_again(SyntheticSpec("hist", "node-2=92")));
+  v = Validation("hist");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "4/4");
+  EXPECT_EQ(Condition(v, "Recorded").value("status", ""), "True") << v.dump(2);
+  EXPECT_EQ(Condition(v, "Regressed").value("status", ""), "True") << v.dump(2);
+  std::set<std::string> against;
+  for (const auto& r : v["status"].value("regressions", Json::array())) {
+    EXPECT_EQ(r.value("node", ""), "node-2") << r.dump();
+    EXPECT_NEAR(r.value("ratio", 0.0), 0.92, 0.02) << r.dump();
+    EXPECT_LT(r.value("high", 1.0), 0.97) << r.dump();
+    EXPECT_LE(r.value("low", 1.0), r.value("ratio", 0.0)) << r.dump();
+    against.insert(r.value("against", ""));
+  }
+  EXPECT_EQ(against, (std::set<std::string>{"history", "peers"})) << v.dump(2);
+  events = Kubectl(*sim_, {"get", "events", "-n", "default", "-o", "json"});
+  EXPECT_NE(events.out.find("node-2: synthetic"), std::string::npos);
+
+  // Asked for by the policy, the regression fails the node.
+  ASSERT_TRUE(run_again(
+      SyntheticSpec("hist", "node-2=92", "    onFailure: none\n    failOnRegression: true\n")));
+  v = Validation("hist");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "3/4");
+  EXPECT_NE(Condition(v, "Passed").value("message", "").find("node-2 FAIL: regression"),
+            std::string::npos)
+      << v.dump(2);
 }
 
 }  // namespace

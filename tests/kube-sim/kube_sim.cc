@@ -39,6 +39,7 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
       Builtin("", "v1", "Secret", "secrets", true),
       Builtin("", "v1", "Service", "services", true, {"svc"}, true),
       Builtin("", "v1", "ServiceAccount", "serviceaccounts", true, {"sa"}),
+      Builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, {"pvc"}, true),
       Builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
       Builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
       Builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/labels.h"
+#include "common/report.h"
 #include "common/termination.h"
 #include "common/time.h"
 #include "operator/names.h"
@@ -75,6 +76,7 @@ struct World {
   std::set<std::string> resultsInApi;       // pod names whose result the cache has not seen
   std::map<std::string, std::string> logs;
   ClusterProfiles profiles;
+  std::optional<StoreView> store;  // the results store's view; none: --store=off
   ReconcilerConfig config = Config();
   std::chrono::system_clock::time_point now = kT0;
   int claimVersion = 100;
@@ -124,6 +126,7 @@ struct World {
     s.busyWith = busyWith;
     s.claims = claims;
     s.profiles = profiles;
+    s.store = store;
     return s;
   }
   Decision Decide() const { return op::Decide(Observe(), config, now); }
@@ -1363,6 +1366,240 @@ TEST(DecideEdge, UnparsableSpecIsInvalidSpec) {
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   EXPECT_NE(d.status->value("message", "").find("spec.gpusPerNode"), std::string::npos)
       << d.status->value("message", "");
+}
+
+// ---- The results store and regressions ----
+
+StoreView View(const std::string& describe, bool available, const std::string& error, int spooled) {
+  StoreView v;
+  v.describe = describe;
+  v.available = available;
+  v.error = error;
+  v.spooled = spooled;
+  return v;
+}
+
+// A worker's result whose one metric has `samples` (bandwidth, higher is better).
+Json MeasuredResult(World& w, const std::string& node, const std::vector<double>& samples) {
+  Json r = w.ResultOf("g1", node, ObjectName({w.name(), "g1", node}), "PASS", "measured");
+  std::vector<double> sorted = samples;
+  std::sort(sorted.begin(), sorted.end());
+  r["spec"]["report"]["tests"] = {{{"name", "hbm-stream"},
+                                   {"type", "hbm-stream"},
+                                   {"device", "gpu0"},
+                                   {"verdict", "PASS"},
+                                   {"metrics",
+                                    {{{"name", "triadBandwidthGBps"},
+                                      {"unit", "GB/s"},
+                                      {"higherIsBetter", true},
+                                      {"summary", {{"median", sorted[sorted.size() / 2]}}},
+                                      {"samples", samples}}}}}};
+  return r;
+}
+
+// Eight samples around `mean`, 1% apart.
+std::vector<double> Around(double mean) {
+  std::vector<double> out;
+  for (int i = 0; i < 8; ++i) out.push_back(mean * (0.996 + 0.001 * i));
+  return out;
+}
+
+// Every node of `w` has its pod and result; node-2's figures come from `node2`.
+void FinishMeasured(World* w, double node2) {
+  w->Apply(w->Decide());
+  for (auto& p : w->pods) p["status"]["phase"] = "Succeeded";
+  for (int i = 0; i < 4; ++i) {
+    const std::string node = "node-" + std::to_string(i);
+    w->results.push_back(MeasuredResult(*w, node, Around(node == "node-2" ? node2 : 3000)));
+    // What observe reads from the API in full (the cache keeps a summary).
+    if (w->store) {
+      auto report = report::FromJson(w->results.back()["spec"]["report"].dump());
+      ASSERT_TRUE(report.ok()) << report.status().message();
+      w->store->reports[node] = *report;
+    }
+  }
+}
+
+TEST(DecideStore, UnavailableStoreLeavesTheVerdictAndSaysSo) {
+  World w("rec", StreamSpec());
+  w.store = View("sqlite:///var/lib/perfgate/results.db", false, "cannot create /x: denied", 4);
+  EXPECT_TRUE(HasEvent(w.Decide(), "StoreUnavailable", true));
+  FinishMeasured(&w, 3000);
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed");
+  EXPECT_EQ(Condition(*d.status, "Passed").value("status", ""), "True");
+  const Json rec = Condition(*d.status, "Recorded");
+  EXPECT_EQ(rec.value("status", ""), "False") << d.status->dump(2);
+  EXPECT_EQ(rec.value("reason", ""), "StoreUnavailable");
+  EXPECT_NE(rec.value("message", "").find("cannot create /x: denied"), std::string::npos);
+  EXPECT_NE(rec.value("message", "").find("4 results wait"), std::string::npos);
+  // Announced once, when the condition turned False (the run's first reconcile), not again.
+  EXPECT_FALSE(HasEvent(d, "StoreUnavailable", true));
+  // Looked at again while the results wait.
+  EXPECT_GT(d.requeueAfter.count(), 0);
+  EXPECT_LE(d.requeueAfter, w.config.storeRetry);
+  // Not history: the store could not be read; the peers were compared.
+  EXPECT_NE(Condition(*d.status, "Regressed").value("message", "").find("not with history"),
+            std::string::npos);
+
+  // The store is back and the spool written: True, and one event saying so.
+  w.Apply(d);
+  w.store = View("sqlite:///var/lib/perfgate/results.db", true, "", 0);
+  d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(Condition(*d.status, "Recorded").value("status", ""), "True");
+  EXPECT_TRUE(HasEvent(d, "StoreRecovered", true));
+  EXPECT_FALSE(HasEvent(d, "StoreUnavailable", true));
+  EXPECT_EQ(d.requeueAfter.count(), 0);
+}
+
+TEST(DecideStore, WithoutAStoreThereIsNoRecordedCondition) {
+  World w("off", StreamSpec());
+  FinishMeasured(&w, 3000);
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_TRUE(Condition(*d.status, "Recorded").empty());
+  // Nothing compared either: the full reports come with the store.
+  EXPECT_TRUE(Condition(*d.status, "Regressed").empty()) << d.status->dump(2);
+  EXPECT_FALSE(d.status->contains("regressions"));
+}
+
+TEST(DecideRegressions, NodeEightPercentSlowerPassesAndIsListed) {
+  World w("reg", StreamSpec());
+  w.store = View("sqlite:///r.db", true, "", 0);
+  // node-2's history: three earlier runs at 3000.
+  for (int run = 0; run < 3; ++run) {
+    store::MetricRecord m;
+    m.key = {"default", "reg", "g0-" + std::to_string(run), "node-2"};
+    m.test = "hbm-stream";
+    m.device = "gpu0";
+    m.metric = "triadBandwidthGBps";
+    m.samples = Around(3000);
+    m.summary.set_median(3000);
+    w.store->history["node-2"].push_back(m);
+  }
+  FinishMeasured(&w, 2760);  // 8% slower, still above any bound here
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed") << d.status->dump(2);
+  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
+  const Json rows = d.status->value("regressions", Json::array());
+  ASSERT_EQ(rows.size(), 2u) << d.status->dump(2);
+  std::set<std::string> against;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.value("node", ""), "node-2");
+    EXPECT_NEAR(r.value("ratio", 0.0), 0.92, 0.005);
+    EXPECT_LT(r.value("high", 1.0), 0.97);
+    EXPECT_EQ(r.value("metric", ""), "triadBandwidthGBps");
+    against.insert(r.value("against", ""));
+  }
+  EXPECT_EQ(against, (std::set<std::string>{"history", "peers"}));
+  EXPECT_EQ(Condition(*d.status, "Regressed").value("reason", ""), "RegressionsFound");
+  EXPECT_TRUE(HasEvent(d, "Regression", true));
+}
+
+TEST(DecideRegressions, FailOnRegressionFailsTheSlowNodeOnly) {
+  Json spec = StreamSpec();
+  spec["policy"]["failOnRegression"] = true;
+  World w("regfail", spec);
+  w.store = View("sqlite:///r.db", true, "", 0);
+  FinishMeasured(&w, 2760);
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "Failed");
+  EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
+  for (const auto& v : d.nodeVerdicts) {
+    EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS") << v.node;
+  }
+  EXPECT_NE(d.status->value("message", "").find("node-2 FAIL: regression"), std::string::npos)
+      << d.status->dump(2);
+}
+
+TEST(DecideRegressions, ShiftInsideTheMarginIsNotARegression) {
+  Json spec = StreamSpec();
+  spec["policy"]["regressionMargin"] = 0.1;
+  World w("margin", spec);
+  w.store = View("sqlite:///r.db", true, "", 0);
+  FinishMeasured(&w, 2760);
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_FALSE(d.status->contains("regressions")) << d.status->dump(2);
+  EXPECT_EQ(Condition(*d.status, "Regressed").value("status", ""), "False");
+}
+
+// A spec whose hbm-stream threshold is 0.97 of baseline `h200-june`.
+Json BaselineSpec() {
+  Json spec = StreamSpec();
+  spec["tests"][0]["thresholds"] = {{{"metric", "triadBandwidthGBps"},
+                                     {"statistic", "median"},
+                                     {"op", ">="},
+                                     {"baseline", "h200-june"},
+                                     {"fraction", 0.97}}};
+  return spec;
+}
+
+store::Baseline H200June() {
+  store::Baseline b;
+  b.name = "h200-june";
+  // The model as CUDA names it: the nodes' GFD label says NVIDIA-H200.
+  b.values.push_back(
+      {"NVIDIA H200", "", "hbm-stream", "triadBandwidthGBps", "median", 4000, 24, 3950, 4050});
+  return b;
+}
+
+TEST(DecideBaselines, BaselineBoundTravelsAsReferenceAndFraction) {
+  World w("base", BaselineSpec());
+  w.store = View("sqlite:///r.db", true, "", 0);
+  w.store->baselines["h200-june"] = H200June();
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  ASSERT_TRUE(d.planConfigMap) << (d.status ? d.status->dump(2) : "");
+  const std::string plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  EXPECT_NE(plan.find("\"reference\":4000"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("\"referenceSource\":\"baseline h200-june\""), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("\"baseline\""), std::string::npos) << plan;
+  EXPECT_EQ(PodNodes(d).size(), 4u);
+}
+
+TEST(DecideBaselines, MissingBaselineOrFigureIsInvalidSpec) {
+  World w("nobase", BaselineSpec());
+  w.store = View("sqlite:///r.db", true, "", 0);
+  w.store->baselineErrors["h200-june"] =
+      NotFound("baseline \"h200-june\" not found in sqlite:///r.db");
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("not found in sqlite:///r.db"), std::string::npos)
+      << d.status->dump(2);
+  // A baseline of another model names what it holds.
+  store::Baseline other = H200June();
+  other.values[0].gpu_model = "NVIDIA B200";
+  w.store->baselineErrors.clear();
+  w.store->baselines["h200-june"] = other;
+  d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("NVIDIA B200"), std::string::npos)
+      << d.status->dump(2);
+}
+
+TEST(DecideBaselines, UnreachableStoreIsRetriedNotInvalid) {
+  World w("wait", BaselineSpec());
+  w.store = View("sqlite:///r.db", false, "down", 0);
+  w.store->baselineErrors["h200-june"] = Unavailable("results store unavailable: down");
+  Decision d = w.Decide();
+  EXPECT_FALSE(d.retry.ok());
+  EXPECT_EQ(d.retry.code(), Code::kUnavailable);
+  EXPECT_TRUE(d.pods.empty());
+}
+
+TEST(DecideBaselines, WithoutAStoreABaselineIsRefused) {
+  World w("off", BaselineSpec());
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("baseline"), std::string::npos);
 }
 
 }  // namespace

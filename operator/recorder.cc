@@ -1,0 +1,217 @@
+#include "operator/recorder.h"
+
+#include <algorithm>
+
+#include "common/report.h"
+#include "operator/log.h"
+#include "operator/names.h"
+
+namespace perfgate::op {
+namespace {
+
+bool Recoverable(const Status& st) {
+  return st.code() == Code::kUnavailable || st.code() == Code::kResourceExhausted;
+}
+
+// The node a PerfResult is for.
+std::string NodeOf(const Json& result) {
+  return result.value("spec", Json::object()).value("nodeName", Label(result, kNodeLabel));
+}
+
+// The report a PerfResult holds, when it holds one.
+Result<v1alpha1::Report> ReportOf(const Json& result) {
+  const Json spec = result.value("spec", Json::object());
+  if (!spec.contains("report") || !spec["report"].is_object()) {
+    return InvalidArgument("PerfResult " + Name(result) + " has no report");
+  }
+  auto report = report::FromJson(spec["report"].dump());
+  if (!report.ok()) return report.status().WithContext("PerfResult " + Name(result));
+  return report;
+}
+
+}  // namespace
+
+Recorder::Recorder(RecorderOptions options,
+                   std::function<std::chrono::steady_clock::time_point()> now)
+    : options_(std::move(options)),
+      now_(now ? std::move(now) : [] { return std::chrono::steady_clock::now(); }),
+      spool_(options_.spoolDir.empty() ? store::DefaultSpoolDir(options_.url) : options_.spoolDir) {
+}
+
+void Recorder::EnsureOpen() {
+  if (store_ != nullptr || now_() < next_open_) return;
+  auto opened = store::Open(options_.url);
+  if (!opened.ok()) {
+    Failed(opened.status());
+    return;
+  }
+  store_ = std::move(opened).value();
+  describe_ = store_->Describe();
+  if (!error_.empty()) Logger()->info("results store {} is back", describe_);
+  error_.clear();
+}
+
+void Recorder::Failed(const Status& st) {
+  if (error_ != st.message()) Logger()->warn("results store: {}", st.message());
+  error_ = st.message();
+  if (Recoverable(st) || store_ == nullptr) {
+    store_.reset();
+    next_open_ = now_() + options_.reopenAfter;
+  }
+}
+
+void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The current run's reports in full, once per node.
+  auto& [report_run, full] = reports_[s->name];
+  if (report_run != s->run) {
+    report_run = s->run;
+    full.clear();
+  }
+  for (const auto& r : s->results) {
+    if (Label(r, kRunLabel) != s->run || full.contains(NodeOf(r))) continue;
+    auto got = client.Get(ResultsResource(), ns, Name(r));
+    if (!got.ok()) continue;  // read at the next reconcile
+    auto report = ReportOf(*got);
+    if (report.ok()) full[NodeOf(r)] = std::move(report).value();
+  }
+  EnsureOpen();
+  if (store_ != nullptr && spool_.Pending() > 0) {
+    auto drained = spool_.Drain(*store_);
+    if (drained.ok()) {
+      if (*drained > 0) {
+        Logger()->info("results store {}: caught up, {} spooled results written", describe_,
+                       *drained);
+      }
+    } else {
+      Failed(drained.status());
+    }
+  }
+  StoreView view;
+  view.describe =
+      describe_.empty() ? options_.url.substr(0, options_.url.find("://") + 3) + "..." : describe_;
+  view.available = Available();
+  view.error = error_;
+  view.spooled = spool_.Pending();
+
+  if (s->spec && !s->runComplete) {
+    auto& [baseline_run, known] = baselines_[s->name];
+    if (baseline_run != s->run) {
+      baseline_run = s->run;
+      known.clear();
+    }
+    for (const auto& name : BaselinesNamed(s->spec->doc.spec(), s->profiles)) {
+      if (known.contains(name)) continue;
+      if (store_ == nullptr) {
+        view.baselineErrors[name] = Unavailable("results store unavailable: " + error_);
+        continue;
+      }
+      auto got = store_->GetBaseline(name);
+      if (got.ok()) {
+        known[name] = std::move(got).value();
+        continue;
+      }
+      if (Recoverable(got.status())) Failed(got.status());
+      view.baselineErrors[name] =
+          got.status().code() == Code::kNotFound
+              ? NotFound("baseline \"" + name + "\" not found in " + view.describe)
+              : got.status();
+    }
+    view.baselines = known;
+  }
+  if (s->runComplete) baselines_.erase(s->name);
+
+  auto& [run, by_node] = history_[s->name];
+  if (run != s->run || s->runComplete) {
+    run = s->run;
+    by_node.clear();
+  }
+  for (const auto& [node, report] : full) {
+    if (by_node.contains(node)) continue;
+    if (store_ == nullptr) break;
+    if (report.tests().empty()) continue;
+    store::MetricQuery q;
+    q.cluster = options_.cluster;
+    q.node = node;
+    if (report.profile().empty()) {
+      q.validation = s->name;
+    } else {
+      q.profile = report.profile();
+    }
+    // One more than wanted: this run's own result may be among them already.
+    q.latest_results = options_.historyRuns + 1;
+    auto got = store_->Metrics(q);
+    if (!got.ok()) {
+      Failed(got.status());
+      view.available = false;
+      view.error = error_;
+      break;
+    }
+    std::vector<store::MetricRecord> before;
+    std::set<std::string> runs;
+    for (auto& m : *got) {
+      if (m.key.validation == s->name && m.key.run == s->run) continue;
+      runs.insert(m.key.validation + "/" + m.key.run);
+      if (static_cast<int>(runs.size()) > options_.historyRuns) break;
+      before.push_back(std::move(m));
+    }
+    by_node[node] = std::move(before);
+  }
+  for (const auto& [node, records] : by_node) {
+    if (!records.empty()) view.history[node] = records;
+  }
+  view.reports = full;
+  if (s->runComplete) {
+    history_.erase(s->name);
+    reports_.erase(s->name);
+  }
+  s->store = std::move(view);
+}
+
+bool Recorder::Record(const Snapshot& s, const Decision& d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool was_available = Available();
+  std::vector<const Json*> results;
+  for (const auto& r : s.results) {
+    if (Label(r, kRunLabel) == s.run) results.push_back(&r);
+  }
+  for (const auto& w : d.results) results.push_back(&w.result);
+  auto& [run, done] = recorded_[s.name];
+  if (run != s.run) {
+    run = s.run;
+    done.clear();
+  }
+  for (const Json* r : results) {
+    const std::string node = NodeOf(*r);
+    if (done.contains(node)) continue;
+    // The full report read in observe; the operator's own results are whole as they are.
+    auto& full = reports_[s.name];
+    auto known = full.first == s.run ? full.second.find(node) : full.second.end();
+    Result<v1alpha1::Report> report =
+        known != full.second.end() ? Result<v1alpha1::Report>(known->second) : ReportOf(*r);
+    if (known == full.second.end() && Label(*r, kRunLabel) == s.run &&
+        r->value("spec", Json::object()).value("writtenBy", "") != "operator") {
+      continue;  // a worker's result whose full report is not read yet: at the next reconcile
+    }
+    if (!report.ok()) {
+      Logger()->warn("{}: not recorded: {}", s.name, report.status().message());
+      done.insert(node);
+      continue;
+    }
+    EnsureOpen();
+    store::NodeResult result{{options_.cluster, s.name, s.run, node}, std::move(report).value()};
+    Status why;
+    auto stored = store::PutOrSpool(store_.get(), spool_, result, &why);
+    if (!stored.ok()) {
+      // Refused for good (or the spool could not be written): said once, not retried.
+      Logger()->error("{}: result of {} not recorded: {}", s.name, node, stored.status().message());
+      if (Recoverable(stored.status())) continue;
+    } else if (*stored == store::Stored::kSpooled && store_ != nullptr) {
+      Failed(why);
+    }
+    done.insert(node);
+  }
+  return Available() != was_available;
+}
+
+}  // namespace perfgate::op

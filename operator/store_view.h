@@ -1,0 +1,31 @@
+// What the results store says for one reconcile (operator/recorder.h), read in observe so that
+// decide stays pure.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "store/store.h"
+
+namespace perfgate::op {
+
+struct StoreView {
+  std::string describe;    // the store's URL, any password left out
+  bool available = false;  // reachable now, and nothing waits in the spool
+  std::string error;       // why not, when not available
+  int spooled = 0;         // results waiting in the spool for the store
+  // The current run's reports in full, by node (the caches keep only a summary of each
+  // PerfResult): read from the API once per run and node.
+  std::map<std::string, v1alpha1::Report> reports;
+  // Earlier results of this run's nodes (this cluster, the same profile, other runs), by node;
+  // a node without an entry has no history or it could not be read.
+  std::map<std::string, std::vector<store::MetricRecord>> history;
+  // The baselines the spec's (and its profiles') thresholds name, by name, read once per run;
+  // a name that could not be read is in `baselineErrors` with why.
+  std::map<std::string, store::Baseline> baselines;
+  std::map<std::string, Status> baselineErrors;
+};
+
+}  // namespace perfgate::op
