@@ -28,8 +28,6 @@ std::string Percent(double f) {
   return buf;
 }
 
-}
-
 }  // namespace
 
 std::string LocalStoreUrl(const std::string& url) {
