@@ -216,6 +216,7 @@ std::map<std::string, const PodView*> PodsOfRun(const Snapshot& s) {
 struct NodeStates {
   std::vector<std::string> toStart;  // neither a result nor a pod, and free
   int claimWaits = 0;                // nodes another validation's claim keeps this one off
+  int busyWaits = 0;                 // nodes another validation's live worker keeps this one off
   int active = 0;                    // pods running or waiting to be scheduled
   std::chrono::milliseconds requeue{0};
 };
@@ -265,6 +266,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
     if (pod_it == pods.end()) {
       if (auto busy = s.busyWith.find(node); busy != s.busyWith.end()) {
         d->waiting.push_back(node + " (busy with validation " + busy->second + ")");
+        st.busyWaits++;
       } else if (const NodeClaim* c = ClaimedByOther(s, node, ctx.now)) {
         d->waiting.push_back(node + " (claimed by validation " + c->holder.validation + ")");
         st.claimWaits++;
@@ -490,7 +492,10 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2)) {
       st.requeue = std::chrono::seconds(2);
     }
-    // Waiting for nodes other validations hold: not an error, not yet running everywhere.
+  }
+  if (st.claimWaits + st.busyWaits > 0 && !ctx.suspended) {
+    // Waiting for nodes other validations hold (their claim, or their worker still running
+    // there): not an error, not yet running everywhere.
     for (auto& c : (*d->status)["conditions"]) {
       if (c.value("type", "") == "Ready" || c.value("type", "") == "Reconciling") {
         c["reason"] = "Waiting";

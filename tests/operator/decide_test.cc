@@ -1135,6 +1135,11 @@ TEST(DecideEdge, BusyNodeWaitsForTheOtherValidation) {
   EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-0"});
   EXPECT_EQ(d.status->value("message", ""),
             "0 of 2 nodes done; waiting for node-1 (busy with validation first)");
+  for (const auto& c : (*d.status)["conditions"]) {
+    if (c.value("type", "") == "Ready") {
+      EXPECT_EQ(c.value("reason", ""), "Waiting") << c.dump();
+    }
+  }
   EXPECT_EQ(d.requeueAfter, seconds(5));
 }
 
