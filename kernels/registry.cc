@@ -1,6 +1,7 @@
 #include "kernels/registry.h"
 
 #include "kernels/test_factories.h"
+#include "kernels/workloads/workload_factories.h"
 #ifdef PERFGATE_TEST_FIXTURES
 #include "kernels/fixtures/fixtures.h"
 #endif
@@ -25,6 +26,7 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakeNcclAllToAllTest());
     v->push_back(MakeNcclBroadcastTest());
     v->push_back(MakeNcclSendRecvTest());
+    v->push_back(MakeSequenceSearchTest());
 #ifdef PERFGATE_TEST_FIXTURES
     v->push_back(MakeSyntheticTest());
     v->push_back(MakeNcclCpuLoopbackTest());

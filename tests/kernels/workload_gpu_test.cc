@@ -1,0 +1,63 @@
+// On a machine with a GPU (label gpu): each workload test runs a small configuration end to
+// end and its own verification passes. Every case skips cleanly without a device. Figures are
+// measured by scripts/gpu-check.sh, not asserted here.
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/device.h"
+#include "kernels/workloads/alignment.h"
+#include "kernels/workloads/workload_backend.h"
+#include "kernels/workloads/workload_factories.h"
+#include "tests/kernels/gpu_test_params.h"
+
+namespace perfgate::kernels {
+namespace {
+
+#define REQUIRE_GPU()                            \
+  do {                                           \
+    const Status s = cuda::RequireCudaDevice(0); \
+    if (!s.ok()) GTEST_SKIP() << s.message();    \
+  } while (false)
+
+Target Gpu0() {
+  Target t;
+  t.scope = Scope::kGpu;
+  t.devices = {0};
+  return t;
+}
+
+TEST(WorkloadGpu, SequenceSearchScoresEqualTheHostScorer) {
+  REQUIRE_GPU();
+  const auto test = MakeSequenceSearchTest();
+  const Params params =
+      testing::DefaultParams(test->Info(), {{"queries", std::int64_t{2}},
+                                            {"targets", std::int64_t{1000}},
+                                            {"verifyPairs", std::int64_t{2000}}});  // every pair
+  auto run = test->Prepare(params, Gpu0());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto sample = (*run)->RunSample();
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_GT(sample->at("gcups"), 0);
+}
+
+TEST(WorkloadGpu, SequenceSearchAlignerMatchesOnEveryPairOfSmallSets) {
+  REQUIRE_GPU();
+  const align::SequenceSet queries = align::SyntheticSequences(3, 4, 1, 300);
+  const align::SequenceSet targets = align::SyntheticSequences(4, 300, 0, 200);
+  const align::Scoring scoring{10, 2};
+  auto aligner = workloads::CreateSwAligner(0, queries, targets, scoring);
+  ASSERT_TRUE(aligner.ok()) << aligner.status().ToString();
+  ASSERT_TRUE((*aligner)->Run().ok());
+  auto scores = (*aligner)->Scores();
+  ASSERT_TRUE(scores.ok());
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      ASSERT_EQ((*scores)[q * targets.size() + t],
+                align::LocalAlignmentScore(queries.data(q), queries.length(q), targets.data(t),
+                                           targets.length(t), align::Blosum62(), scoring))
+          << q << " x " << t;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace perfgate::kernels
