@@ -26,6 +26,8 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakeNcclAllToAllTest());
     v->push_back(MakeNcclBroadcastTest());
     v->push_back(MakeNcclSendRecvTest());
+    v->push_back(MakeTrainingStepTest());
+    v->push_back(MakeDecodeStepTest());
     v->push_back(MakeSequenceSearchTest());
 #ifdef PERFGATE_TEST_FIXTURES
     v->push_back(MakeSyntheticTest());

@@ -14,4 +14,14 @@ Result<std::unique_ptr<SwAligner>> CreateSwAligner(int /*device*/,
   return NoCuda();
 }
 
+Result<std::unique_ptr<TrainingStepRunner>> CreateTrainingStepRunner(
+    const TrainingStepConfig& /*config*/) {
+  return NoCuda();
+}
+
+Result<std::unique_ptr<DecodeStepRunner>> CreateDecodeStepRunner(
+    const DecodeStepConfig& /*config*/) {
+  return NoCuda();
+}
+
 }  // namespace perfgate::kernels::workloads

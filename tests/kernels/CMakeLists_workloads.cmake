@@ -8,3 +8,5 @@ perfgate_test(workload_tests_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/workload_tes
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(workload_gpu_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/workload_gpu_test.cc
               LIBS perfgate_kernels LABELS gpu)
+perfgate_test(transformer_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/transformer_test.cc
+              LIBS perfgate_kernels LABELS unit)

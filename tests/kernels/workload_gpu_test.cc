@@ -59,5 +59,45 @@ TEST(WorkloadGpu, SequenceSearchAlignerMatchesOnEveryPairOfSmallSets) {
   }
 }
 
+TEST(WorkloadGpu, TrainingStepReducesGradientsAndReportsTheModel) {
+  REQUIRE_GPU();
+  auto count = cuda::CudaDeviceCount();
+  ASSERT_TRUE(count.ok());
+  Target all;
+  all.scope = Scope::kAllGpus;
+  for (int d = 0; d < *count; ++d) all.devices.push_back(d);
+  const auto test = MakeTrainingStepTest();
+  const Params params = testing::DefaultParams(test->Info(), {{"hidden", std::int64_t{1024}},
+                                                              {"sequence", std::int64_t{1024}},
+                                                              {"layers", std::int64_t{2}},
+                                                              {"bucketMB", std::int64_t{4}},
+                                                              {"stepsPerSample", std::int64_t{2}}});
+  auto run = test->Prepare(params, all);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto sample = (*run)->RunSample();
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_GT(sample->at("stepMs"), 0);
+  EXPECT_GT(sample->at("tflops"), 0);
+  EXPECT_GT(sample->at("efficiency"), 0);
+  EXPECT_NE((*run)->Details().at("speedOfLight").find("bottleneck"), std::string::npos);
+}
+
+TEST(WorkloadGpu, DecodeStepOutputsAreExact) {
+  REQUIRE_GPU();
+  const auto test = MakeDecodeStepTest();
+  const Params params = testing::DefaultParams(test->Info(), {{"hidden", std::int64_t{1024}},
+                                                              {"layers", std::int64_t{2}},
+                                                              {"batch", std::int64_t{4}},
+                                                              {"kvTokens", std::int64_t{512}},
+                                                              {"stepsPerSample", std::int64_t{2}},
+                                                              {"verifySamples", std::int64_t{64}}});
+  auto run = test->Prepare(params, Gpu0());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  auto sample = (*run)->RunSample();
+  ASSERT_TRUE(sample.ok()) << sample.status().ToString();
+  EXPECT_GT(sample->at("tokensPerSecond"), 0);
+  EXPECT_GT(sample->at("achievedGBps"), 0);
+}
+
 }  // namespace
 }  // namespace perfgate::kernels

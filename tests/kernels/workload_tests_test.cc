@@ -24,6 +24,16 @@ struct Case {
 
 std::vector<Case> Cases() {
   return {
+      {"training-step",
+       MakeTrainingStepTest,
+       Scope::kAllGpus,
+       {"hidden", "sequence", "microBatch", "tensorParallel", "dtype", "bucketMB"},
+       {"stepMs", "tflops", "overlapShare", "efficiency", "predictedStepMs", "lostOverlapMs"}},
+      {"decode-step",
+       MakeDecodeStepTest,
+       Scope::kGpu,
+       {"hidden", "layers", "batch", "kvTokens", "dtype"},
+       {"tokensPerSecond", "achievedGBps", "efficiency"}},
       {"sequence-search",
        MakeSequenceSearchTest,
        Scope::kGpu,
