@@ -78,7 +78,7 @@ class TrainingStepRun final : public TestRun {
     const double flops =
         workloads::MatmulFlops(matmuls_.forward) + workloads::MatmulFlops(matmuls_.backward);
     sample["tflops"] = gpu::Tflops(flops, step);
-    if (comm > 0) sample["overlapShare"] = std::clamp((compute + comm - step) / comm, 0.0, 1.0);
+    if (comm > 0) sample["overlapShare"] = model::OverlapShare(compute, comm, step);
     double bus = 0;
     if (ranks_ > 1 && comm > 0) {
       bus = 2.0 * (ranks_ - 1) / ranks_ * gradient_bytes / comm / 1e9;

@@ -33,6 +33,11 @@ double AllReduceSeconds(double bytes, int ranks, double bus_gbps) {
   return 2.0 * (n - 1.0) / n * bytes / (bus_gbps * 1e9);
 }
 
+double OverlapShare(double compute_s, double comm_s, double step_s) {
+  if (!(comm_s > 0)) return 0;
+  return std::clamp((compute_s + comm_s - step_s) / comm_s, 0.0, 1.0);
+}
+
 namespace {
 
 // The index of the largest value; the first on ties.

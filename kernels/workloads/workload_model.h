@@ -81,6 +81,11 @@ struct Measured {
   double comm_s = -1;
 };
 
+// The share of communication hidden behind compute: (compute + comm - step) / comm, clamped
+// to [0, 1] (timing noise can put a step a little outside [max(compute, comm), compute +
+// comm]). 0 when there was no communication.
+double OverlapShare(double compute_s, double comm_s, double step_s);
+
 // At or above this efficiency the workload runs at the node's speed of light, and its
 // bottleneck is what bounds the prediction rather than the largest (small) gap.
 inline constexpr double kAtSpeedOfLight = 0.9;

@@ -136,5 +136,17 @@ TEST(WorkloadModel, ComposeStepNeverOverlapsMoreThanTheGpuTime) {
   EXPECT_NEAR(ComposeStep({3 * kMs, 2 * kMs, 0, 4 * kMs}), 5 * kMs, kTol);
 }
 
+TEST(WorkloadModel, OverlapShareIsTheHiddenShareOfCommunication) {
+  // compute 30 ms, comm alone 20 ms, step 36 ms: 30 + 20 - 36 = 14 ms of the 20 hidden: 0.7.
+  EXPECT_NEAR(OverlapShare(30 * kMs, 20 * kMs, 36 * kMs), 0.7, kTol);
+  // Back to back (50 ms): nothing hidden; as long as compute alone (30 ms): all of it.
+  EXPECT_NEAR(OverlapShare(30 * kMs, 20 * kMs, 50 * kMs), 0, kTol);
+  EXPECT_NEAR(OverlapShare(30 * kMs, 20 * kMs, 30 * kMs), 1, kTol);
+  // Noise past either end is clamped; no communication hides nothing.
+  EXPECT_EQ(OverlapShare(30 * kMs, 20 * kMs, 52 * kMs), 0);
+  EXPECT_EQ(OverlapShare(30 * kMs, 20 * kMs, 29 * kMs), 1);
+  EXPECT_EQ(OverlapShare(30 * kMs, 0, 30 * kMs), 0);
+}
+
 }  // namespace
 }  // namespace perfgate::kernels::model
