@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds perfgate-worker (and the gpu-labelled device and NCCL tests) for the GPU machine and
 # lays out a self-contained bundle in .bundle/ that travels there (64 MiB limit):
-#   .bundle/bin/{perfgate-worker,gpu_device_test,nccl_gpu_test}   rpath $ORIGIN/../lib
+#   .bundle/bin/{perfgate-worker,gpu_device_test,nccl_gpu_test,workload_gpu_test}
+#                                                    rpath $ORIGIN/../lib
 #   .bundle/lib/                                     yaml-cpp, protobuf, libgomp, cudart, ... (small)
 #   .bundle/lib-compat/                              libstdc++, libgcc_s: only for a machine whose
 #                                                    own are older than the build's needs (they
@@ -21,13 +22,14 @@ BUILD=build-bundle
 LIMIT_BYTES=$((64 * 1024 * 1024))
 
 cmake --preset gpu-bundle >/dev/null
-cmake --build --preset gpu-bundle -j "$JOBS" --target perfgate-worker gpu_device_test nccl_gpu_test
+cmake --build --preset gpu-bundle -j "$JOBS" --target perfgate-worker gpu_device_test nccl_gpu_test \
+  workload_gpu_test
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/lib" "$OUT/lib-compat" "$OUT/share/perfgate/profiles" \
   "$OUT/share/perfgate/examples" "$OUT/scripts"
 cp "$BUILD/worker/perfgate-worker" "$BUILD/tests/kernels/gpu_device_test" \
-  "$BUILD/tests/nccl/nccl_gpu_test" "$OUT/bin/"
+  "$BUILD/tests/nccl/nccl_gpu_test" "$BUILD/tests/kernels/workload_gpu_test" "$OUT/bin/"
 strip --strip-unneeded "$OUT/bin/"*
 cp profiles/*.yaml "$OUT/share/perfgate/profiles/"
 cp examples/h200-node.yaml "$OUT/share/perfgate/examples/"

@@ -19,6 +19,12 @@
 #   nccl-*       nccl_gpu_test (one-rank all_reduce, watchdog abort of a two-rank init with a
 #                5 s deadline), one-rank all_reduce figures, a node-local run in a gang's env
 #   summary      each perfgate figure beside the PyTorch reference and the datasheet peak
+#
+#   scripts/gpu-check.sh --workloads [RESULTS_DIR]   the workload tests instead (a run of its
+#                own, so the default run keeps its budget): setup, then workloads
+#                (workload_gpu_test; perfgate-worker on training-step, decode-step and
+#                sequence-search; PyTorch on the same shapes where it is importable, in
+#                torch-workloads.json, side by side in workloads-summary.txt), then summary.
 # Each step writes its files into RESULTS_DIR (default $OUT if set, else ./gpu-check-results)
 # as it ends and appends a line to steps.tsv: a step killed at its timeout loses only itself.
 set -uo pipefail
@@ -39,6 +45,12 @@ STEPS=(
   summary:5
 )
 BUDGET_LIMIT=270  # of the promised 300 s: the rest covers process start-up between steps
+MODE=default
+if [ "${1:-}" = "--workloads" ]; then
+  MODE=workloads
+  STEPS=(setup:10 workloads:125 summary:5)
+  shift
+fi
 
 budget_total() {
   local total=0 entry
@@ -248,7 +260,7 @@ figure("d2hGBps", size / timed(lambda: h.copy_(d, non_blocking=True), 5) / 1e9)
 EOF
 }
 export -f references_step
-run_step references references_step
+[ "$MODE" = default ] && run_step references references_step
 
 # ---- device tests ---------------------------------------------------------------------------
 device_tests_step() {
@@ -259,7 +271,7 @@ device_tests_step() {
   "$BUNDLE/bin/gpu_device_test"
 }
 export -f device_tests_step
-run_step device-tests device_tests_step
+[ "$MODE" = default ] && run_step device-tests device_tests_step
 
 # ---- perfgate-worker, one run (and one report) per test -----------------------------------
 # The H200 example as shipped, for the GPUs here: without gpusPerNode (8 in the example), a
@@ -278,11 +290,133 @@ worker_run() {
   echo "perfgate-worker exit $?"
 }
 export -f worker_run
-run_step worker-health "worker_run health health p2p nvlink-all-reduce"
-run_step worker-hbm-stream "worker_run hbm-stream hbm-stream"
-run_step worker-gemm "worker_run gemm gemm"
-run_step worker-h2d-d2h "worker_run h2d-d2h h2d-d2h"
-run_step worker-burn "worker_run burn burn"
+if [ "$MODE" = default ]; then
+  run_step worker-health "worker_run health health p2p nvlink-all-reduce"
+  run_step worker-hbm-stream "worker_run hbm-stream hbm-stream"
+  run_step worker-gemm "worker_run gemm gemm"
+  run_step worker-h2d-d2h "worker_run h2d-d2h h2d-d2h"
+  run_step worker-burn "worker_run burn burn"
+fi
+
+# ---- workloads (--workloads): perfgate's and PyTorch's figures for the same shapes ---------
+workloads_step() {
+  if [ -x "$BUNDLE/bin/workload_gpu_test" ]; then
+    timeout 40 "$BUNDLE/bin/workload_gpu_test"
+    echo "workload_gpu_test exit $?"
+  else
+    echo "no $BUNDLE/bin/workload_gpu_test in the bundle"
+  fi
+  # Shapes shared with the PyTorch snippet below: keep them in step.
+  cat >"$RESULTS/workloads.yaml" <<'EOF'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-workloads
+spec:
+  sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3, method: fixed, maxSeconds: 20}
+  tests:
+    - type: training-step
+      parameters: {hidden: 4096, sequence: 4096, microBatch: 1, layers: 2, dtype: bf16, bucketMB: 25, stepsPerSample: 3}
+    - type: decode-step
+      parameters: {hidden: 4096, layers: 8, batch: 16, kvTokens: 4096, dtype: bf16, stepsPerSample: 5}
+    - type: sequence-search
+      parameters: {queries: 8, queryLength: 256, targets: 20000}
+EOF
+  timeout 50 "$WORKER" run "$RESULTS/workloads.yaml" --report-json "$RESULTS/report-workloads.json"
+  echo "perfgate-worker (workloads) exit $?"
+  timeout 25 "$PY" - "$RESULTS/torch-workloads.json" <<'EOF'
+import json, os, sys
+path = sys.argv[1]
+out = {}
+def save():
+    with open(path + ".tmp", "w") as f:
+        json.dump(out, f, indent=1)
+    os.replace(path + ".tmp", path)
+try:
+    import torch
+except Exception as e:
+    out["note"] = "no PyTorch: %s" % e
+    save(); print(out["note"]); sys.exit(0)
+dev = torch.device("cuda")
+def timed(fn, iters, warm=2):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    stop.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(stop) / 1e3 / iters
+def figure(name, value):
+    out[name] = value
+    save()
+    print("%-22s %12.2f" % (name, value), flush=True)
+# training-step: the same four weight matmuls per layer, forward and backward (no attention
+# core, no bias), one GPU, no all-reduce: 72 T h^2 per layer.
+h, T, layers = 4096, 4096, 2
+dims = [(h, 3 * h), (h, h), (h, 4 * h), (4 * h, h)] * layers
+ws = [torch.randn(i, o, device=dev, dtype=torch.bfloat16, requires_grad=True) for i, o in dims]
+xs = [torch.randn(T, i, device=dev, dtype=torch.bfloat16, requires_grad=True) for i, _ in dims]
+def train():
+    loss = sum((x @ w).float().sum() for x, w in zip(xs, ws))
+    loss.backward()
+step = timed(train, 3)
+figure("trainingStepMs", step * 1e3)
+figure("trainingTflops", 72 * T * h * h * layers / step / 1e12)
+del ws, xs
+# decode-step: batch 16 vectors through 12 h^2 weights per layer, then K and V read per sequence.
+layers, batch, kv = 8, 16, 4096
+heads = h // 128
+shapes = [(h, 3 * h), (h, h), (h, 4 * h), (4 * h, h)] * layers
+W = [torch.randn(i, o, device=dev, dtype=torch.bfloat16) for i, o in shapes]
+K = [torch.randn(batch, heads, kv, 128, device=dev, dtype=torch.bfloat16) for _ in range(layers)]
+V = [torch.randn(batch, heads, kv, 128, device=dev, dtype=torch.bfloat16) for _ in range(layers)]
+q = torch.randn(batch, heads, 128, 1, device=dev, dtype=torch.bfloat16)
+xin = {i: torch.randn(batch, i, device=dev, dtype=torch.bfloat16) for i in (h, 4 * h)}
+def decode():
+    for w in W:
+        xin[w.shape[0]] @ w
+    for k, v in zip(K, V):
+        v.transpose(-1, -2) @ (k @ q)
+step = timed(decode, 5)
+figure("decodeStepMs", step * 1e3)
+figure("decodeTokensPerSecond", batch / step)
+figure("decodeGBps", (12 * h * h * layers * 2 + 2 * h * kv * batch * layers * 2) / step / 1e9)
+out["sequenceSearch"] = "no PyTorch equivalent"
+save()
+EOF
+  "$PY" - "$RESULTS/report-workloads.json" "$RESULTS/torch-workloads.json" <<'EOF' | tee "$RESULTS/workloads-summary.txt"
+import json, sys
+try:
+    tests = json.load(open(sys.argv[1]))["tests"]
+except Exception as e:
+    print("no workloads report:", e); sys.exit(0)
+try:
+    torch = json.load(open(sys.argv[2]))
+except Exception:
+    torch = {}
+pairs = {("training-step", "stepMs"): "trainingStepMs",
+         ("training-step", "tflops"): "trainingTflops",
+         ("decode-step", "stepMs"): "decodeStepMs",
+         ("decode-step", "tokensPerSecond"): "decodeTokensPerSecond",
+         ("decode-step", "achievedGBps"): "decodeGBps"}
+for t in tests:
+    kind = t.get("type", t["name"])
+    print("%s [%s]: %s %s" % (t["name"], t.get("device", ""), t.get("verdict"), t.get("reason", "")))
+    for k in ("speedOfLight", "nodeFigures"):
+        if k in t.get("details", {}):
+            print("  %s: %s" % (k, t["details"][k]))
+    for m in t.get("metrics", []):
+        med = m.get("summary", {}).get("median")
+        ref = torch.get(pairs.get((kind, m["name"]), ""), None)
+        print("  %-18s %12.3f  pytorch %s" % (m["name"], med if med is not None else float("nan"),
+                                             "%.3f" % ref if ref else "-"))
+EOF
+}
+export -f workloads_step
+[ "$MODE" = workloads ] && run_step workloads workloads_step
 
 # ---- NCCL (last: the likeliest to hang) ---------------------------------------------------
 # One H200 here, so one-rank paths only. libnccl.so.2 comes from nvidia/nccl/lib (setup).
@@ -294,7 +428,7 @@ nccl_gtest_step() {
   "$BUNDLE/bin/nccl_gpu_test"
 }
 export -f nccl_gtest_step
-run_step nccl-gtest nccl_gtest_step
+[ "$MODE" = default ] && run_step nccl-gtest nccl_gtest_step
 
 nccl_all_reduce_step() {
   cat >"$RESULTS/nccl-check.yaml" <<'EOF'
@@ -326,7 +460,7 @@ for m in t.get("metrics", []):
 EOF
 }
 export -f nccl_all_reduce_step
-run_step nccl-all-reduce nccl_all_reduce_step
+[ "$MODE" = default ] && run_step nccl-all-reduce nccl_all_reduce_step
 
 # The gang's rank 0 is "elsewhere" (nobody listens there): a node-local communicator must not
 # use that address, so this ends PASS at once, with worldSize 1, instead of a watchdog abort.
@@ -347,7 +481,7 @@ EOF
   echo "perfgate-worker (acrossNodes: false, in a gang env) exit $?"
 }
 export -f nccl_local_step
-run_step nccl-local-in-gang nccl_local_step
+[ "$MODE" = default ] && run_step nccl-local-in-gang nccl_local_step
 
 # ---- summary: whatever reports exist ------------------------------------------------------
 summary_step() {

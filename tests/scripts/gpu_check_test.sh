@@ -6,6 +6,8 @@
 #   from-the-bundle                the bundle's own copy finds its bundle from any directory
 #   a-hung-step-loses-only-itself  a step that hangs is killed at its budget; the steps before
 #                                  and after it keep their results
+#   workloads-mode                 --workloads plans only setup, workloads and summary, within
+#                                  the same limit, and the default plan has no workloads step
 set -euo pipefail
 : "${REPO_ROOT:?}" "${WORK_DIR:?}"
 CASE=$1
@@ -60,6 +62,17 @@ case "$CASE" in
     order=$(echo "$out" | awk 'NR > 1 && $1 != "total" && $1 != "bundle:" {print $1}' | tr '\n' ' ')
     [[ "$order" == "setup references device-tests worker-"*" nccl-"*"summary " ]] ||
       fail "order: $order (references first, then the worker's tests, then NCCL)"
+    ;;
+  workloads-mode)
+    out=$(bash "$REPO_ROOT/scripts/gpu-check.sh" --workloads --plan)
+    echo "$out"
+    order=$(echo "$out" | awk 'NR > 1 && $1 != "total" && $1 != "bundle:" {print $1}' | tr '\n' ' ')
+    [ "$order" = "setup workloads summary " ] || fail "workloads order: $order"
+    total=$(echo "$out" | awk '$1 == "total" {print $2}')
+    [ "$total" -le 270 ] || fail "workloads budgets add up to $total s, over 270"
+    if bash "$REPO_ROOT/scripts/gpu-check.sh" --plan | grep -q '^ *workloads '; then
+      fail "the default plan runs the workloads step"
+    fi
     ;;
   from-the-bundle)
     make_bundle "$WORK_DIR/carried/.bundle"
