@@ -92,8 +92,9 @@ class SwAlignerImpl final : public SwAligner {
     RETURN_IF_ERROR(Upload(targets.offsets, &target_offsets_));
     const align::SubstitutionMatrix& m = align::Blosum62();
     RETURN_IF_ERROR(Upload(std::vector<std::int8_t>(m.begin(), m.end()), &matrix_));
-    ASSIGN_OR_RETURN(scores_, DeviceBuffer::Allocate(
-                                  sizeof(int) * static_cast<std::size_t>(queries_ * targets_)));
+    ASSIGN_OR_RETURN(scores_,
+                     DeviceBuffer::Allocate(sizeof(int) * static_cast<std::size_t>(queries_) *
+                                            static_cast<std::size_t>(targets_)));
     PG_CUDA(cudaStreamSynchronize(stream_.get()));
     cudaFuncAttributes attributes{};
     PG_CUDA(cudaFuncGetAttributes(&attributes, SmithWatermanKernel));
