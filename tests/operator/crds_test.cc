@@ -89,6 +89,7 @@ TEST(Crds, EveryProtoFieldAppearsWithItsType) {
   };
   ExpectFields(v1alpha1::PerfValidationSpec::descriptor(), schema("perfvalidations.yaml"), "spec");
   ExpectFields(v1alpha1::PerfProfileSpec::descriptor(), schema("perfprofiles.yaml"), "spec");
+  ExpectFields(v1alpha1::PerfBaselineSpec::descriptor(), schema("perfbaselines.yaml"), "spec");
   ExpectFields(v1alpha1::Report::descriptor(), schema("perfresults.yaml")["properties"]["report"],
                "spec.report");
 }
