@@ -42,6 +42,10 @@ Json Extra(const std::string& message, const std::string& field) {
       {"GangNetwork.resources", {{"minimum", 1}}},
       {"Toleration.operator", {{"enum", {"Exists", "Equal"}}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
+      {"BaselineValue.statistic", {{"enum", {"mean", "median", "p05", "p95", "min", "max"}}}},
+      {"BaselineValue.metric", {{"minLength", 1}}},
+      {"BaselineValue.test", {{"minLength", 1}}},
+      {"BaselineValue.count", {{"minimum", 0}}},
   };
   auto it = kExtra.find(message + "." + field);
   return it == kExtra.end() ? Json::object() : it->second;
@@ -51,6 +55,7 @@ Json Extra(const std::string& message, const std::string& field) {
 std::vector<std::string> Required(const std::string& message) {
   if (message == "Threshold") return {"metric"};
   if (message == "TestSpec") return {"type"};
+  if (message == "BaselineValue") return {"test", "metric", "statistic"};
   return {};
 }
 
@@ -263,6 +268,13 @@ std::map<std::string, Json> GenerateCrdObjects() {
       {Column("Version", "string", ".spec.version"), Column("Models", "string", ".spec.gpuModels"),
        Column("Age", "date", ".metadata.creationTimestamp")},
       false);
+  Json bspec = MessageSchema(v1alpha1::PerfBaselineSpec::descriptor());
+  bspec["required"] = {"values"};
+  out["perfbaselines.yaml"] =
+      Crd("PerfBaseline", "perfbaselines", "Cluster", {"pbl"}, TopLevel(bspec, nullptr),
+          {Column("Source", "string", ".spec.source"), Column("Created", "string", ".spec.created"),
+           Column("Age", "date", ".metadata.creationTimestamp")},
+          false);
   return out;
 }
 

@@ -562,7 +562,7 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
   }
   Result<ResolvedPlan> plan =
       s.spec ? ResolvePlan(*s.spec, s.profiles, config.enableFixtures, selected, s.nodes, models,
-                           s.store ? &*s.store : nullptr)
+                           s.store ? &*s.store : nullptr, &s.baselines)
              : Result<ResolvedPlan>(s.specError);
   {
     // Which model each node has and how it was read (GFD's label or the cloud's), once per run;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "cli/fleet.h"
 #include "common/time.h"
@@ -91,6 +92,42 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
         starts, out);
   Gauge("perfgate_validation_completion_timestamp_seconds",
         "When a validation's current run completed (absent while it runs).", completions, out);
+}
+
+// Per node: the regressions each validation's status lists (status.regressions, at most 20
+// rows a validation): the node's worst figure against its history and against its peers, as
+// the ratio now / reference and the high end of its interval. Bounded by the status list, so
+// always on.
+void RenderRegressions(const std::vector<Json>& validations, std::string* out) {
+  std::string ratios, highs;
+  std::set<std::string> seen;
+  for (const Json& v : validations) {
+    const std::string name = Name(v);
+    const Json rows = v.value("status", Json::object()).value("regressions", Json::array());
+    if (name.empty() || !rows.is_array()) continue;
+    for (const Json& r : rows) {
+      if (!r.is_object() || !r.contains("ratio") || !r["ratio"].is_number()) continue;
+      const std::string labels = Labels({{"validation", name},
+                                         {"node", r.value("node", "")},
+                                         {"against", r.value("against", "")},
+                                         {"test", r.value("test", "")},
+                                         {"metric", r.value("metric", "")}});
+      if (!seen.insert(labels).second) continue;
+      ratios +=
+          "perfgate_node_regression_ratio" + labels + " " + Value(r["ratio"].get<double>()) + "\n";
+      if (r.contains("high") && r["high"].is_number()) {
+        highs += "perfgate_node_regression_interval_high" + labels + " " +
+                 Value(r["high"].get<double>()) + "\n";
+      }
+    }
+  }
+  Gauge("perfgate_node_regression_ratio",
+        "A passing node's figure now over its history's or its peers' (against), where the "
+        "interval lies beyond the validation's regression margin: its worst figure per reference.",
+        ratios, out);
+  Gauge("perfgate_node_regression_interval_high",
+        "The high end of that ratio's confidence interval (below 1 - margin when flagged).", highs,
+        out);
 }
 
 // Per node, from its latest result (by completion time, of any validation): the figures with
@@ -243,6 +280,7 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
     out += per_node;
   }
   RenderValidations(s.validations, &out);
+  RenderRegressions(s.validations, &out);
   if (s.perNode) RenderNodeResults(s.results, &out);
   header("perfgate_leader", "gauge", "Whether this replica leads.");
   out += std::string("perfgate_leader ") + (s.leading ? "1" : "0") + "\n";

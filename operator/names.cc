@@ -13,6 +13,9 @@ kube::GroupVersionResource ResultsResource() { return {"perfgate.io", "v1alpha1"
 kube::GroupVersionResource ProfilesResource() {
   return {"perfgate.io", "v1alpha1", "perfprofiles"};
 }
+kube::GroupVersionResource BaselinesResource() {
+  return {"perfgate.io", "v1alpha1", "perfbaselines"};
+}
 kube::GroupVersionResource ConfigMapsResource() { return {"", "v1", "configmaps"}; }
 kube::GroupVersionResource ServicesResource() { return {"", "v1", "services"}; }
 

@@ -29,6 +29,7 @@ inline constexpr const char* kGangLabel = "perfgate.io/gang";
 kube::GroupVersionResource ValidationsResource();
 kube::GroupVersionResource ResultsResource();
 kube::GroupVersionResource ProfilesResource();
+kube::GroupVersionResource BaselinesResource();
 kube::GroupVersionResource ConfigMapsResource();
 kube::GroupVersionResource ServicesResource();
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kernels/cuda/profile_select.h"
+#include "store/baseline_object.h"
 #include "worker/plan.h"
 
 namespace perfgate::op {
@@ -109,7 +110,8 @@ void FixSampling(Json* plan) {
 
 Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                        const ClusterProfiles& cluster, bool fixtures,
-                                       const SelectedModels& models, const StoreView* store) {
+                                       const SelectedModels& models, const StoreView* store,
+                                       const ClusterBaselines* baselines) {
   std::map<std::string, std::string> node_products;
   for (const auto& [node, m] : models.known) node_products[node] = m.model;
   std::map<std::string, spec::Loaded<v1alpha1::PerfProfile>> profiles;
@@ -185,29 +187,53 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     }
     return std::vector<std::string>{model_keys.begin()->second};
   };
-  if (store != nullptr) {
-    options.baseline_value = [&](const std::string& name, const std::string& profile_version,
-                                 const std::string& test, const std::string& metric,
-                                 const std::string& statistic) -> Result<double> {
+  // A baseline: the PerfBaseline object of that name, else the store's (docs/store.md).
+  std::map<std::string, store::Baseline> from_cluster;
+  options.baseline_value = [&](const std::string& name, const std::string& profile_version,
+                               const std::string& test, const std::string& metric,
+                               const std::string& statistic) -> Result<double> {
+    const store::Baseline* b = nullptr;
+    if (auto known = from_cluster.find(name); known != from_cluster.end()) {
+      b = &known->second;
+    } else if (baselines != nullptr && baselines->byName.contains(name)) {
+      v1alpha1::PerfBaseline object;
+      google::protobuf::util::JsonParseOptions o;
+      o.ignore_unknown_fields = true;
+      if (!google::protobuf::util::JsonStringToMessage(baselines->byName.at(name).dump(), &object,
+                                                       o)
+               .ok()) {
+        return InvalidArgument("PerfBaseline \"" + name + "\" cannot be read as a PerfBaseline");
+      }
+      ASSIGN_OR_RETURN(store::Baseline got, store::BaselineOfObject(object));
+      got.name = name;
+      b = &(from_cluster[name] = std::move(got));
+    } else if (store != nullptr) {
       auto it = store->baselines.find(name);
       if (it == store->baselines.end()) {
         auto why = store->baselineErrors.find(name);
-        return why != store->baselineErrors.end()
-                   ? why->second
-                   : NotFound("baseline \"" + name + "\" not found in the results store");
+        if (why != store->baselineErrors.end() && why->second.code() != Code::kNotFound) {
+          return why->second;
+        }
+        return NotFound("no PerfBaseline \"" + name + "\" in the cluster, and " +
+                        (why != store->baselineErrors.end()
+                             ? why->second.message()
+                             : "baseline \"" + name + "\" not found in the results store"));
       }
-      if (model_keys.size() != 1) {
-        return InvalidArgument(
-            "a baseline bound needs one GPU model among the selected nodes (" +
-            (models.known.empty() ? std::string("none known") : DescribeModels(models.known)) +
-            ")");
-      }
-      const std::string key = model_keys.begin()->first;
-      return store::BaselineFigure(
-          it->second, model_keys.begin()->second, profile_version, test, metric, statistic,
-          [&](const std::string& model) { return ModelKey(model) == key; });
-    };
-  }
+      b = &it->second;
+    } else {
+      return NotFound("no PerfBaseline \"" + name +
+                      "\" in the cluster (and no results store to read baselines from)");
+    }
+    if (model_keys.size() != 1) {
+      return InvalidArgument(
+          "a baseline bound needs one GPU model among the selected nodes (" +
+          (models.known.empty() ? std::string("none known") : DescribeModels(models.known)) + ")");
+    }
+    const std::string key = model_keys.begin()->first;
+    return store::BaselineFigure(*b, model_keys.begin()->second, profile_version, test, metric,
+                                 statistic,
+                                 [&](const std::string& model) { return ModelKey(model) == key; });
+  };
   auto built = worker::BuildPlan(loaded, options);
   // A model with no profile: say which nodes have it and how it was read.
   if (!built.ok() && !profile_named && !models.known.empty() && models.unknown.empty() &&
@@ -308,16 +334,20 @@ Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& l
                                  const ClusterProfiles& profiles, bool fixtures,
                                  const std::vector<std::string>& selected,
                                  const std::map<std::string, Json>& nodes,
-                                 const SelectedModels& models, const StoreView* store) {
-  // A baseline the store could not give now: try again, rather than call the spec invalid.
+                                 const SelectedModels& models, const StoreView* store,
+                                 const ClusterBaselines* baselines) {
+  // A baseline the store could not give now (and the cluster has no PerfBaseline of that name):
+  // try again, rather than call the spec invalid.
   if (store != nullptr) {
     for (const auto& [name, why] : store->baselineErrors) {
+      if (baselines != nullptr && baselines->byName.contains(name)) continue;
       if (why.code() == Code::kUnavailable || why.code() == Code::kResourceExhausted) {
         return Status(why.code(), "reading baseline " + name + ": " + why.message());
       }
     }
   }
-  ASSIGN_OR_RETURN(ResolvedPlan plan, BuildResolvedPlan(loaded, profiles, fixtures, models, store));
+  ASSIGN_OR_RETURN(ResolvedPlan plan,
+                   BuildResolvedPlan(loaded, profiles, fixtures, models, store, baselines));
   RETURN_IF_ERROR(CheckGpusPerNodeFits(loaded.doc.spec().gpuspernode(), selected, nodes));
   // NCCL tests across nodes: gangs (docs/nccl.md). Without NCCL tests a gang option is moot.
   if (!loaded.doc.spec().gang().shape().empty()) {

@@ -38,17 +38,24 @@ struct ResolvedPlan {
   bool gang = false;
 };
 
+// The PerfBaseline objects the thresholds name, read from the cluster by name (a name without
+// an object is absent).
+struct ClusterBaselines {
+  std::map<std::string, Json> byName;
+};
+
 // Validates the spec as the worker will (BuildPlan), checks a named profile against each
 // selected node's GPU model, checks gpusPerNode against the selected nodes, and inlines the
-// profile. `baseline:` thresholds take their figure from `store`'s baselines for the selected
-// nodes' GPU model and are written into the plan as reference and fraction (without a store
-// they are refused). kInvalidArgument and kNotFound mean an invalid spec (the message says
-// why); other codes mean "try again".
+// profile. `baseline: NAME` thresholds take their figure for the selected nodes' GPU model from
+// the PerfBaseline NAME in `baselines`, else from `store`'s baseline NAME, and are written into
+// the plan as reference and fraction; a name in neither is refused. kInvalidArgument and
+// kNotFound mean an invalid spec (the message says why); other codes mean "try again".
 Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                  const ClusterProfiles& profiles, bool fixtures,
                                  const std::vector<std::string>& selected,
                                  const std::map<std::string, Json>& nodes,
-                                 const SelectedModels& models, const StoreView* store = nullptr);
+                                 const SelectedModels& models, const StoreView* store = nullptr,
+                                 const ClusterBaselines* baselines = nullptr);
 
 // The baseline names the thresholds of `spec` and of `profiles` name.
 std::set<std::string> BaselinesNamed(const v1alpha1::PerfValidationSpec& spec,

@@ -21,6 +21,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     return snapshot.status();
   }
   if (!snapshot->exists) return ReconcileResult{};
+  FreezeBaselines(&*snapshot);
   if (recorder_ != nullptr && !snapshot->deleting)
     recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
   // Decide: pure.
@@ -43,6 +44,21 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     result.requeueAfter = std::chrono::seconds(1);
   }
   return result;
+}
+
+void Reconciler::FreezeBaselines(Snapshot* s) {
+  std::lock_guard<std::mutex> lock(baselines_mu_);
+  if (s->runComplete || s->deleting) {
+    baselines_.erase(s->name);
+    return;
+  }
+  auto& [run, known] = baselines_[s->name];
+  if (run != s->run) {
+    run = s->run;
+    known.clear();
+  }
+  for (const auto& [name, object] : s->baselines.byName) known.emplace(name, object);
+  s->baselines.byName = known;
 }
 
 void Reconciler::SetRecorder(std::shared_ptr<Recorder> recorder) {

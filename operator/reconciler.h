@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/result.h"
@@ -52,6 +54,11 @@ class Reconciler {
   ReconcileMetrics metrics_;
   Actor actor_;
   std::shared_ptr<Recorder> recorder_;
+  // Per validation: the run and the PerfBaselines it first read, by name. A run keeps the
+  // objects it started with (edited or deleted mid-run, its bounds do not move).
+  std::mutex baselines_mu_;
+  std::map<std::string, std::pair<std::string, std::map<std::string, Json>>> baselines_;
+  void FreezeBaselines(Snapshot* s);
 };
 
 }  // namespace perfgate::op

@@ -30,6 +30,21 @@ Status ObserveProfiles(kube::Client& client, const v1alpha1::PerfValidationSpec&
   return Status::Ok();
 }
 
+// Reads the PerfBaselines the thresholds name; a name without one is left out (the store may
+// have it). A cluster without the PerfBaseline CRD has none.
+Status ObserveBaselines(kube::Client& client, const v1alpha1::PerfValidationSpec& spec,
+                        const ClusterProfiles& profiles, ClusterBaselines* out) {
+  for (const auto& name : BaselinesNamed(spec, profiles)) {
+    auto got = client.Get(BaselinesResource(), "", name);
+    if (got.ok()) {
+      out->byName[name] = *got;
+    } else if (got.status().code() != Code::kNotFound) {
+      return got.status();
+    }
+  }
+  return Status::Ok();
+}
+
 // True when the holder of `claim`, as its validation `holder` now reads (nullptr: deleted), no
 // longer wants the node: deleted or re-created, moved on to another run, or done with this one.
 // A validation being deleted still holds its nodes until its finalizer releases them.
@@ -185,6 +200,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
     }
   }
   RETURN_IF_ERROR(ObserveProfiles(client, spec, &s.profiles));
+  RETURN_IF_ERROR(ObserveBaselines(client, spec, s.profiles, &s.baselines));
   return s;
 }
 

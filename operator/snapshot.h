@@ -71,6 +71,9 @@ struct Snapshot {
   // Read for the selected nodes this validation may still start a pod on.
   std::map<std::string, std::string> busyWith;
   ClusterProfiles profiles;
+  // The PerfBaselines the thresholds of the spec and its profiles name (not read once the run
+  // is complete).
+  ClusterBaselines baselines;
   // The results store (absent with --store=off).
   std::optional<StoreView> store;
   // Node claims by node (operator/claims.h), read from the API: every claim Lease, with

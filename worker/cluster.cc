@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -85,9 +86,17 @@ std::string WorstFigure(const v1alpha1::Report& report) {
   std::string stat =
       worst->threshold().statistic().empty() ? "median" : worst->threshold().statistic();
   std::string op = worst->threshold().op().empty() ? ">=" : worst->threshold().op();
+  // A bound relative to a baseline says which: "(>= 95.0 = 0.95 x baseline june)".
+  std::string from;
+  const std::string& source = worst->threshold().referencesource();
+  if (source.rfind("baseline ", 0) == 0 && worst->threshold().has_fraction()) {
+    char fraction[32];
+    std::snprintf(fraction, sizeof fraction, "%g", worst->threshold().fraction());
+    from = " = " + std::string(fraction) + " x " + source;
+  }
   return worst_test->name() + " " + worst->threshold().metric() + " " + stat + " " +
          report::FormatFigure(worst->observed()) + " (" + op + " " +
-         report::FormatFigure(worst->bound()) + ")";
+         report::FormatFigure(worst->bound()) + from + ")";
 }
 
 Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::Report& report) {

@@ -8,9 +8,15 @@
 #include <set>
 #include <sstream>
 
+#include <google/protobuf/util/json_util.h>
+
+#include <nlohmann/json.hpp>
+
 #include "common/report.h"
 #include "common/time.h"
+#include "common/yaml_emit.h"
 #include "kernels/devices.h"
+#include "store/baseline_object.h"
 #include "store/spool.h"
 
 namespace perfgate::worker {
@@ -171,10 +177,12 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
   const char* usage =
       "usage:\n"
       "  perfgate-worker baseline create NAME --from SELECTION [--nodes A,B,...] [--any-verdict]\n"
-      "  perfgate-worker baseline show NAME\n"
+      "      [-o yaml|json]\n"
+      "  perfgate-worker baseline show NAME [-o yaml|json]\n"
       "  perfgate-worker baseline list\n"
       "  perfgate-worker baseline delete NAME\n"
       "  every one takes --store URL (default: the local SQLite store)\n"
+      "  -o yaml|json: the baseline as a PerfBaseline object, for kubectl apply -f -\n"
       "SELECTION: comma-separated validation=NAME, run=ID, cluster=NAME, since=TIME, until=TIME\n"
       "  (RFC 3339), e.g. --from validation=h200-acceptance,since=2026-06-01T00:00:00Z\n";
   if (args.empty()) {
@@ -182,16 +190,16 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
     return kInvalid;
   }
   const std::string& verb = args[0];
-  std::string name, url, from, nodes;
+  std::string name, url, from, nodes, output;
   bool any_verdict = false;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--store" || a == "--from" || a == "--nodes") {
+    if (a == "--store" || a == "--from" || a == "--nodes" || a == "-o" || a == "--output") {
       if (i + 1 >= args.size()) {
         err << "perfgate-worker: " << a << " needs a value\n";
         return kInvalid;
       }
-      (a == "--store" ? url : a == "--from" ? from : nodes) = args[++i];
+      (a == "--store" ? url : a == "--from" ? from : a == "--nodes" ? nodes : output) = args[++i];
     } else if (a == "--any-verdict") {
       any_verdict = true;
     } else if (!a.empty() && a[0] != '-' && name.empty()) {
@@ -207,6 +215,12 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
   }
   if (verb != "create" && verb != "show" && verb != "list" && verb != "delete") {
     err << "perfgate-worker: baseline: unknown command " << verb << "\n" << usage;
+    return kInvalid;
+  }
+  if (!output.empty() &&
+      ((output != "yaml" && output != "json") || (verb != "create" && verb != "show"))) {
+    err << "perfgate-worker: baseline " << verb << ": -o takes yaml or json, with create or show\n"
+        << usage;
     return kInvalid;
   }
   store::ResultQuery query;
@@ -297,6 +311,25 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
     return b.status().code() == Code::kUnavailable || b.status().code() == Code::kInternal
                ? kError
                : kInvalid;
+  }
+  if (!output.empty()) {
+    // The PerfBaseline object alone on stdout, for kubectl apply -f -.
+    std::string text;
+    google::protobuf::util::JsonPrintOptions o;
+    o.preserve_proto_field_names = false;
+    if (!google::protobuf::util::MessageToJsonString(
+             store::BaselineObject(*b, store::SelectionOfSource(b->source)), &text, o)
+             .ok()) {
+      err << "perfgate-worker: cannot write baseline " << b->name << " as JSON\n";
+      return kError;
+    }
+    const nlohmann::json object = nlohmann::json::parse(text);
+    out << (output == "json" ? object.dump(2) : yaml::EmitYaml(object)) << "\n";
+    if (verb == "create") {
+      err << "baseline " << b->name << " created in " << store.Describe() << " ("
+          << b->values.size() << " figures)\n";
+    }
+    return 0;
   }
   out << "baseline " << b->name << " (" << b->source << ", created "
       << FormatRfc3339(

@@ -9,7 +9,7 @@
 # cordoned; the admission policy; a validation deleted mid-run; an NCCL gang narrowed to its
 # slow node; deleting every validation; the cordoned node re-tested and released on PASS by a
 # validation and on a node whose names are longer than a label value, from a PerfProfile; a
-# passing gang of every node; deleting every validation again leaves every node clean;
+# threshold relative to a PerfBaseline; a passing gang of every node; deleting every validation again leaves every node clean;
 # then the audit log shows no call refused by RBAC and no right in the chart left unused
 # (rbac_check.py; what each account used is written to WORK_DIR/rbac-used.txt).
 # Env: OPERATOR_BIN, WORKER_BIN, KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR.
@@ -350,6 +350,40 @@ spec: {profile: auto, nodes: [absent-node]}
 YAML
 kubectl wait pval/auto --for=condition=Complete --timeout=30s >/dev/null || fail "auto not complete"
 [ "$(kubectl get pval auto -o 'jsonpath={.status.verdict}')" = InvalidSpec ] || fail "auto not InvalidSpec"
+
+# A threshold relative to a PerfBaseline from the chart's CRD, read under the operator's role
+# (get perfbaselines): 0.9 x the baseline's 100 GB/s, so node-0 at about 100 passes, and its
+# result says where the bound came from.
+cat <<YAML | kubectl apply -f - >/dev/null || fail "apply the PerfBaseline"
+apiVersion: perfgate.io/v1alpha1
+kind: PerfBaseline
+metadata: {name: chart-base}
+spec:
+  source: written by hand
+  values:
+    - {gpuModel: NVIDIA H200, test: synthetic, metric: bandwidthGBps, statistic: median, value: 100}
+YAML
+kubectl get pbl chart-base >/dev/null || fail "kubectl get pbl (the PerfBaseline short name)"
+cat <<YAML | kubectl apply -f - >/dev/null || fail "apply the baseline validation"
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata: {name: based}
+spec:
+  nodes: [node-0]
+  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 10}
+  tests:
+    - type: synthetic
+      parameters: {mean: 100, cv: 0.01, sampleSeconds: 0}
+      thresholds:
+        - {metric: bandwidthGBps, statistic: median, op: ">=", baseline: chart-base, fraction: 0.9}
+YAML
+kubectl wait pval/based --for=condition=Complete --timeout=60s >/dev/null \
+  || { tail -30 "$WORK_DIR/operator.log" >&2; fail "based not complete in 60 s"; }
+[ "$(kubectl get pval based -o 'jsonpath={.status.passedNodes}')" = 1/1 ] \
+  || { kubectl get pval based -o yaml >&2; fail "based: want 1/1 passed"; }
+source_of_bound="$(kubectl -n perfgate-system get perfresults \
+  -o 'jsonpath={.items[?(@.spec.validation=="based")].spec.report.tests[0].thresholds[0].threshold.referenceSource}')"
+[ "$source_of_bound" = "baseline chart-base" ] || fail "based: the bound's source is '$source_of_bound'"
 
 # An NCCL gang of every node (the long-named one too) under the same roles and policy passes:
 # each rank writes its own node's result.

@@ -173,6 +173,8 @@ kube-sim)
   can "$op" yes create services -n perfgate-system   # a gang's headless Service
   can "$op" yes list perfprofiles.perfgate.io          # profile: auto
   can "$op" no update perfprofiles.perfgate.io
+  can "$op" yes get perfbaselines.perfgate.io          # baseline: thresholds
+  can "$op" no create perfbaselines.perfgate.io
   can "$op" no delete services -n perfgate-system
   can "$op" yes delete perfresults.perfgate.io -n perfgate-system
   can "$op" yes create perfresults.perfgate.io -n perfgate-system

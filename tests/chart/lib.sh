@@ -93,7 +93,7 @@ install_chart() {
   kubectl apply -f "$CHART_DIR/crds/" >"$dir/apply-crds.log" 2>&1 \
     || { cat "$dir/apply-crds.log" >&2; fail "kubectl apply crds"; }
   local crd
-  for crd in perfvalidations perfresults perfprofiles; do
+  for crd in perfvalidations perfresults perfprofiles perfbaselines; do
     wait_for kubectl get crd "$crd.perfgate.io" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status}' \
       || fail "CRD $crd.perfgate.io not served"
   done

@@ -8,7 +8,8 @@
 #                              applied, the real operator with the chart's flags
 #                              (metrics.perNode); `kubectl get pval` shows the run's progress;
 #                              Prometheus scrapes its /metrics every second and
-#                              evaluates the rules. One node fails, one passes but lags its peers.
+#                              evaluates the rules. One node fails, one passes but lags its peers
+#                              (a regression against its peers: the operator keeps a SQLite store).
 #                              The series a user graphs hold the right values, the alerts for the
 #                              failed node, the failed validation and the lagging node fire, every
 #                              rule is healthy, and every dashboard panel's query returns data
@@ -68,8 +69,10 @@ step_e2e() {
   operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
   local args metrics_port prom_port
   mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
-    | drop_flags --metrics-bind-address --health-probe-bind-address)
+    | drop_flags --metrics-bind-address --health-probe-bind-address --store)
   printf '%s\n' "${args[@]}" | grep -qx -- --metrics-per-node || fail "metrics.perNode gave no --metrics-per-node"
+  # The chart's default store (SQLite), in the work dir rather than the volume's path.
+  args+=("--store=sqlite://$WORK_DIR/store/results.db")
   metrics_port="$(free_port)"
   "$OPERATOR_BIN" "${args[@]}" --kubeconfig="$WORK_DIR/operator.kubeconfig" \
     --metrics-bind-address="127.0.0.1:$metrics_port" --health-probe-bind-address=0 \
@@ -100,7 +103,8 @@ YAML
   done
   curl -fsS "$url/-/ready" >/dev/null || fail "prometheus not ready in 20 s"
 
-  # node-2 fails its bound (50 < 90); node-5 passes (93 >= 90) but lags the rest (about 100).
+  # node-2 fails its bound (50 < 90); node-5 passes (93 >= 90) but lags the rest (about 100),
+  # so it is also a regression against its peers (beyond the 3% margin).
   synthetic_spec fleet synthetic "node-2=50, node-5=93" 100 0.01 0 | kubectl apply -f - >/dev/null \
     || fail "apply the validation"
   # kubectl get pval while it runs: its PROGRESS column counts the nodes decided of those
@@ -151,6 +155,11 @@ YAML
   want 'count by (node) (perfgate_node_figure_lagging_ratio)' '{node="node-5"} 1'
   want 'count(perfgate_node_figure_lagging_ratio)' '{} 1'
   want 'count(time() - perfgate_node_last_validated_timestamp_seconds < 300)' '{} 8'
+  # status.regressions, per node: node-5 against its peers, nothing against a history.
+  want 'count by (node, against, test, metric) (perfgate_node_regression_ratio{validation="fleet"} < 0.96 > 0.90)' \
+    '{against="peers",metric="bandwidthGBps",node="node-5",test="synthetic"} 1'
+  want 'count(perfgate_node_regression_ratio)' '{} 1'
+  want 'count(perfgate_node_regression_interval_high{node="node-5"} < 0.97)' '{} 1'
   want 'count(perfgate_node_run_seconds >= 0)' '{} 8'
   # Cardinality: per node one verdict, one test verdict and one figure with its bound here;
   # nothing carries a run id or a sample.
@@ -161,6 +170,7 @@ YAML
   for i in $(seq 60); do
     $PROMQL "$url" rules "$RULES" PerfgateNodeFailed:node=node-2 \
       PerfgateValidationNotPassed:validation=fleet PerfgateNodeLagging:node=node-5 \
+      PerfgateNodeRegressed:node=node-5 \
       >"$WORK_DIR/rules.out" 2>&1 && break
     sleep 0.5
   done

@@ -28,7 +28,7 @@ std::string Slurp(const std::string& path) {
 
 TEST(Crds, CommittedFilesEqualGeneratorOutput) {
   auto generated = GenerateCrds();
-  ASSERT_EQ(generated.size(), 3u);
+  ASSERT_EQ(generated.size(), 4u);  // perfvalidations, perfresults, perfprofiles, perfbaselines
   for (const auto& [file, text] : generated) {
     EXPECT_EQ(Slurp(std::string(PERFGATE_CRDS_DIR) + "/" + file), text)
         << "crds/" << file << " is stale: run build/operator/perfgate-crdgen crds";
@@ -89,6 +89,7 @@ TEST(Crds, EveryProtoFieldAppearsWithItsType) {
   };
   ExpectFields(v1alpha1::PerfValidationSpec::descriptor(), schema("perfvalidations.yaml"), "spec");
   ExpectFields(v1alpha1::PerfProfileSpec::descriptor(), schema("perfprofiles.yaml"), "spec");
+  ExpectFields(v1alpha1::PerfBaselineSpec::descriptor(), schema("perfbaselines.yaml"), "spec");
   ExpectFields(v1alpha1::Report::descriptor(), schema("perfresults.yaml")["properties"]["report"],
                "spec.report");
 }

@@ -76,6 +76,7 @@ struct World {
   std::set<std::string> resultsInApi;       // pod names whose result the cache has not seen
   std::map<std::string, std::string> logs;
   ClusterProfiles profiles;
+  ClusterBaselines baselines;      // PerfBaseline objects by name
   std::optional<StoreView> store;  // the results store's view; none: --store=off
   ReconcilerConfig config = Config();
   std::chrono::system_clock::time_point now = kT0;
@@ -126,6 +127,7 @@ struct World {
     s.busyWith = busyWith;
     s.claims = claims;
     s.profiles = profiles;
+    s.baselines = baselines;
     s.store = store;
     return s;
   }
@@ -1605,6 +1607,74 @@ TEST(DecideBaselines, WithoutAStoreABaselineIsRefused) {
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   EXPECT_NE(d.status->value("message", "").find("baseline"), std::string::npos);
+}
+
+// The PerfBaseline object h200-june, as `perfgate-worker baseline create -o yaml` writes it.
+Json H200JuneObject(double figure) {
+  return {{"apiVersion", "perfgate.io/v1alpha1"},
+          {"kind", "PerfBaseline"},
+          {"metadata", {{"name", "h200-june"}}},
+          {"spec",
+           {{"source", "--from validation=acceptance (PASS results)"},
+            {"created", "2026-06-30T12:00:00Z"},
+            {"values",
+             {{{"gpuModel", "NVIDIA H200"},
+               {"test", "hbm-stream"},
+               {"metric", "triadBandwidthGBps"},
+               {"statistic", "median"},
+               {"value", figure},
+               {"count", 24}}}}}}};
+}
+
+TEST(DecideBaselines, APerfBaselineObjectComesFirstAndNeedsNoStore) {
+  World w("cluster", BaselineSpec());  // --store=off
+  w.baselines.byName["h200-june"] = H200JuneObject(4100);
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  ASSERT_TRUE(d.planConfigMap) << (d.status ? d.status->dump(2) : "");
+  std::string plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  EXPECT_NE(plan.find("\"reference\":4100"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("\"referenceSource\":\"baseline h200-june\""), std::string::npos) << plan;
+
+  // The store's baseline of the same name (4000) is not read; nor is a store that is down.
+  World both("both", BaselineSpec());
+  both.store = View("sqlite:///r.db", true, "", 0);
+  both.store->baselines["h200-june"] = H200June();
+  both.baselines.byName["h200-june"] = H200JuneObject(4100);
+  d = both.Decide();
+  ASSERT_TRUE(d.planConfigMap);
+  plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  EXPECT_NE(plan.find("\"reference\":4100"), std::string::npos) << plan;
+  both.store = View("sqlite:///r.db", false, "down", 0);
+  both.store->baselineErrors["h200-june"] = Unavailable("results store unavailable: down");
+  d = both.Decide();
+  EXPECT_TRUE(d.retry.ok()) << d.retry.message();
+  EXPECT_EQ(PodNodes(d).size(), 4u);
+}
+
+TEST(DecideBaselines, AMissingBaselineNamesTheClusterAndTheStore) {
+  World w("none", BaselineSpec());
+  w.store = View("sqlite:///r.db", true, "", 0);
+  w.store->baselineErrors["h200-june"] =
+      NotFound("baseline \"h200-june\" not found in sqlite:///r.db");
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  const std::string msg = d.status->value("message", "");
+  EXPECT_NE(msg.find("spec.tests[0].thresholds[0].baseline"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no PerfBaseline \"h200-june\" in the cluster"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not found in sqlite:///r.db"), std::string::npos) << msg;
+
+  // A PerfBaseline without a figure for this model names what it holds.
+  World other("other", BaselineSpec());
+  Json object = H200JuneObject(4100);
+  object["spec"]["values"][0]["gpuModel"] = "NVIDIA B200";
+  other.baselines.byName["h200-june"] = object;
+  d = other.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("NVIDIA B200"), std::string::npos)
+      << d.status->dump(2);
 }
 
 }  // namespace

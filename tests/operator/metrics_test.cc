@@ -208,5 +208,37 @@ TEST(Metrics, AFigureLaggingItsPeersIsMarkedWithItsRatio) {
   EXPECT_THAT(text, Not(HasSubstr("perfgate_node_figure_lagging_ratio{node=\"node-6\"")));
 }
 
+TEST(Metrics, RegressionsArePerNodeSeriesFromTheStatusListWithoutTheFlag) {
+  MetricsSnapshot s;
+  const Json row = {{"node", "node-2"},
+                    {"against", "history"},
+                    {"test", "hbm-stream"},
+                    {"device", "gpu3"},
+                    {"metric", "triadBandwidthGBps"},
+                    {"ratio", 0.92},
+                    {"low", 0.9},
+                    {"high", 0.94}};
+  Json peers = row;
+  peers["against"] = "peers";
+  peers["ratio"] = 0.93;
+  s.validations = {
+      Validation("nightly", {{"verdict", "Passed"}, {"regressions", Json::array({row, peers})}}),
+      Validation("smoke", {{"verdict", "Passed"}})};
+  const std::string text = RenderMetrics(s);  // perNode off: these are bounded by the status
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_node_regression_ratio{validation=\"nightly\",node=\"node-2\","
+                        "against=\"history\",test=\"hbm-stream\",metric=\"triadBandwidthGBps\"} "
+                        "0.92\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_node_regression_ratio{validation=\"nightly\",node=\"node-2\","
+                        "against=\"peers\",test=\"hbm-stream\",metric=\"triadBandwidthGBps\"} "
+                        "0.93\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_node_regression_interval_high{validation=\"nightly\","
+                              "node=\"node-2\",against=\"history\",test=\"hbm-stream\","
+                              "metric=\"triadBandwidthGBps\"} 0.94\n"));
+  EXPECT_THAT(text, Not(HasSubstr("validation=\"smoke\",node=")));
+  EXPECT_THAT(text, Not(HasSubstr("device=\"gpu3\"")));
+}
+
 }  // namespace
 }  // namespace perfgate::op

@@ -282,5 +282,29 @@ TEST_F(LocalHistory, AThresholdRelativeToABaselineDecidesByTheBaselinesFigure) {
               HasSubstr("spec.tests[0].thresholds[0].baseline: no baseline \"nope\""));
 }
 
+TEST_F(LocalHistory, ABaselineIsWrittenAsAPerfBaselineObjectForKubectl) {
+  for (int seed = 1; seed <= 2; ++seed) {
+    ASSERT_EQ(Worker("run --enable-fixtures --quiet " + Spec(100, seed, kFloor)).exit_code, 0);
+  }
+  Outcome yaml =
+      Worker("baseline create golden --from validation=history,since=2020-01-01T00:00:00Z -o yaml");
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.output;
+  for (const char* line :
+       {"apiVersion: perfgate.io/v1alpha1", "kind: PerfBaseline", "  name: golden",
+        "source: --from validation=history,since=2020-01-01T00:00:00Z (PASS results)",
+        "    validation: history", "    since: ", "metric: bandwidthGBps", "statistic: median",
+        "test: synthetic", "baseline golden created in sqlite://"}) {
+    EXPECT_THAT(yaml.output, HasSubstr(line)) << yaml.output;
+  }
+  EXPECT_THAT(yaml.output, Not(HasSubstr("anyVerdict")));
+  Outcome json = Worker("baseline show golden -o json");
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  EXPECT_THAT(json.output, HasSubstr("\"kind\": \"PerfBaseline\""));
+  EXPECT_THAT(json.output, HasSubstr("\"validation\": \"history\""));
+  EXPECT_THAT(json.output, HasSubstr("\"count\": 2"));
+  EXPECT_EQ(Worker("baseline list -o yaml").exit_code, 2);
+  EXPECT_EQ(Worker("baseline show golden -o table").exit_code, 2);
+}
+
 }  // namespace
 }  // namespace perfgate::worker
