@@ -12,3 +12,5 @@ perfgate_test(gpu_prepare_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_prepare_tes
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_device_test.cc
               LIBS perfgate_kernels LABELS gpu)
+perfgate_test(gpu_health_counters_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_health_counters_test.cc
+              LIBS perfgate_kernels LABELS unit)
