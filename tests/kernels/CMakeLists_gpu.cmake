@@ -14,3 +14,5 @@ perfgate_test(gpu_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_device_test.
               LIBS perfgate_kernels LABELS gpu)
 perfgate_test(gpu_health_counters_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_health_counters_test.cc
               LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_config_test.cc
+              LIBS perfgate_kernels LABELS unit)
