@@ -16,3 +16,5 @@ perfgate_test(gpu_health_counters_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_hea
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_config_test.cc
               LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_memtest_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_test.cc
+              LIBS perfgate_kernels LABELS unit)
