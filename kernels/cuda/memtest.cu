@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/device.h"
 #include "kernels/cuda/memtest.h"
 
 namespace perfgate::kernels::cuda {
@@ -101,7 +102,7 @@ class CudaMemTester final : public MemTester {
 
 Result<std::unique_ptr<MemTester>> CreateMemTester(int device, double fraction,
                                                    std::int64_t max_bytes) {
-  PG_CUDA(cudaSetDevice(device));
+  RETURN_IF_ERROR(RequireCudaDevice(device));
   ASSIGN_OR_RETURN(DeviceBuffer counters,
                    DeviceBuffer::Allocate(64 + CudaMemTester::kMaxListed * sizeof(MemWordError)));
   std::size_t free_bytes = 0;

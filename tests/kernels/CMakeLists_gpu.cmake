@@ -20,3 +20,5 @@ perfgate_test(gpu_memtest_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_tes
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_power_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_power_test.cc
               LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_memtest_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_device_test.cc
+              LIBS perfgate_kernels LABELS gpu)
