@@ -6,6 +6,9 @@
 //   clock-event (throttle) reasons: hardwareSlowdown = HW slowdown, HW thermal, power brake
 //   PCIe width against the maximum (the generation drops when idle; h2d-d2h reads it loaded)
 //   NVLink links inactive, other processes on the GPU, XID events since Prepare
+//   counters that predict trouble: PCIe replays, NVLink CRC/replay/recovery errors per link,
+//   retired pages by cause, NVSwitch fabric registration, hardware XIDs in the kernel log
+//   from before the run (where /dev/kmsg is readable; SKIPPED with the reason otherwise)
 // Thresholds in profiles turn these into verdicts (e.g. eccUncorrectedVolatileCount <= 0).
 // Without NVML the test cannot say the GPU is healthy: Unavailable (ERROR where GPUs are
 // expected). A metric that cannot apply here (NVLink on a GPU without links, or with every
@@ -21,6 +24,7 @@
 #include <string>
 
 #include "kernels/cuda/test_support.h"
+#include "kernels/nvml/kernel_log.h"
 #include "kernels/nvml/nvml.h"
 #include "kernels/nvml/readings.h"
 #include "kernels/test_factories.h"
@@ -32,10 +36,12 @@ namespace {
 class HealthRun final : public TestRun {
  public:
   HealthRun(std::shared_ptr<nvml::Nvml> nvml, nvml::nvmlDevice_t device,
-            std::optional<nvml::XidWatch> xids, std::map<std::string, std::string> details)
+            std::optional<nvml::XidWatch> xids, Result<std::vector<std::uint64_t>> log_xids,
+            std::map<std::string, std::string> details)
       : nvml_(std::move(nvml)),
         device_(device),
         xids_(std::move(xids)),
+        log_xids_(std::move(log_xids)),
         details_(std::move(details)) {
     if (auto it = details_.find("xidWatch"); it != details_.end()) {
       xid_watch_error_ = "XID events cannot be watched: " + it->second;
@@ -55,6 +61,11 @@ class HealthRun final : public TestRun {
       }
     } else {
       readings.refused.emplace("xidEventCount", xid_watch_error_);
+    }
+    if (log_xids_.ok()) {
+      readings.kernel_log_xids = *log_xids_;
+    } else {
+      readings.kernel_log_note = log_xids_.status().message();
     }
     Sample sample = nvml::HealthMetrics(readings);
     std::lock_guard<std::mutex> lock(mu_);
@@ -77,6 +88,8 @@ class HealthRun final : public TestRun {
   std::shared_ptr<nvml::Nvml> nvml_;
   nvml::nvmlDevice_t device_;
   std::optional<nvml::XidWatch> xids_;
+  // XIDs of this GPU in the kernel log when the test started (before its own load).
+  Result<std::vector<std::uint64_t>> log_xids_;
   std::string xid_watch_error_ = "XID events cannot be watched";
   mutable std::mutex mu_;
   std::map<std::string, std::string> details_;
@@ -111,6 +124,19 @@ class HealthTest final : public Test {
                     "HW slowdown, HW thermal or power-brake clock event active"),
         gpu::Metric("pcieLinkWidthDegraded", "bool", false, "PCIe link narrower than its maximum"),
         count("nvmlReadErrorCount", "readings NVML refused (other than not supported)"),
+        count("pcieReplayCount", "PCIe TLPs replayed after a link-level error, since driver load"),
+        count("nvlinkCrcErrorCount", "NVLink flit CRC errors, all links, since driver load"),
+        count("nvlinkReplayErrorCount", "NVLink data-link replays, all links, since driver load"),
+        count("nvlinkRecoveryErrorCount",
+              "NVLink link recoveries (link retrained), all links, since driver load"),
+        count("retiredPagesCount", "retired framebuffer pages, any cause (pre-A100 GPUs)"),
+        count("retiredPagesDoubleBitCount",
+              "pages retired for double-bit ECC errors (pre-A100 GPUs)"),
+        gpu::Metric("gpuFabricNotReady", "bool", false,
+                    "NVSwitch fabric registration not completed, failed or unhealthy"),
+        count("kernelLogXidCount",
+              "hardware XIDs (ECC, NVLink, fallen off the bus, GSP) for this GPU in the kernel "
+              "log before the run"),
     };
   }
 
@@ -134,8 +160,14 @@ class HealthTest final : public Test {
     } else {
       details["xidWatch"] = watch.status().message();
     }
-    return std::unique_ptr<TestRun>(
-        std::make_unique<HealthRun>(std::move(nvml), *device, std::move(xids), std::move(details)));
+    Result<std::vector<std::uint64_t>> log_xids = Unavailable("not read");
+    if (auto log = nvml::ReadKernelLog(); log.ok()) {
+      log_xids = nvml::XidsForDevice(*log, facts.pci_bus_id);
+    } else {
+      log_xids = log.status();
+    }
+    return std::unique_ptr<TestRun>(std::make_unique<HealthRun>(
+        std::move(nvml), *device, std::move(xids), std::move(log_xids), std::move(details)));
   }
 
  private:

@@ -20,6 +20,9 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakeP2pTest());
     v->push_back(MakeBurnTest());
     v->push_back(MakeHealthTest());
+    v->push_back(MakeConfigTest());
+    v->push_back(MakeMemtestTest());
+    v->push_back(MakePowerTest());
     v->push_back(MakeNcclAllReduceTest());
     v->push_back(MakeNcclAllGatherTest());
     v->push_back(MakeNcclReduceScatterTest());

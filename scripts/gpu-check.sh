@@ -14,6 +14,8 @@
 #   references   PyTorch on the same shapes and data: copy/add/triad on 1 GiB doubles, matmuls
 #                at 8192^3, pinned 1 GiB host<->device copies (each figure saved as measured)
 #   device-tests gpu_device_test (gtest, label gpu): every kernel small, verified
+#   worker-config-memtest, worker-power (GPU_CHECK_EXTENDED=1 only): the node-diagnosis tests
+#                on small one-test specs, each with its own report
 #   worker-*     perfgate-worker on examples/h200-node.yaml (the profile's quick level, as a
 #                user runs it), one run per test, each writing its own report
 #   nccl-*       nccl_gpu_test (one-rank all_reduce, watchdog abort of a two-rank init with a
@@ -50,6 +52,12 @@ if [ "${1:-}" = "--workloads" ]; then
   MODE=workloads
   STEPS=(setup:10 workloads:125 summary:5)
   shift
+# GPU_CHECK_EXTENDED=1 (default mode only) adds the node-diagnosis tests (config, memtest on
+# 8 GiB, power for 15 s): 40 s past the default budget and past the five-minute promise, so
+# they run only when asked for.
+elif [ "${GPU_CHECK_EXTENDED:-0}" = 1 ]; then
+  STEPS+=(worker-config-memtest:14 worker-power:26)
+  BUDGET_LIMIT=$((BUDGET_LIMIT + 40))
 fi
 
 budget_total() {
@@ -417,6 +425,42 @@ EOF
 }
 export -f workloads_step
 [ "$MODE" = workloads ] && run_step workloads workloads_step
+
+# ---- node diagnosis (GPU_CHECK_EXTENDED=1): config, memtest, power, each in its own report --
+diag_spec() {  # diag_spec NAME TEST-YAML: a one-test spec, one sample, no warm-up
+  cat >"$RESULTS/$1.yaml" <<EOF
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: gpu-check-$1
+spec:
+  sampling: {warmup: 0, minRepeats: 1, maxRepeats: 1, method: fixed, maxSeconds: 30}
+  tests:
+$2
+EOF
+}
+export -f diag_spec
+config_memtest_step() {
+  diag_spec config "    - type: config"
+  "$WORKER" run "$RESULTS/config.yaml" --report-json "$RESULTS/report-config.json"
+  echo "perfgate-worker (config) exit $?"
+  diag_spec memtest "    - type: memtest
+      parameters: {maxBytes: 8589934592}"
+  "$WORKER" run "$RESULTS/memtest.yaml" --report-json "$RESULTS/report-memtest.json"
+  echo "perfgate-worker (memtest, 8 GiB) exit $?"
+}
+export -f config_memtest_step
+power_step() {
+  diag_spec power "    - type: power
+      parameters: {durationSeconds: 15, warmupSeconds: 5, minSmClockFraction: 0.75}"
+  "$WORKER" run "$RESULTS/power.yaml" --report-json "$RESULTS/report-power.json"
+  echo "perfgate-worker (power, 15 s) exit $?"
+}
+export -f power_step
+if [ "$MODE" = default ] && [ "${GPU_CHECK_EXTENDED:-0}" = 1 ]; then
+  run_step worker-config-memtest config_memtest_step
+  run_step worker-power power_step
+fi
 
 # ---- NCCL (last: the likeliest to hang) ---------------------------------------------------
 # One H200 here, so one-rank paths only. libnccl.so.2 comes from nvidia/nccl/lib (setup).

@@ -7,6 +7,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/h2d_d2h.h"
 #include "kernels/cuda/hbm_stream.h"
+#include "kernels/cuda/memtest.h"
 #include "kernels/cuda/p2p.h"
 
 namespace perfgate::kernels::cuda {
@@ -29,6 +30,10 @@ Result<std::unique_ptr<GemmRunner>> CreateGemmRunner(const GemmConfig& /*config*
   return NoCuda();
 }
 Result<std::unique_ptr<HostCopier>> CreateHostCopier(int /*device*/, std::int64_t /*bytes*/) {
+  return NoCuda();
+}
+Result<std::unique_ptr<MemTester>> CreateMemTester(int /*device*/, double /*fraction*/,
+                                                   std::int64_t /*max_bytes*/) {
   return NoCuda();
 }
 Result<std::unique_ptr<PeerCopier>> CreatePeerCopier(const std::vector<int>& /*devices*/,

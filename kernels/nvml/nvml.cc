@@ -197,6 +197,14 @@ Result<std::shared_ptr<Nvml>> LoadNvml() {
   Resolve(library, "nvmlDeviceRegisterEvents", f.DeviceRegisterEvents);
   Resolve(library, "nvmlEventSetWait_v2", f.EventSetWait);
   Resolve(library, "nvmlEventSetFree", f.EventSetFree);
+  Resolve(library, "nvmlDeviceGetPcieReplayCounter", f.DeviceGetPcieReplayCounter);
+  Resolve(library, "nvmlDeviceGetNvLinkErrorCounter", f.DeviceGetNvLinkErrorCounter);
+  Resolve(library, "nvmlDeviceGetRetiredPages", f.DeviceGetRetiredPages);
+  Resolve(library, "nvmlDeviceGetGpuFabricInfoV", f.DeviceGetGpuFabricInfoV);
+  Resolve(library, "nvmlDeviceGetPowerManagementDefaultLimit",
+          f.DeviceGetPowerManagementDefaultLimit);
+  Resolve(library, "nvmlDeviceGetClock", f.DeviceGetClock);
+  Resolve(library, "nvmlDeviceGetNumaNodeId", f.DeviceGetNumaNodeId);
   // The library stays loaded for the life of the process: the table points into it.
   return Nvml::FromTable(f);
 }

@@ -94,6 +94,39 @@ inline constexpr std::uint64_t kClocksEventHwThermalSlowdown = 0x40;
 inline constexpr std::uint64_t kClocksEventHwPowerBrakeSlowdown = 0x80;
 inline constexpr std::uint64_t kClocksEventDisplayClockSetting = 0x100;
 
+// nvmlNvLinkErrorCounter_t (NVML_NVLINK_ERROR_DL_*), nvmlPageRetirementCause_t.
+inline constexpr int kNvLinkErrorDlReplay = 0;
+inline constexpr int kNvLinkErrorDlRecovery = 1;
+inline constexpr int kNvLinkErrorDlCrcFlit = 2;
+inline constexpr int kPageRetirementMultipleSingleBitEcc = 0;
+inline constexpr int kPageRetirementDoubleBitEcc = 1;
+// nvmlClockId_t: the application clock target and its default (nvmlDeviceGetClock).
+inline constexpr int kClockIdAppClockTarget = 1;
+inline constexpr int kClockIdAppClockDefault = 2;
+
+// nvmlGpuFabricInfo_v3_t (nvmlGpuFabricInfoV_t), for nvmlDeviceGetGpuFabricInfoV.
+inline constexpr unsigned kGpuFabricUuidBytes = 16;
+struct nvmlGpuFabricInfoV_t {
+  unsigned int version;  // set to kGpuFabricInfoV3 before the call
+  unsigned char clusterUuid[kGpuFabricUuidBytes];
+  nvmlReturn_t status;  // meaningful once state is kGpuFabricStateCompleted
+  unsigned int cliqueId;
+  unsigned char state;  // kGpuFabricState*
+  unsigned int healthMask;
+  unsigned char healthSummary;  // kGpuFabricHealthSummary*
+};
+// NVML_STRUCT_VERSION(GpuFabricInfo, 3): the struct's size with the version in the top byte.
+inline constexpr unsigned kGpuFabricInfoV3 =
+    static_cast<unsigned>(sizeof(nvmlGpuFabricInfoV_t)) | (3U << 24U);
+inline constexpr unsigned char kGpuFabricStateNotSupported = 0;
+inline constexpr unsigned char kGpuFabricStateNotStarted = 1;
+inline constexpr unsigned char kGpuFabricStateInProgress = 2;
+inline constexpr unsigned char kGpuFabricStateCompleted = 3;
+inline constexpr unsigned char kGpuFabricHealthSummaryNotSupported = 0;
+inline constexpr unsigned char kGpuFabricHealthSummaryHealthy = 1;
+inline constexpr unsigned char kGpuFabricHealthSummaryUnhealthy = 2;
+inline constexpr unsigned char kGpuFabricHealthSummaryLimitedCapacity = 3;
+
 // The entry points we call. A null pointer means the library lacks it (older driver): callers
 // treat that like NVML_ERROR_FUNCTION_NOT_FOUND and report the reading as not supported.
 struct NvmlFunctions {
@@ -138,6 +171,18 @@ struct NvmlFunctions {
                                        nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned) = nullptr;  // _v2
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t) = nullptr;
+  // Counters that predict trouble (health) and settings (config).
+  nvmlReturn_t (*DeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetNvLinkErrorCounter)(nvmlDevice_t, unsigned, int,
+                                              unsigned long long*) = nullptr;  // NOLINT
+  // nvmlDeviceGetRetiredPages(device, cause, &count, addresses): count 0 asks for the size.
+  nvmlReturn_t (*DeviceGetRetiredPages)(nvmlDevice_t, int, unsigned*,
+                                        unsigned long long*) = nullptr;  // NOLINT
+  nvmlReturn_t (*DeviceGetGpuFabricInfoV)(nvmlDevice_t, nvmlGpuFabricInfoV_t*) = nullptr;
+  nvmlReturn_t (*DeviceGetPowerManagementDefaultLimit)(nvmlDevice_t, unsigned*) = nullptr;  // mW
+  // nvmlDeviceGetClock(device, clockType, clockId, &mhz).
+  nvmlReturn_t (*DeviceGetClock)(nvmlDevice_t, int, int, unsigned*) = nullptr;
+  nvmlReturn_t (*DeviceGetNumaNodeId)(nvmlDevice_t, unsigned*) = nullptr;
 };
 
 // "NVML_ERROR_NOT_SUPPORTED" style name for a return code (without the library's help).

@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "kernels/nvml/kernel_log.h"
 #include "kernels/unmeasured.h"
 
 namespace perfgate::kernels::nvml {
@@ -79,7 +80,114 @@ std::optional<unsigned> CountProcesses(nvmlReturn_t (*query)(nvmlDevice_t, unsig
   return std::nullopt;
 }
 
+void ReadNvLinkErrors(const NvmlFunctions& f, Reader& r, nvmlDevice_t device, HealthReadings* h) {
+  if (f.DeviceGetNvLinkErrorCounter == nullptr) return;
+  static constexpr const char* kMetrics[] = {"nvlinkCrcErrorCount", "nvlinkReplayErrorCount",
+                                             "nvlinkRecoveryErrorCount"};
+  std::uint64_t sums[3] = {0, 0, 0};
+  bool any = false;
+  for (unsigned link = 0; link < kNvLinkMaxLinks; ++link) {
+    // A link the GPU lacks answers INVALID_ARGUMENT or NOT_SUPPORTED to the state query.
+    if (f.DeviceGetNvLinkState != nullptr) {
+      nvmlEnableState_t state = 0;
+      const nvmlReturn_t rc = f.DeviceGetNvLinkState(device, link, &state);
+      if (rc == kErrorInvalidArgument || rc == kErrorNotSupported) continue;
+    }
+    static constexpr int kCounters[] = {kNvLinkErrorDlCrcFlit, kNvLinkErrorDlReplay,
+                                        kNvLinkErrorDlRecovery};
+    std::uint64_t values[3] = {0, 0, 0};
+    bool link_read = false;
+    for (int i = 0; i < 3; ++i) {
+      unsigned long long value = 0;  // NOLINT(google-runtime-int): ABI
+      const nvmlReturn_t rc = f.DeviceGetNvLinkErrorCounter(device, link, kCounters[i], &value);
+      if (rc == kErrorInvalidArgument || rc == kErrorNotSupported) continue;
+      if (!r.Ok(rc, "nvlinkErrorCounter", {kMetrics[i]})) continue;
+      values[i] = value;
+      sums[i] += value;
+      link_read = true;
+    }
+    if (!link_read) continue;
+    any = true;
+    if (values[0] + values[1] + values[2] > 0) {
+      h->nvlink_error_links.push_back(
+          "link " + std::to_string(link) + ": crc " + std::to_string(values[0]) + ", replay " +
+          std::to_string(values[1]) + ", recovery " + std::to_string(values[2]));
+    }
+  }
+  if (!any) return;
+  h->nvlink_crc_errors = sums[0];
+  h->nvlink_replay_errors = sums[1];
+  h->nvlink_recovery_errors = sums[2];
+}
+
+std::optional<unsigned> ReadRetiredPages(const NvmlFunctions& f, Reader& r, nvmlDevice_t device,
+                                         int cause, const char* what) {
+  // The table holds a few dozen pages per GPU; a larger answer still tells the count.
+  std::vector<unsigned long long> addresses(256);  // NOLINT(google-runtime-int): ABI
+  auto count = static_cast<unsigned>(addresses.size());
+  const nvmlReturn_t rc = f.DeviceGetRetiredPages(device, cause, &count, addresses.data());
+  if (rc == kErrorInsufficientSize) return count;
+  if (!r.Ok(rc, what, {"retiredPagesCount", "retiredPagesDoubleBitCount"})) return std::nullopt;
+  return count;
+}
+
+void ReadPredictiveCounters(const NvmlFunctions& f, Reader& r, nvmlDevice_t device,
+                            HealthReadings* h) {
+  if (f.DeviceGetPcieReplayCounter != nullptr) {
+    unsigned replays = 0;
+    if (r.Ok(f.DeviceGetPcieReplayCounter(device, &replays), "pcieReplayCounter",
+             {"pcieReplayCount"})) {
+      h->pcie_replays = replays;
+    }
+  }
+  ReadNvLinkErrors(f, r, device, h);
+  if (f.DeviceGetRetiredPages != nullptr) {
+    h->retired_pages_single_bit = ReadRetiredPages(
+        f, r, device, kPageRetirementMultipleSingleBitEcc, "retiredPages(multipleSingleBitEcc)");
+    h->retired_pages_double_bit =
+        ReadRetiredPages(f, r, device, kPageRetirementDoubleBitEcc, "retiredPages(doubleBitEcc)");
+    if (!h->retired_pages_single_bit || !h->retired_pages_double_bit) {
+      h->retired_pages_single_bit.reset();
+      h->retired_pages_double_bit.reset();
+    }
+  }
+  if (f.DeviceGetGpuFabricInfoV != nullptr) {
+    nvmlGpuFabricInfoV_t info{};
+    info.version = kGpuFabricInfoV3;
+    if (r.Ok(f.DeviceGetGpuFabricInfoV(device, &info), "gpuFabricInfo", {"gpuFabricNotReady"}) &&
+        info.state != kGpuFabricStateNotSupported) {
+      h->fabric_state = info.state;
+      h->fabric_status = info.status;
+      h->fabric_health_summary = info.healthSummary;
+    }
+  }
+}
+
 }  // namespace
+
+std::string FabricProblem(const HealthReadings& h) {
+  if (!h.fabric_state) return "";
+  switch (*h.fabric_state) {
+    case kGpuFabricStateNotStarted:
+      return "fabric registration not started (is nvidia-fabricmanager running?)";
+    case kGpuFabricStateInProgress:
+      return "fabric registration still in progress";
+    case kGpuFabricStateCompleted:
+      break;
+    default:
+      return "fabric state " + std::to_string(*h.fabric_state) + " unknown";
+  }
+  if (h.fabric_status != kSuccess) {
+    return "fabric registration failed: " + ReturnName(h.fabric_status);
+  }
+  if (h.fabric_health_summary == kGpuFabricHealthSummaryUnhealthy) {
+    return "fabric health summary: unhealthy";
+  }
+  if (h.fabric_health_summary == kGpuFabricHealthSummaryLimitedCapacity) {
+    return "fabric health summary: limited capacity";
+  }
+  return "";
+}
 
 HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_pid,
                           bool self_has_context) {
@@ -181,6 +289,7 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
   if ((compute || graphics) && h.refused.count("otherProcessCount") == 0) {
     h.other_processes = compute.value_or(0) + graphics.value_or(0);
   }
+  ReadPredictiveCounters(f, r, device, &h);
   return h;
 }
 
@@ -255,6 +364,21 @@ std::map<std::string, double> HealthMetrics(const HealthReadings& h) {
   // Zero says NVML answered everything. When it refused something, the refused metrics are
   // ERROR with NVML's text (HealthMetricNotes), and so is this count: a refusal is a sandbox or
   // permission problem, not a broken GPU, so it must not FAIL a `<= 0` bound either.
+  put("pcieReplayCount", h.pcie_replays);
+  if (!NvLinkNotApplicable(h)) {
+    put("nvlinkCrcErrorCount", h.nvlink_crc_errors);
+    put("nvlinkReplayErrorCount", h.nvlink_replay_errors);
+    put("nvlinkRecoveryErrorCount", h.nvlink_recovery_errors);
+  }
+  if (h.retired_pages_single_bit && h.retired_pages_double_bit) {
+    m["retiredPagesCount"] =
+        static_cast<double>(*h.retired_pages_single_bit + *h.retired_pages_double_bit);
+    m["retiredPagesDoubleBitCount"] = static_cast<double>(*h.retired_pages_double_bit);
+  }
+  if (h.fabric_state) m["gpuFabricNotReady"] = FabricProblem(h).empty() ? 0.0 : 1.0;
+  if (h.kernel_log_xids) {
+    m["kernelLogXidCount"] = static_cast<double>(CountHardwareXids(*h.kernel_log_xids));
+  }
   if (h.read_errors.empty()) m["nvmlReadErrorCount"] = 0;
   for (const auto& [metric, reason] : h.refused) m.erase(metric);
   return m;
@@ -281,6 +405,30 @@ std::map<std::string, std::string> HealthMetricNotes(const HealthReadings& h) {
           " NVLink links is active: with no peer GPU or NVSwitch fabric in reach (a one-GPU VM "
           "or pod) NVLink cannot apply; check it with every GPU of the node visible";
     }
+  }
+  for (const char* metric :
+       {"nvlinkCrcErrorCount", "nvlinkReplayErrorCount", "nvlinkRecoveryErrorCount"}) {
+    if (h.refused.count(metric) != 0) continue;
+    if (!h.nvlink_crc_errors) {
+      notes[NotApplicableKey(metric)] = "this GPU has no NVLink error counters (not supported)";
+    } else if (NvLinkNotApplicable(h)) {
+      notes[NotApplicableKey(metric)] = "NVLink cannot apply: NVML shows one GPU, no link active";
+    }
+  }
+  if (!h.retired_pages_double_bit) {
+    for (const char* metric : {"retiredPagesCount", "retiredPagesDoubleBitCount"}) {
+      if (h.refused.count(metric) == 0) {
+        notes[NotApplicableKey(metric)] =
+            "page retirement not supported (A100 and later remap rows instead)";
+      }
+    }
+  }
+  if (!h.fabric_state && h.refused.count("gpuFabricNotReady") == 0) {
+    notes[NotApplicableKey("gpuFabricNotReady")] =
+        "no NVSwitch fabric (NVML: GPU fabric not supported)";
+  }
+  if (!h.kernel_log_xids && !h.kernel_log_note.empty()) {
+    notes[NotApplicableKey("kernelLogXidCount")] = "kernel log not readable: " + h.kernel_log_note;
   }
   if (!h.xids && h.refused.count("xidEventCount") == 0) {
     notes[NotMeasuredKey("xidEventCount")] = "XID events not watched (NVML events unavailable)";
@@ -340,6 +488,29 @@ std::map<std::string, std::string> HealthDetails(const HealthReadings& h) {
     std::string errors;
     for (const std::string& e : h.read_errors) errors += (errors.empty() ? "" : "; ") + e;
     d["nvmlReadErrors"] = errors;
+  }
+  d["pcieReplays"] = opt(h.pcie_replays) + (h.pcie_replays ? " since driver load" : "");
+  if (h.nvlink_crc_errors) {
+    std::string links;
+    for (const std::string& link : h.nvlink_error_links)
+      links += (links.empty() ? "" : "; ") + link;
+    d["nvlinkErrors"] = links.empty() ? "none" : links;
+  }
+  if (h.retired_pages_double_bit) {
+    d["retiredPages"] = "double-bit " + std::to_string(*h.retired_pages_double_bit) +
+                        ", multiple single-bit " + std::to_string(*h.retired_pages_single_bit);
+  }
+  if (h.fabric_state) {
+    const std::string problem = FabricProblem(h);
+    d["gpuFabric"] = problem.empty() ? "registered, healthy" : problem;
+  }
+  if (h.kernel_log_xids) {
+    std::string xids;
+    for (std::uint64_t xid : *h.kernel_log_xids) {
+      xids += (xids.empty() ? "" : ", ") + std::to_string(xid) +
+              (IsHardwareXid(xid) ? " (hardware)" : "");
+    }
+    d["kernelLogXids"] = xids.empty() ? "none" : xids;
   }
   return d;
 }

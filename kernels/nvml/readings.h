@@ -52,7 +52,32 @@ struct HealthReadings {
   // (...)"). A metric listed here is never reported, not even partly (one of two process
   // lists, some of the links): a refused reading must not pass as a zero.
   std::map<std::string, std::string> refused;
+
+  // Counters that predict trouble. PCIe replays: TLPs the link layer resent after a bad CRC,
+  // since driver load.
+  std::optional<std::uint64_t> pcie_replays;
+  // NVLink data-link error counters summed over the GPU's links (since driver load or the
+  // last reset), and the links with any, as "link 3: crc 12, replay 0, recovery 1".
+  std::optional<std::uint64_t> nvlink_crc_errors;
+  std::optional<std::uint64_t> nvlink_replay_errors;
+  std::optional<std::uint64_t> nvlink_recovery_errors;
+  std::vector<std::string> nvlink_error_links;
+  // Retired pages by cause (before A100; NOT_SUPPORTED after, then empty).
+  std::optional<unsigned> retired_pages_single_bit;
+  std::optional<unsigned> retired_pages_double_bit;
+  // NVSwitch fabric registration (Hopper and later on NVSwitch systems; empty elsewhere).
+  std::optional<unsigned char> fabric_state;
+  nvmlReturn_t fabric_status = kSuccess;
+  unsigned char fabric_health_summary = kGpuFabricHealthSummaryNotSupported;
+  // XIDs for this GPU found in the kernel log before the run; empty when the log is not
+  // readable (kernel_log_note says why).
+  std::optional<std::vector<std::uint64_t>> kernel_log_xids;
+  std::string kernel_log_note;
 };
+
+// The GPU's fabric registration is not done or not healthy: "state in progress", "status
+// NVML_ERROR_... ", "health summary unhealthy". "" when ready (or not an NVSwitch GPU).
+std::string FabricProblem(const HealthReadings& h);
 
 // Reads every health counter of `device`. Never fails as a whole: unsupported readings stay
 // empty, other failures are listed in read_errors. Blocking (a few ms); thread-safe.

@@ -12,3 +12,13 @@ perfgate_test(gpu_prepare_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_prepare_tes
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_device_test.cc
               LIBS perfgate_kernels LABELS gpu)
+perfgate_test(gpu_health_counters_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_health_counters_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_config_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_memtest_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_power_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_power_test.cc
+              LIBS perfgate_kernels LABELS unit)
+perfgate_test(gpu_memtest_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_device_test.cc
+              LIBS perfgate_kernels LABELS gpu)

@@ -192,6 +192,27 @@ NvmlFunctions FakeTable() {
     ++g.event_sets_freed;
     return kSuccess;
   };
+  // A healthy H200's counters: no replays, no link errors, registered with its fabric, and no
+  // page retirement (Hopper remaps rows instead).
+  f.DeviceGetPcieReplayCounter = [](nvmlDevice_t, unsigned* v) {
+    *v = 0;
+    return kSuccess;
+  };
+  f.DeviceGetNvLinkErrorCounter = [](nvmlDevice_t d, unsigned link, int,
+                                     unsigned long long* v) {  // NOLINT
+    if (static_cast<int>(link) >= Gpu(d).nvlinks) return kErrorInvalidArgument;
+    *v = 0;
+    return kSuccess;
+  };
+  f.DeviceGetRetiredPages = [](nvmlDevice_t, int, unsigned*, unsigned long long*) {  // NOLINT
+    return kErrorNotSupported;
+  };
+  f.DeviceGetGpuFabricInfoV = [](nvmlDevice_t, nvmlGpuFabricInfoV_t* info) {
+    info->state = kGpuFabricStateCompleted;
+    info->status = kSuccess;
+    info->healthSummary = kGpuFabricHealthSummaryHealthy;
+    return kSuccess;
+  };
   return f;
 }
 
@@ -304,9 +325,12 @@ TEST_F(NvmlFake, RefusedReadingIsAnErrorNotAHealthyZero) {
 TEST_F(NvmlFake, NothingRefusedMeansNoNotesButNvlinkAndXid) {
   auto nvml = Load();
   const auto notes = HealthMetricNotes(ReadHealth(*nvml, Handle(0), 1, false));
-  // No XID watch attached here: said, never a reassuring 0.
-  EXPECT_EQ(notes.size(), 1u);
+  // No XID watch attached here: said, never a reassuring 0. Page retirement does not apply
+  // to an H200 (it remaps rows): said too.
+  EXPECT_EQ(notes.size(), 3u);
   EXPECT_EQ(notes.count("notMeasured.xidEventCount"), 1u);
+  EXPECT_EQ(notes.count("notApplicable.retiredPagesCount"), 1u);
+  EXPECT_EQ(notes.count("notApplicable.retiredPagesDoubleBitCount"), 1u);
 }
 
 // One list of two refused: the other's empty list must not pass as "no other process".

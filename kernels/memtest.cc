@@ -1,0 +1,259 @@
+// memtest: pattern tests over most of each GPU's free memory, as memtest86 and DCGM's memory
+// test do: walking ones and zeros (64 steps: every bit of every word set alone and cleared
+// alone), moving inversions (0x55.. and 0xAA.. twice: every cell flips both ways), and seeded
+// random words with their inverse. Each step writes the whole region, then reads every word
+// back against the value computed from its index (kernels/cuda/memtest_patterns.h). Any
+// mismatch FAILs the GPU (kDataLoss) with the count, the first addresses with expected and
+// found words, and the bits that flipped. Bytes moved per sample: 2 x region x steps.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kernels/cuda/test_support.h"
+#include "kernels/memtest_logic.h"
+#include "kernels/test_factories.h"
+
+namespace perfgate::kernels {
+namespace memtest {
+namespace {
+
+constexpr Pattern kPatterns[] = {Pattern::kWalkingOnes, Pattern::kWalkingZeros,
+                                 Pattern::kMovingInversions, Pattern::kRandom};
+
+std::string Hex(std::uint64_t v) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof(buffer), "0x%llx", static_cast<unsigned long long>(v));  // NOLINT
+  return buffer;
+}
+
+class HostMemTester final : public cuda::MemTester {
+ public:
+  HostMemTester(std::int64_t bytes, std::vector<StuckBits> stuck)
+      : words_(static_cast<std::size_t>(bytes) / sizeof(std::uint64_t)), stuck_(std::move(stuck)) {}
+
+  Result<cuda::MemStepResult> RunStep(Pattern pattern, int step, std::uint64_t seed,
+                                      int max_listed) override {
+    for (std::size_t i = 0; i < words_.size(); ++i) words_[i] = PatternWord(pattern, step, i, seed);
+    for (const StuckBits& s : stuck_) {
+      if (s.word < words_.size()) {
+        words_[s.word] = (words_[s.word] & ~s.mask) | (s.value & s.mask);
+      }
+    }
+    cuda::MemStepResult out;
+    for (std::size_t i = 0; i < words_.size(); ++i) {
+      const std::uint64_t expected = PatternWord(pattern, step, i, seed);
+      if (words_[i] == expected) continue;
+      if (out.errors < static_cast<std::uint64_t>(max_listed)) {
+        out.listed.push_back({i * sizeof(std::uint64_t), expected, words_[i]});
+      }
+      ++out.errors;
+    }
+    return out;
+  }
+
+  std::int64_t Bytes() const override {
+    return static_cast<std::int64_t>(words_.size() * sizeof(std::uint64_t));
+  }
+
+ private:
+  std::vector<std::uint64_t> words_;
+  std::vector<StuckBits> stuck_;
+};
+
+class MemtestRun final : public TestRun {
+ public:
+  MemtestRun(std::unique_ptr<cuda::MemTester> tester, std::vector<Pattern> patterns,
+             std::uint64_t seed, int max_listed)
+      : tester_(std::move(tester)),
+        patterns_(std::move(patterns)),
+        seed_(seed),
+        max_listed_(max_listed) {}
+
+  Result<Sample> RunSample() override {
+    ErrorReport report;
+    report.max_listed = static_cast<std::size_t>(max_listed_);
+    double seconds = 0;
+    double bytes = 0;
+    for (Pattern p : patterns_) {
+      for (int step = 0; step < PatternSteps(p); ++step) {
+        ASSIGN_OR_RETURN(cuda::MemStepResult result,
+                         tester_->RunStep(p, step, seed_ + samples_, max_listed_));
+        report.Add(p, step, result);
+        seconds += result.seconds;
+        bytes += 2.0 * static_cast<double>(tester_->Bytes());
+      }
+    }
+    ++samples_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      details_["testedBytes"] = BinarySize(tester_->Bytes(), " ");
+      std::string names;
+      for (Pattern p : patterns_)
+        names += (names.empty() ? "" : ", ") + std::string(PatternName(p));
+      details_["patterns"] = names;
+      if (report.errors > 0) details_["errors"] = report.Text();
+    }
+    if (report.errors > 0) return DataLoss("memtest: " + report.Text());
+    Sample sample{{"memoryErrorCount", 0.0},
+                  {"testedGiB", static_cast<double>(tester_->Bytes()) / (1ULL << 30U)}};
+    if (seconds > 0) sample["patternBandwidthGBps"] = bytes / seconds / 1e9;
+    return sample;
+  }
+
+  std::map<std::string, std::string> Details() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return details_;
+  }
+
+ private:
+  std::unique_ptr<cuda::MemTester> tester_;
+  std::vector<Pattern> patterns_;
+  std::uint64_t seed_;
+  int max_listed_;
+  std::uint64_t samples_ = 0;
+  mutable std::mutex mu_;
+  std::map<std::string, std::string> details_;
+};
+
+class MemtestTest final : public Test {
+ public:
+  MemtestTest(MemTesterFactory factory, bool require_device)
+      : factory_(std::move(factory)), require_device_(require_device) {
+    info_.type = "memtest";
+    info_.description =
+        "device-memory pattern test over most of free memory: walking ones/zeros, moving "
+        "inversions, seeded random; any error fails with its addresses";
+    info_.scope = Scope::kGpu;
+    info_.params = {
+        DoubleParam("memoryFraction", "0.9", "", "share of the GPU's free memory tested", 0.01,
+                    0.98),
+        IntParam("maxBytes", 0, "bytes", "cap on the tested region; 0: no cap", 0, 1e15),
+        ChoiceParam("patterns", ParamType::kStringList,
+                    "[walking-ones, walking-zeros, moving-inversions, random]",
+                    "patterns run in each sample",
+                    {"walking-ones", "walking-zeros", "moving-inversions", "random"}),
+        IntParam("seed", 1, "", "seed of the random pattern (each sample adds its index)", 0, 1e15),
+        IntParam("maxListedErrors", 16, "", "error addresses named in the failure", 1, 1024),
+    };
+    info_.metrics = {
+        gpu::Metric("memoryErrorCount", "count", false,
+                    "words that read back wrong (any error FAILs with its addresses)"),
+        gpu::Metric("testedGiB", "GiB", true, "size of the tested region"),
+        gpu::Metric("patternBandwidthGBps", "GB/s", true,
+                    "bytes written and read per second over the sample"),
+    };
+  }
+
+  const TestInfo& Info() const override { return info_; }
+
+  double SampleSeconds(const Params& params, int /*gpus*/) const override {
+    // Nominal 141 GB H200 free memory times the fraction; 2 passes per step at HBM speed.
+    double steps = 0;
+    for (const std::string& name : params.StringList("patterns")) {
+      if (auto p = ParsePattern(name)) steps += PatternSteps(*p);
+    }
+    double bytes = 140e9 * params.Double("memoryFraction");
+    if (params.Int("maxBytes") > 0)
+      bytes = std::min(bytes, static_cast<double>(params.Int("maxBytes")));
+    return steps * 2 * bytes / nominal::kHbmBytesPerSecond;
+  }
+
+  Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
+                                           const Target& target) const override {
+    int ordinal = target.devices.empty() ? 0 : target.devices.front();
+    if (require_device_) {
+      ASSIGN_OR_RETURN(ordinal, gpu::SingleGpu(target));
+    }
+    std::vector<Pattern> patterns;
+    for (const std::string& name : params.StringList("patterns")) {
+      auto p = ParsePattern(name);
+      if (!p) return InvalidArgument("memtest: unknown pattern " + name);
+      patterns.push_back(*p);
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<cuda::MemTester> tester,
+                     factory_(ordinal, params.Double("memoryFraction"), params.Int("maxBytes")));
+    return std::unique_ptr<TestRun>(std::make_unique<MemtestRun>(
+        std::move(tester), std::move(patterns), static_cast<std::uint64_t>(params.Int("seed")),
+        static_cast<int>(params.Int("maxListedErrors"))));
+  }
+
+ private:
+  MemTesterFactory factory_;
+  bool require_device_;
+  TestInfo info_;
+};
+
+}  // namespace
+
+const char* PatternName(Pattern p) {
+  switch (p) {
+    case Pattern::kWalkingOnes:
+      return "walking-ones";
+    case Pattern::kWalkingZeros:
+      return "walking-zeros";
+    case Pattern::kMovingInversions:
+      return "moving-inversions";
+    case Pattern::kRandom:
+      return "random";
+  }
+  return "?";
+}
+
+std::optional<Pattern> ParsePattern(const std::string& name) {
+  for (Pattern p : kPatterns) {
+    if (name == PatternName(p)) return p;
+  }
+  return std::nullopt;
+}
+
+void ErrorReport::Add(Pattern p, int step, const cuda::MemStepResult& result) {
+  if (result.errors == 0) return;
+  errors += result.errors;
+  patterns_with_errors.push_back(std::string(PatternName(p)) + " step " + std::to_string(step) +
+                                 ": " + std::to_string(result.errors) + " errors");
+  for (const cuda::MemWordError& e : result.listed) {
+    flipped_bits |= e.expected ^ e.found;
+    const bool seen = std::any_of(listed.begin(), listed.end(),
+                                  [&](const auto& l) { return l.offset_bytes == e.offset_bytes; });
+    if (!seen && listed.size() < max_listed) listed.push_back(e);
+  }
+  std::sort(listed.begin(), listed.end(),
+            [](const auto& a, const auto& b) { return a.offset_bytes < b.offset_bytes; });
+}
+
+std::string ErrorReport::Text() const {
+  std::string text = std::to_string(errors) + " memory errors (";
+  // Bounded: a dead stack fails every step; name the first few.
+  for (std::size_t i = 0; i < patterns_with_errors.size() && i < 8; ++i) {
+    text += (i == 0 ? "" : "; ") + patterns_with_errors[i];
+  }
+  if (patterns_with_errors.size() > 8) {
+    text += "; and " + std::to_string(patterns_with_errors.size() - 8) + " more steps";
+  }
+  text += "); flipped bits " + Hex(flipped_bits);
+  for (const auto& e : listed) {
+    text += "; at offset " + Hex(e.offset_bytes) + " expected " + Hex(e.expected) + " found " +
+            Hex(e.found);
+  }
+  return text;
+}
+
+std::unique_ptr<cuda::MemTester> MakeHostMemTester(std::int64_t bytes,
+                                                   std::vector<StuckBits> stuck) {
+  return std::make_unique<HostMemTester>(bytes, std::move(stuck));
+}
+
+std::unique_ptr<Test> MakeMemtestTestWith(MemTesterFactory factory, bool require_device) {
+  return std::make_unique<MemtestTest>(std::move(factory), require_device);
+}
+
+}  // namespace memtest
+
+std::unique_ptr<Test> MakeMemtestTest() {
+  return memtest::MakeMemtestTestWith(cuda::CreateMemTester, true);
+}
+
+}  // namespace perfgate::kernels

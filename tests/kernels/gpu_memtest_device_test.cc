@@ -1,0 +1,43 @@
+// memtest's kernels on a real GPU (label gpu; each case skips without a device): a healthy
+// GPU's memory reads back every pattern, and the device answers match the host's pattern
+// functions.
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/memtest.h"
+
+namespace perfgate::kernels::cuda {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                    \
+  do {                                        \
+    const Status s = RequireCudaDevice(0);    \
+    if (!s.ok()) GTEST_SKIP() << s.message(); \
+  } while (0)
+
+TEST(MemtestDevice, EveryPatternReadsBackOnAHealthyGpu) {
+  SKIP_WITHOUT_GPU();
+  auto tester = CreateMemTester(0, 0.5, std::int64_t{256} << 20);
+  ASSERT_TRUE(tester.ok()) << tester.status().message();
+  EXPECT_EQ((*tester)->Bytes(), std::int64_t{256} << 20);
+  for (memtest::Pattern p : {memtest::Pattern::kWalkingOnes, memtest::Pattern::kWalkingZeros,
+                             memtest::Pattern::kMovingInversions, memtest::Pattern::kRandom}) {
+    for (int step = 0; step < memtest::PatternSteps(p); step += 7) {
+      auto result = (*tester)->RunStep(p, step, 11, 16);
+      ASSERT_TRUE(result.ok()) << result.status().message();
+      EXPECT_EQ(result->errors, 0U) << "pattern " << static_cast<int>(p) << " step " << step;
+      EXPECT_TRUE(result->listed.empty());
+      EXPECT_GT(result->seconds, 0);
+    }
+  }
+}
+
+TEST(MemtestDevice, WithoutADeviceItSaysSo) {
+  if (RequireCudaDevice(0).ok()) GTEST_SKIP() << "a device is present";
+  auto tester = CreateMemTester(0, 0.5, 1 << 20);
+  ASSERT_FALSE(tester.ok());
+  EXPECT_EQ(tester.status().code(), Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace perfgate::kernels::cuda
