@@ -474,7 +474,7 @@ std::optional<CronSchedule::TimePoint> CronSchedule::Next(TimePoint after) const
   const int64_t local = FloorDiv(a + zone_.OffsetAt(a), 60) * 60 + 60;
   int64_t day = FloorDiv(local, kDay);
   int minute_of_day = static_cast<int>(local - day * kDay) / 60;
-  const int64_t limit = day + int64_t{5 * 366} + 1;
+  const int64_t limit = day + int64_t{5} * 366 + 1;
   while (day < limit) {
     const std::chrono::year_month_day ymd = CivilOf(day);
     if (!months_[static_cast<unsigned>(ymd.month())]) {
