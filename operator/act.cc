@@ -135,7 +135,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
     const NodeVerdict& v = d.nodeVerdicts[i];
     auto it = s.nodes.find(v.node);
     return MarkNode(v.node, v.verdict, s.name, d.onFailure,
-                    it == s.nodes.end() ? nullptr : &it->second);
+                    it == s.nodes.end() ? nullptr : &it->second, v.repeatedFailure);
   }));
   for (const auto& node : d.releaseNodes) ReleaseNode(node);
   ReleaseClaims(s.name, d.releaseClaims);
@@ -189,7 +189,7 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
 
 Status Actor::MarkNode(const std::string& node, const std::string& verdict,
                        const std::string& validation, const std::string& on_failure,
-                       const Json* cached) {
+                       const Json* cached, std::optional<bool> repeated_failure) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     Json n;
     if (attempt == 0 && cached != nullptr) {
@@ -201,7 +201,7 @@ Status Actor::MarkNode(const std::string& node, const std::string& verdict,
       }
       n = *got;
     }
-    if (!op::MarkNode(&n, verdict, validation, on_failure)) return Status::Ok();
+    if (!op::MarkNode(&n, verdict, validation, on_failure, repeated_failure)) return Status::Ok();
     auto updated = client_->Update(kube::NodesResource(), "", n);
     if (updated.ok()) return Status::Ok();
     if (updated.status().code() != Code::kAborted) return updated.status();

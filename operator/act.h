@@ -71,7 +71,8 @@ class Actor {
   void ReleaseClaims(const std::string& validation, const std::vector<ClaimRelease>& releases);
   // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
   Status MarkNode(const std::string& node, const std::string& verdict,
-                  const std::string& validation, const std::string& on_failure, const Json* cached);
+                  const std::string& validation, const std::string& on_failure, const Json* cached,
+                  std::optional<bool> repeated_failure);
   void ReleaseNode(const std::string& node);
 
   std::shared_ptr<kube::Client> client_;

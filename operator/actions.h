@@ -45,6 +45,9 @@ struct PodCreate {
 struct NodeVerdict {
   std::string node;
   std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR
+  // Whether the node fails repeatedly (label perfgate.io/repeated-failure set or removed);
+  // nullopt: not known (no results store), the label is left as it is.
+  std::optional<bool> repeatedFailure;
 };
 
 struct EventAction {

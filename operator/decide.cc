@@ -7,6 +7,7 @@
 #include "common/termination.h"
 #include "common/time.h"
 #include "operator/gangs.h"
+#include "operator/lifecycle.h"
 #include "operator/names.h"
 #include "operator/node_actions.h"
 #include "operator/plan.h"
@@ -333,7 +334,7 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
                       const std::string& now, const RegressionCheck& regressions, Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::vector<NodeOutcome>& outcomes = d->outcomes;
-  for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict});
+  for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict, std::nullopt});
   d->onFailure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
   const bool fresh = status.value("completionTime", "").empty();
   status = CompleteStatus(status, old_status, outcomes, s.generation, now);
@@ -542,7 +543,7 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
   Json status = old_status;
   if (status.value("run", "") != s.run) {
     DecideCleanUp(s, s.spec ? s.spec->doc.spec().policy().keepresults() : 0, &d);
-    status = {{"run", s.run}, {"startTime", now}};
+    status = NewRunStatus(old_status, s.run, s.generation, now);
     d.events.push_back(
         {"Normal", "Started", "run " + s.run + " started", false, s.name + "/" + s.run});
   }
@@ -553,6 +554,14 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
     return d;
   }
 
+  if (s.spec) {
+    if (Status bad = CheckSchedule(s.spec->doc.spec()); !bad.ok()) {
+      d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", bad.message(),
+                               s.generation, now);
+      d.events.push_back({"Warning", "InvalidSpec", bad.message(), true, ""});
+      return d;
+    }
+  }
   // The plan: validated exactly as the worker will read it, for the nodes selected.
   std::vector<std::string> selected;
   SelectedModels models;
@@ -613,6 +622,7 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
   if (!s.exists) return Decision{};
   if (s.deleting) return DecideDeletion(s);
   Decision d = DecideValidation(s, config, now_tp);
+  if (d.retry.ok()) DecideLifecycle(s, now_tp, &d);
   if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
   return d;
 }

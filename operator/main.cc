@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/labels.h"
+#include "common/time.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
@@ -39,6 +40,7 @@
 namespace {
 
 using perfgate::LabelValue;
+using perfgate::ParseRfc3339;
 using perfgate::Status;
 using perfgate::op::Json;
 namespace kube = perfgate::kube;
@@ -71,6 +73,9 @@ flags:
   --store-spool-dir DIR             where results wait while the store is away (beside a SQLite
                                     file; for PostgreSQL $HOME/.local/share/perfgate/spool-*)
   --store-retry-seconds N           how often waiting results are tried again (30)
+  --clock-start TIME                rehearsal only: the time validations see starts at TIME
+                                    (RFC 3339) and runs at the real pace, to try a schedule,
+                                    its starting deadline and an outage in seconds
 )";
 
 std::atomic<bool> g_stop{false};
@@ -97,6 +102,8 @@ struct Flags {
   std::string clusterName = "default";
   std::string storeSpoolDir;
   int storeRetrySeconds = 30;
+  // Rehearsal only: the reconciler's clock starts at this time.
+  std::string clockStart;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -155,6 +162,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->storeSpoolDir = value;
     } else if (a == "--store-retry-seconds" && next()) {
       f->storeRetrySeconds = std::max(1, std::atoi(value.c_str()));
+    } else if (a == "--clock-start" && next() && ParseRfc3339(value)) {
+      f->clockStart = value;
     } else if (a == "--scheduling-timeout-seconds" && next()) {
       f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
     } else {
@@ -286,7 +295,20 @@ int main(int argc, char** argv) {
         return results_by_validation.Get(LabelValue(v));
       }};
   rc.storeRetry = std::chrono::seconds(flags.storeRetrySeconds);
-  op::Reconciler reconciler(client, caches, rc);
+  std::function<std::chrono::system_clock::time_point()> now;
+  if (!flags.clockStart.empty()) {
+    // Schedules rehearsed: the time the validations see starts at --clock-start and runs at
+    // the real pace from there.
+    const auto start = *ParseRfc3339(flags.clockStart);
+    const auto origin = std::chrono::steady_clock::now();
+    now = [start, origin] {
+      return start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                         std::chrono::steady_clock::now() - origin);
+    };
+    log->warn("--clock-start: validations see the time from {} on, not the real time",
+              flags.clockStart);
+  }
+  op::Reconciler reconciler(client, caches, rc, now);
   if (flags.store != "off" && !flags.store.empty()) {
     op::RecorderOptions ro;
     ro.url = flags.store;

@@ -255,9 +255,14 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
   std::map<std::string, int> nodes_by = {
       {"passed", 0}, {"failed", 0}, {"inconclusive", 0}, {"error", 0}};
   std::string per_node;
+  std::string repeated;
   for (const auto& n : s.nodes) {
     const auto meta = n.value("metadata", nlohmann::json::object());
     const auto labels = meta.value("labels", nlohmann::json::object());
+    if (labels.value(kRepeatedFailureLabel, "") == "true") {
+      repeated += "perfgate_node_repeated_failure{node=\"" +
+                  EscapeLabelValue(meta.value("name", "")) + "\"} 1\n";
+    }
     auto it = labels.find(kVerdictLabel);
     if (it == labels.end() || !it->is_string()) continue;
     const std::string verdict = it->get<std::string>();
@@ -274,6 +279,10 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
   for (const auto& [k, n] : nodes_by) {
     out += "perfgate_nodes{verdict=\"" + EscapeLabelValue(k) + "\"} " + std::to_string(n) + "\n";
   }
+  header("perfgate_node_repeated_failure", "gauge",
+         "1 for each node labelled perfgate.io/repeated-failure=true: it failed too many of its "
+         "latest validations.");
+  out += repeated;
   if (s.perNode) {
     header("perfgate_node_verdict", "gauge",
            "1 for each node's perfgate.io/verdict label, and the validation that set it.");

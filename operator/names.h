@@ -25,6 +25,8 @@ inline constexpr const char* kRunLabel = "perfgate.io/run";
 // On a PerfResult the operator recovered from the worker's termination message.
 inline constexpr const char* kRecoveredFromAnnotation = "perfgate.io/recovered-from";
 inline constexpr const char* kGangLabel = "perfgate.io/gang";
+// On a node that failed repeatedly (operator/repeated_failures.h): "true".
+inline constexpr const char* kRepeatedFailureLabel = "perfgate.io/repeated-failure";
 
 kube::GroupVersionResource ValidationsResource();
 kube::GroupVersionResource ResultsResource();

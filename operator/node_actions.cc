@@ -7,7 +7,7 @@
 namespace perfgate::op {
 
 bool MarkNode(Json* node, const std::string& verdict, const std::string& validation,
-              const std::string& on_failure) {
+              const std::string& on_failure, std::optional<bool> repeated_failure) {
   Json& n = *node;
   // A Node may be stored without a spec (or labels, annotations): read them as empty.
   if (!n.contains("spec") || !n["spec"].is_object()) n["spec"] = Json::object();
@@ -20,6 +20,11 @@ bool MarkNode(Json* node, const std::string& verdict, const std::string& validat
                                         : verdict == "FAIL" ? "failed"
                                                             : verdict);
   ann[kVerdictByAnnotation] = validation;
+  if (repeated_failure && *repeated_failure) {
+    meta["labels"][kRepeatedFailureLabel] = "true";
+  } else if (repeated_failure) {
+    meta["labels"].erase(kRepeatedFailureLabel);
+  }
   Json taints = n["spec"].value("taints", Json::array());
   const bool has_taint = std::any_of(taints.begin(), taints.end(), [](const Json& t) {
     return t.value("key", "") == kFailedTaint;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@ namespace perfgate::op {
 // Applies `verdict` from `validation` with policy.onFailure `on_failure` (none | taint |
 // taintAndCordon) to `node`. Returns whether anything changed.
 bool MarkNode(Json* node, const std::string& verdict, const std::string& validation,
-              const std::string& on_failure);
+              const std::string& on_failure, std::optional<bool> repeated_failure = std::nullopt);
 
 // The nodes whose verdict label the deleted `validation` set and which it did not taint (its
 // FAIL taint outlives it: a bad GPU stays bad until a later run passes).

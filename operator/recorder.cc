@@ -5,6 +5,7 @@
 #include "common/report.h"
 #include "operator/log.h"
 #include "operator/names.h"
+#include "operator/repeated_failures.h"
 
 namespace perfgate::op {
 namespace {
@@ -160,10 +161,43 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
   for (const auto& [node, records] : by_node) {
     if (!records.empty()) view.history[node] = records;
   }
+  // The nodes' earlier verdicts, for the repeated-failure rule (read once per run and node).
+  auto& [verdicts_run, verdicts] = verdicts_[s->name];
+  if (verdicts_run != s->run) {
+    verdicts_run = s->run;
+    verdicts.clear();
+  }
+  const int window = s->spec
+                         ? RuleOrDefaults(s->spec->doc.spec().policy().repeatedfailurethreshold(),
+                                          s->spec->doc.spec().policy().repeatedfailurewindow())
+                               .window
+                         : 0;
+  for (const auto& [node, report] : full) {
+    if (window <= 0 || store_ == nullptr || verdicts.contains(node)) continue;
+    store::ResultQuery q;
+    q.cluster = options_.cluster;
+    q.node = node;
+    q.limit = window + 1;  // this run's own result may be among them already
+    auto got = store_->Results(q);
+    if (!got.ok()) {
+      Failed(got.status());
+      view.available = false;
+      view.error = error_;
+      break;
+    }
+    std::vector<std::string> earlier;
+    for (const auto& r : *got) {
+      if (r.key.validation == s->name && r.key.run == s->run) continue;
+      if (static_cast<int>(earlier.size()) < window) earlier.push_back(r.verdict);
+    }
+    verdicts[node] = std::move(earlier);
+  }
+  view.recentVerdicts = verdicts;
   view.reports = full;
   if (s->runComplete) {
     history_.erase(s->name);
     reports_.erase(s->name);
+    verdicts_.erase(s->name);
   }
   s->store = std::move(view);
 }

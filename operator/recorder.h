@@ -73,6 +73,9 @@ class Recorder {
   // Per validation: the run whose baselines were read, and those baselines by name (frozen, so
   // a run keeps the figures it started with).
   std::map<std::string, std::pair<std::string, std::map<std::string, store::Baseline>>> baselines_;
+  // Per validation: the run whose nodes' earlier verdicts were read, and those by node.
+  std::map<std::string, std::pair<std::string, std::map<std::string, std::vector<std::string>>>>
+      verdicts_;
 };
 
 }  // namespace perfgate::op

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/labels.h"
+#include "operator/lifecycle.h"
 #include "operator/names.h"
 #include "operator/selection.h"
 
@@ -45,6 +46,18 @@ Status ObserveBaselines(kube::Client& client, const v1alpha1::PerfValidationSpec
   return Status::Ok();
 }
 
+// The run a validation object is on: its generation, its rerun annotation and its latest
+// scheduled time (operator/lifecycle.h), which changes the run id as a rerun annotation does.
+std::string RunOf(const Json& validation) {
+  const Json meta = validation.value("metadata", Json::object());
+  std::string token = meta.value("annotations", Json::object()).value(kRerunAnnotation, "");
+  if (const std::string scheduled = ScheduleToken(validation.value("status", Json::object()));
+      !scheduled.empty()) {
+    token += (token.empty() ? "" : "|") + scheduled;
+  }
+  return RunId(meta.value("generation", int64_t{1}), token);
+}
+
 // True when the holder of `claim`, as its validation `holder` now reads (nullptr: deleted), no
 // longer wants the node: deleted or re-created, moved on to another run, or done with this one.
 // A validation being deleted still holds its nodes until its finalizer releases them.
@@ -53,10 +66,7 @@ bool HolderGone(const NodeClaim& claim, const Json* holder) {
     return true;
   }
   if (!Str(*holder, "/metadata/deletionTimestamp"_json_pointer).empty()) return false;
-  const Json meta = holder->value("metadata", Json::object());
-  const std::string run =
-      RunId(meta.value("generation", int64_t{1}),
-            meta.value("annotations", Json::object()).value(kRerunAnnotation, ""));
+  const std::string run = RunOf(*holder);
   if (run != claim.holder.run) return true;
   const Json status = holder->value("status", Json::object());
   return status.value("run", "") == run && !status.value("completionTime", "").empty();
@@ -135,8 +145,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   s.uid = Str(obj, "/metadata/uid"_json_pointer);
   s.generation = Int(obj, "/metadata/generation"_json_pointer, 1);
   const Json meta = obj.value("metadata", Json::object());
-  s.run =
-      RunId(s.generation, meta.value("annotations", Json::object()).value(kRerunAnnotation, ""));
+  s.run = RunOf(obj);
   s.deleting = !Str(obj, "/metadata/deletionTimestamp"_json_pointer).empty();
   const Json finalizers = meta.value("finalizers", Json::array());
   s.hasFinalizer = std::find(finalizers.begin(), finalizers.end(), kFinalizer) != finalizers.end();

@@ -22,6 +22,10 @@ struct StoreView {
   // Earlier results of this run's nodes (this cluster, the same profile, other runs), by node;
   // a node without an entry has no history or it could not be read.
   std::map<std::string, std::vector<store::MetricRecord>> history;
+  // The verdicts of the earlier validations of this run's nodes (this cluster, any validation,
+  // not this run), newest first, as many as the repeated-failure window; a node without an
+  // entry could not be read.
+  std::map<std::string, std::vector<std::string>> recentVerdicts;
   // The baselines the spec's (and its profiles') thresholds name, by name, read once per run;
   // a name that could not be read is in `baselineErrors` with why.
   std::map<std::string, store::Baseline> baselines;

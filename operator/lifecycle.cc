@@ -1,0 +1,211 @@
+#include "operator/lifecycle.h"
+
+#include <algorithm>
+
+#include "common/time.h"
+#include "operator/names.h"
+#include "operator/repeated_failures.h"
+#include "operator/schedule.h"
+
+namespace perfgate::op {
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+// The status fields a run leaves to the next.
+constexpr const char* kCarried[] = {"lastScheduleTime", "nextScheduleTime",
+                                    "lastSkippedScheduleTime", "missedSchedules", "history"};
+
+std::optional<Clock::time_point> TimeField(const Json& status, const char* key) {
+  const std::string v = status.value(key, "");
+  if (v.empty()) return std::nullopt;
+  return ParseRfc3339(v);
+}
+
+// The history entry of the run `status` describes.
+Json HistoryEntry(const Json& status, const std::string& verdict) {
+  Json e = {{"run", status.value("run", "")},
+            {"trigger", status.value("trigger", "created")},
+            {"startTime", status.value("startTime", "")},
+            {"verdict", verdict}};
+  if (!status.value("scheduledTime", "").empty()) e["scheduledTime"] = status["scheduledTime"];
+  if (!status.value("completionTime", "").empty()) e["completionTime"] = status["completionTime"];
+  for (const char* k : {"nodes", "passed", "failed", "inconclusive", "errors"}) {
+    if (status.contains(k) && status[k].is_number_integer()) e[k] = status[k];
+  }
+  return e;
+}
+
+void AddHistory(Json* status, Json entry) {
+  Json history = status->value("history", Json::array());
+  for (const auto& h : history) {
+    if (h.value("run", "") == entry.value("run", "")) return;
+  }
+  history.push_back(std::move(entry));
+  while (history.size() > kHistoryLimit) history.erase(history.begin());
+  (*status)["history"] = std::move(history);
+}
+
+}  // namespace
+
+Status CheckSchedule(const v1alpha1::PerfValidationSpec& spec) {
+  if (spec.schedule().empty()) {
+    if (!spec.timezone().empty() || spec.startingdeadlineseconds() != 0) {
+      return Status(Code::kInvalidArgument,
+                    "spec.timeZone and spec.startingDeadlineSeconds need spec.schedule");
+    }
+    return Status();
+  }
+  if (spec.startingdeadlineseconds() < 0) {
+    return Status(Code::kInvalidArgument, "spec.startingDeadlineSeconds must not be negative");
+  }
+  auto parsed = CronSchedule::Parse(spec.schedule(), spec.timezone());
+  if (!parsed.ok())
+    return Status(Code::kInvalidArgument, "spec.schedule: " + parsed.status().message());
+  return Status();
+}
+
+Result<ScheduleStep> StepSchedule(const v1alpha1::PerfValidationSpec& spec, const Json& status,
+                                  Clock::time_point now, bool running) {
+  ScheduleStep step;
+  if (spec.schedule().empty()) return step;
+  auto schedule = CronSchedule::Parse(spec.schedule(), spec.timezone());
+  if (!schedule.ok()) return schedule.status();
+  step.next = schedule->Next(now);
+  if (running || spec.suspend()) return step;
+  // Times up to the reference are accounted for: run, skipped, or covered by a run that
+  // started after them (the first run, a rerun, a changed spec).
+  std::optional<Clock::time_point> reference;
+  for (const char* k : {"lastScheduleTime", "lastSkippedScheduleTime", "startTime"}) {
+    if (auto t = TimeField(status, k); t && (!reference || *t > *reference)) reference = t;
+  }
+  if (!reference) return step;
+  const auto missed = schedule->LatestIn(*reference, now);
+  if (!missed) return step;
+  const int deadline = spec.startingdeadlineseconds();
+  if (deadline > 0 && now - missed->latest > std::chrono::seconds(deadline)) {
+    step.skipped = missed->latest;
+    step.missed = missed->count;
+  } else {
+    step.start = missed->latest;
+    step.missed = missed->count - 1;
+  }
+  return step;
+}
+
+std::string ScheduleToken(const Json& status) {
+  const std::string t = status.value("lastScheduleTime", "");
+  return t.empty() ? "" : "schedule@" + t;
+}
+
+Json NewRunStatus(const Json& old_status, const std::string& run, int64_t generation,
+                  const std::string& now) {
+  Json status = {{"run", run}, {"startTime", now}};
+  for (const char* k : kCarried) {
+    if (old_status.contains(k)) status[k] = old_status[k];
+  }
+  const std::string old_run = old_status.value("run", "");
+  if (!old_run.empty() && old_status.value("completionTime", "").empty()) {
+    AddHistory(&status, HistoryEntry(old_status, "Superseded"));
+  }
+  const auto scheduled = TimeField(old_status, "lastScheduleTime");
+  const auto old_start = TimeField(old_status, "startTime");
+  if (old_run.empty()) {
+    status["trigger"] = "created";
+  } else if (scheduled && old_start && *scheduled > *old_start) {
+    status["trigger"] = "schedule";
+    status["scheduledTime"] = old_status["lastScheduleTime"];
+  } else if (old_status.value("observedGeneration", int64_t{0}) != generation) {
+    status["trigger"] = "spec";
+  } else {
+    status["trigger"] = "rerun";
+  }
+  return status;
+}
+
+void DecideRepeatedFailures(const Snapshot& s, Decision* d) {
+  if (!s.store || !s.spec || d->nodeVerdicts.empty() || !d->status) return;
+  const auto& policy = s.spec->doc.spec().policy();
+  const RepeatedFailureRule rule =
+      RuleOrDefaults(policy.repeatedfailurethreshold(), policy.repeatedfailurewindow());
+  Json flagged = Json::array();
+  for (auto& v : d->nodeVerdicts) {
+    auto earlier = s.store->recentVerdicts.find(v.node);
+    if (earlier == s.store->recentVerdicts.end()) continue;  // not read: label left alone
+    std::vector<std::string> verdicts = {v.verdict};
+    verdicts.insert(verdicts.end(), earlier->second.begin(), earlier->second.end());
+    v.repeatedFailure = FailsRepeatedly(verdicts, rule);
+    if (!*v.repeatedFailure) continue;
+    const int failures = RecentFailures(verdicts, rule);
+    const int seen =
+        static_cast<int>(std::min<size_t>(verdicts.size(), static_cast<size_t>(rule.window)));
+    if (flagged.size() < 20) {
+      flagged.push_back({{"node", v.node}, {"failures", failures}, {"validations", seen}});
+    }
+    d->events.push_back({"Warning", "RepeatedFailure",
+                         v.node + " failed " + std::to_string(failures) + " of its last " +
+                             std::to_string(seen) + " validations: labelled " +
+                             kRepeatedFailureLabel + "=true, for repair rather than another test",
+                         true, s.name + "/" + s.run + "/repeated/" + v.node});
+  }
+  d->status->erase("repeatedFailures");
+  if (!flagged.empty()) (*d->status)["repeatedFailures"] = flagged;
+}
+
+void DecideLifecycle(const Snapshot& s, Clock::time_point now, Decision* d) {
+  if (!d->status || !s.spec) return;
+  Json& status = *d->status;
+  const bool complete = !status.value("completionTime", "").empty();
+  if (complete) DecideRepeatedFailures(s, d);
+  if (complete) AddHistory(&status, HistoryEntry(status, status.value("verdict", "")));
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  if (spec.schedule().empty()) {
+    status.erase("nextScheduleTime");
+    return;
+  }
+  auto step = StepSchedule(spec, status, now, !complete);
+  if (!step.ok()) return;  // the run's status says InvalidSpec
+  if (step->next) {
+    status["nextScheduleTime"] = FormatRfc3339(*step->next);
+  } else {
+    status.erase("nextScheduleTime");
+  }
+  if (step->missed > 0) {
+    status["missedSchedules"] = status.value("missedSchedules", 0) + step->missed;
+  }
+  auto look_again = [d](std::chrono::milliseconds after) {
+    if (d->requeueAfter.count() == 0 || d->requeueAfter > after) d->requeueAfter = after;
+  };
+  if (step->skipped) {
+    const std::string t = FormatRfc3339(*step->skipped);
+    status["lastSkippedScheduleTime"] = t;
+    d->events.push_back(
+        {"Warning", "MissedSchedule",
+         "scheduled run of " + t + " skipped: more than spec.startingDeadlineSeconds=" +
+             std::to_string(spec.startingdeadlineseconds()) + "s late" +
+             (step->missed > 1
+                  ? " (" + std::to_string(step->missed) + " scheduled times missed in all)"
+                  : ""),
+         true, s.name + "/skip/" + t});
+  }
+  if (step->start) {
+    const std::string t = FormatRfc3339(*step->start);
+    status["lastScheduleTime"] = t;
+    d->events.push_back({"Normal", "Scheduled",
+                         "scheduled run of " + t + " starting" +
+                             (step->missed > 0 ? "; " + std::to_string(step->missed) +
+                                                     " earlier scheduled times missed"
+                                               : ""),
+                         true, s.name + "/schedule/" + t});
+    // The new lastScheduleTime makes the next reconcile's run id: look again at once.
+    look_again(std::chrono::milliseconds(10));
+    return;
+  }
+  if (complete && step->next) {
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(*step->next - now) +
+                std::chrono::milliseconds(20);
+    look_again(std::min<std::chrono::milliseconds>(wait, std::chrono::hours(1)));
+  }
+}
+
+}  // namespace perfgate::op
