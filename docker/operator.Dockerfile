@@ -25,8 +25,9 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 FROM debian:bookworm-slim
 # Exactly the shared libraries perfgate-operator links (ldd), by their bookworm package.
 ARG RUNTIME_PACKAGES="libcpprest2.10 libssl3 libyaml-cpp0.7 libprotobuf32 libspdlog1.10 libfmt9 libgomp1 libpq5 libsqlite3-0"
+# tzdata: the zone files a spec.timeZone names (read from /usr/share/zoneinfo).
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} tzdata \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 # Numeric, so the pod's runAsNonRoot can verify it (charts/perfgate: runAsUser 65532).
