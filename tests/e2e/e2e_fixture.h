@@ -72,6 +72,14 @@ class OperatorProcess {
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
+  // True once the process has ended by itself (reaped here; Start runs it again).
+  bool Exited() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+    return true;
+  }
   std::string Log() const { return kubesim::testing::Slurp(log_path_); }
 
  private:

@@ -3,6 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <functional>
 #include <sstream>
 
@@ -170,6 +173,20 @@ Json Column(const std::string& name, const std::string& type, const std::string&
           {"priority", priority}};
 }
 
+// MicroTime, as audit events carry it: "2026-12-02T01:45:03.123456Z".
+std::string FormatAuditTime(std::chrono::system_clock::time_point t) {
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch());
+  const auto secs = std::chrono::floor<std::chrono::seconds>(micros);
+  const auto tt = static_cast<std::time_t>(secs.count());
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<long long>((micros - secs).count()));
+  return buf;
+}
+
 // One audit.k8s.io/v1 Event (level Metadata, stage ResponseComplete) for `r`; kube-sim adds
 // admissionAuthorizations, the checks admission plugins made for it.
 std::string AuditEvent(const RequestRecord& r, const std::string& path) {
@@ -184,6 +201,8 @@ std::string AuditEvent(const RequestRecord& r, const std::string& path) {
                 {"requestURI", path},
                 {"verb", r.verb},
                 {"user", {{"username", r.user}, {"groups", r.groups}}},
+                {"userAgent", r.userAgent},
+                {"stageTimestamp", FormatAuditTime(r.time)},
                 {"responseStatus", {{"code", r.code}}}};
   if (!r.resource.empty()) event["objectRef"] = object_ref;
   if (!r.decision.empty()) event["annotations"] = {{"authorization.k8s.io/decision", r.decision}};
@@ -661,6 +680,11 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     return;
   }
   bool isAdminPath = req.path.rfind("/kube-sim/", 0) == 0;
+  // A freeze holds the request, unanswered, until the thaw (never kube-sim's admin endpoint);
+  // then it is answered 504 without being served, as kube-apiserver answers a request its
+  // storage did not complete in time.
+  const bool held = !isAdminPath && frozen;
+  if (held) thawCv.wait(lock, [&] { return !frozen || stopping; });
   // Fault injection applies to the API, never to kube-sim's own admin endpoint.
   int latency = isAdminPath ? 0 : latencyMs;
   int fault = 0;
@@ -689,12 +713,22 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
                        user->extra,
                        0,
                        "",
-                       {}};
+                       {},
+                       {},
+                       req.Header("user-agent")};
   auto finish = [&](int code) {
     record.code = code;
+    record.time = std::chrono::system_clock::now();
     if (auditLog.is_open()) auditLog << AuditEvent(record, req.path) << '\n' << std::flush;
     if (requests.size() < 200000) requests.push_back(record);
   };
+  if (held) {
+    finish(504);
+    lock.unlock();
+    sendJson(504, StatusBody(504, "Timeout",
+                             "Timeout: request did not complete within the allotted timeout"));
+    return;
+  }
   if (fault == 429) {
     finish(429);
     lock.unlock();
@@ -735,6 +769,10 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     failNext = f.value("failNext", failNext);
     failCode = f.value("failCode", failCode);
     failureFraction = f.value("failureFraction", failureFraction);
+    if (f.contains("freeze") && f["freeze"].is_boolean()) {
+      frozen = f["freeze"].get<bool>();
+      thawCv.notify_all();
+    }
     if (f.value("dropWatches", false)) ++watchEpoch;
     if (f.value("expireHistory", false)) {
       history.clear();

@@ -48,6 +48,8 @@ struct KubeSim::Impl {
   int failCode = 500;
   double failureFraction = 0;
   int failureFractionCode = 500;
+  bool frozen = false;
+  std::condition_variable thawCv;  // frozen became false, or stopping
   std::mt19937 rng{42};
 
   std::vector<RequestRecord> requests;

@@ -224,6 +224,7 @@ void KubeSim::Stop() {
     s.stopping = true;
     s.cv.notify_all();
     s.controlCv.notify_all();
+    s.thawCv.notify_all();
   }
   if (s.controller.joinable()) s.controller.join();
   s.KillAllPods();
@@ -344,6 +345,11 @@ void KubeSim::ExpireWatchHistory() {
   impl_->history.clear();
   impl_->historyFloor = impl_->rv;
   impl_->cv.notify_all();
+}
+void KubeSim::SetFrozen(bool frozen) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->frozen = frozen;
+  impl_->thawCv.notify_all();
 }
 std::vector<RequestRecord> KubeSim::Requests() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -10,6 +10,7 @@
 //   sim.Stop();  // also done by the destructor
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,6 +86,10 @@ struct RequestRecord : ResourceAttributes {
   int code = 0;
   std::string decision;  // RBAC's: "allow" or "forbid"; empty when never authorized
   std::vector<AuthorizationCheck> admissionChecks;
+  // When the answer was decided (after any freeze held the request, and after a write was
+  // stored): the audit event's stageTimestamp.
+  std::chrono::system_clock::time_point time{};
+  std::string userAgent;
 };
 
 // What a pod "does" in scale mode: no process runs; the kubelet records this outcome at once.
@@ -149,6 +154,10 @@ class KubeSim {
   void SetFailureFraction(double fraction, int httpCode = 500);  // random, seeded
   void DropWatches();         // closes every open watch stream now
   void ExpireWatchHistory();  // a watch from any older resourceVersion gets a 410 ERROR event
+  // A frozen API server holds every new API request without answering until it thaws, then
+  // answers each held one 504 Timeout without serving it (a write held is never stored): an
+  // apiserver whose storage stalls. Watch streams already open keep streaming.
+  void SetFrozen(bool frozen);
 
   // Every authenticated API request, in order. Thread-safe.
   std::vector<RequestRecord> Requests() const;
