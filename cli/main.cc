@@ -21,6 +21,7 @@
 #include "cli/compare.h"
 #include "cli/fleet.h"
 #include "cli/html_report.h"
+#include "cli/plan_view.h"
 #include "cli/summary.h"
 #include "common/labels.h"
 #include "common/report.h"
@@ -28,6 +29,7 @@
 #include "common/time.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "operator/snapshot.h"
 #include "store/store.h"
 
 namespace {
@@ -45,6 +47,14 @@ constexpr const char* kUsage = R"(usage (also as the kubectl plugin: kubectl per
       or folders of such files.
   perfgate report --validation NAME [-o FILE]
       The same from a validation's PerfResults in the cluster (its current run).
+  perfgate plan -f SPEC.yaml [-o wide|json|yaml]
+  perfgate plan NAME [-o wide|json|yaml]
+      What a validation (a spec file, or one in the cluster by name) would run on which nodes,
+      resolved as the operator resolves it against the cluster's nodes and PerfProfiles: the
+      profile picked for the nodes' GPU model, the tests with their sampling and thresholds,
+      and the estimated time per node and in all (from each test's declared time per sample:
+      typical for a healthy node, and the worst case). Exit code 1 when the operator would
+      refuse the spec, with its message.
   perfgate rerun NAME
       Starts a new run of a validation (sets its perfgate.io/rerun annotation).
   perfgate compare A B [--margin 3%] [--paired|--unpaired] [-o table|json|markdown]
@@ -291,6 +301,55 @@ int Summary(const std::vector<std::string>& argv) {
   return 0;
 }
 
+const kube::GroupVersionResource kProfiles{"perfgate.io", "v1alpha1", "perfprofiles"};
+
+int Plan(const std::vector<std::string>& argv) {
+  const Args args = Parse(argv, With({{"-o", "output"},
+                                      {"--output", "output"},
+                                      {"-f", "filename"},
+                                      {"--filename", "filename"}}));
+  if (!args.error.empty()) return Usage(args.error);
+  const std::string output = args.Get("output");
+  if (!output.empty() && output != "wide" && output != "json" && output != "yaml") {
+    return Usage("-o must be wide, json or yaml");
+  }
+  const std::string file = args.Get("filename");
+  if (file.empty() == (args.positional.size() != 1) || args.positional.size() > 1) {
+    return Usage("plan takes -f SPEC.yaml or the name of a validation in the cluster");
+  }
+  auto client = Connect(args);
+  if (!client.ok()) return Fail("plan", client.status().message());
+  Result<spec::Loaded<v1alpha1::PerfValidation>> loaded = Status::Ok();
+  if (!file.empty()) {
+    loaded = spec::LoadValidation(file);
+  } else {
+    auto obj = (*client)->Get(kValidations, "", args.positional[0]);
+    if (!obj.ok()) {
+      return Fail("plan",
+                  obj.status().WithContext("perfvalidation " + args.positional[0]).message());
+    }
+    loaded = op::ParseValidationObject(*obj);
+  }
+  if (!loaded.ok()) return Fail("plan", loaded.status().message());
+  auto nodes = (*client)->ListAll(kube::NodesResource(), "", {});
+  if (!nodes.ok()) return Fail("plan", nodes.status().WithContext("nodes").message());
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& n : nodes->value("items", nlohmann::json::array())) {
+    by_name[n["metadata"].value("name", "")] = n;
+  }
+  op::ClusterProfiles profiles;
+  auto listed = (*client)->ListAll(kProfiles, "", {});
+  if (!listed.ok()) return Fail("plan", listed.status().WithContext("perfprofiles").message());
+  for (const auto& p : listed->value("items", nlohmann::json::array())) {
+    profiles.byName[p["metadata"].value("name", "")] = p;
+  }
+  profiles.listed = true;
+  auto view = planview::Build(*loaded, by_name, profiles, false);
+  if (!view.ok()) return Fail("plan", view.status().message());
+  std::cout << planview::Format(*view, output);
+  return 0;
+}
+
 int Rerun(const std::vector<std::string>& argv) {
   const Args args = Parse(argv, kClusterFlags);
   if (!args.error.empty()) return Usage(args.error);
@@ -527,6 +586,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "report") return Report(args);
   if (command == "summary") return Summary(args);
+  if (command == "plan") return Plan(args);
   if (command == "rerun") return Rerun(args);
   if (command == "compare") return Compare(args);
   if (command == "export") return Export(args);

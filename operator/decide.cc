@@ -6,6 +6,7 @@
 
 #include "common/termination.h"
 #include "common/time.h"
+#include "operator/eta.h"
 #include "operator/gangs.h"
 #include "operator/lifecycle.h"
 #include "operator/names.h"
@@ -363,6 +364,34 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
   d->status = status;
 }
 
+// status.timeLeft: the time the undecided nodes still need, from the plan's price per node
+// (operator/eta.h), `slots` nodes at a time; none while suspended.
+void SetTimeLeft(const ResolvedPlan& plan, const std::map<std::string, const PodView*>& pods,
+                 const std::vector<NodeOutcome>& outcomes, int slots, bool suspended,
+                 Clock::time_point now, Json* status) {
+  if (suspended || plan.price.typical_seconds <= 0) {
+    status->erase("timeLeft");
+    return;
+  }
+  std::vector<double> running;
+  int waiting = 0;
+  for (const auto& o : outcomes) {
+    if (!o.verdict.empty()) continue;
+    auto it = pods.find(o.node);
+    if (it == pods.end() || it->second->terminal || !it->second->scheduled) {
+      waiting++;
+      continue;
+    }
+    const Json& pod = it->second->object;
+    std::string started = Str(pod, "/status/startTime"_json_pointer);
+    if (started.empty()) started = Str(pod, "/metadata/creationTimestamp"_json_pointer);
+    const auto at = ParseRfc3339(started);
+    running.push_back(at ? std::chrono::duration<double>(now - *at).count() : 0.0);
+  }
+  (*status)["timeLeft"] =
+      FormatEta(RemainingSeconds(plan.price.typical_seconds, running, waiting, slots));
+}
+
 // The run's nodes, pods and results: what each node has, what to start, and the status.
 void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
                const ResolvedPlan& plan, const std::vector<std::string>& selected,
@@ -474,9 +503,12 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
   const int pending = CountOutcomes(outcomes, &status);
   if (pending == 0) {
+    status.erase("timeLeft");
     DecideCompletion(s, old_status, std::move(status), now, regressions, d);
     return;
   }
+  SetTimeLeft(plan, pods, outcomes, plan.gang ? static_cast<int>(selected.size()) : parallelism,
+              ctx.suspended, now_tp, &status);
   std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(pending)) + " of " +
                     std::to_string(outcomes.size()) + " nodes done";
   if (!d->waiting.empty()) {

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <set>
 
 #include "kernels/cuda/profile_select.h"
@@ -358,6 +359,21 @@ Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& l
       plan.text = plan_json.dump();
     }
   }
+  // The price, of the plan as the workers get it (a gang's sampling is fixed).
+  ASSIGN_OR_RETURN(auto as_sent, spec::ParseValidation(plan.text, "the resolved plan"));
+  worker::PlanOptions options;
+  options.enable_fixtures = fixtures;
+  ASSIGN_OR_RETURN(plan.built, worker::BuildPlan(as_sent, options));
+  plan.gpus = loaded.doc.spec().gpuspernode();
+  if (plan.gpus <= 0) {
+    for (const auto& n : selected) {
+      if (auto it = nodes.find(n); it != nodes.end()) {
+        plan.gpus = std::max(plan.gpus, NodeGpus(it->second));
+      }
+    }
+  }
+  if (plan.gpus <= 0) plan.gpus = worker::kAssumedGpus;
+  plan.price = worker::PricePlan(plan.built, plan.gpus);
   return plan;
 }
 

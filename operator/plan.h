@@ -13,6 +13,7 @@
 #include "operator/json_fields.h"
 #include "operator/selection.h"
 #include "operator/store_view.h"
+#include "worker/plan.h"
 
 namespace perfgate::op {
 
@@ -36,6 +37,11 @@ struct ResolvedPlan {
   std::string profileVersion;
   // The plan runs NCCL tests across nodes and the spec asks for gangs: its sampling is fixed.
   bool gang = false;
+  // The plan as its workers will read it (the text, planned again) and its price on a node of
+  // `gpus` GPUs (spec.gpusPerNode, else the most any selected node has, else an HGX node's 8).
+  worker::Plan built;
+  int gpus = 0;
+  worker::PlanPrice price;
 };
 
 // The PerfBaseline objects the thresholds name, read from the cluster by name (a name without

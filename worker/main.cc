@@ -2,6 +2,7 @@
 //   perfgate-worker run SPEC [--report-json PATH] [--junit PATH] [--only NAME]...
 //   perfgate-worker list [--json]
 // Exit codes: 0 passed, 1 a threshold failed, 2 invalid input, 3 inconclusive or error.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -155,6 +156,17 @@ int List(bool as_json, bool fixtures) {
   return 0;
 }
 
+// The width of the terminal `fd` is, for progress rewritten in place; 0 when it is not a
+// terminal (a log, a pipe, a pod) or a dumb one, for plain lines.
+int TerminalColumns(int fd) {
+  if (isatty(fd) == 0) return 0;
+  const char* term = std::getenv("TERM");  // NOLINT(concurrency-mt-unsafe)
+  if (term == nullptr || std::string(term) == "dumb") return 0;
+  winsize size{};
+  if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col >= 20) return size.ws_col;
+  return 80;
+}
+
 int Fail(int code, const std::string& message) {
   std::cerr << "perfgate-worker: " << message << "\n";
   return code;
@@ -290,6 +302,7 @@ int Run(const std::vector<std::string>& args) {
 
   perfgate::worker::RunOptions run_options;
   run_options.progress = quiet ? nullptr : &std::cerr;
+  run_options.progress_columns = TerminalColumns(STDERR_FILENO);
   if (!quiet) {
     std::cerr << "perfgate-worker: running " << plan->validation << " (" << plan->tests.size()
               << " tests"

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -69,18 +70,73 @@ void ToProto(const stats::Summary& s, v1alpha1::Summary* out) {
   out->set_outliers(s.outliers);
 }
 
+// Progress while a plan runs. In a log (`columns` 0): plain lines, one when a test starts, one
+// when it ends, and one for each target that did not pass. On a terminal (`columns` its
+// width): the same ends and problems, and below them one status line rewritten in place with
+// what each target of the running test is doing.
 class Progress {
  public:
-  explicit Progress(std::ostream* out) : out_(out) {}
+  Progress(std::ostream* out, int columns) : out_(out), columns_(columns) {}
+
+  // A line that stays.
   void Line(const std::string& s) {
     if (out_ == nullptr) return;
     std::lock_guard<std::mutex> lock(mu_);
+    if (columns_ > 0) *out_ << "\r\033[K";
+    *out_ << s << "\n";
+    Draw();
+  }
+  // A test starts: its line in a log, the status line's head on a terminal.
+  void StartTest(const std::string& head, const std::string& detail) {
+    if (out_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    head_ = head;
+    states_.clear();
+    if (columns_ == 0) {
+      *out_ << head << ": " << detail << std::endl;
+    } else {
+      Draw();
+    }
+  }
+  // What a target of the running test is doing now ("sample 5"): the terminal only.
+  void Target(const std::string& target, const std::string& state) {
+    if (out_ == nullptr || columns_ == 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    states_[target] = state;
+    Draw();
+  }
+  // The running test ended: its line replaces the status line.
+  void EndTest(const std::string& s) {
+    if (out_ == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    head_.clear();
+    states_.clear();
+    if (columns_ > 0) *out_ << "\r\033[K";
     *out_ << s << std::endl;
   }
 
  private:
+  // The status line, cut to the terminal's width so that it never wraps (caller holds mu_).
+  void Draw() {
+    if (columns_ == 0 || head_.empty()) {
+      out_->flush();
+      return;
+    }
+    std::string line = head_;
+    const char* sep = ": ";
+    for (const auto& [target, state] : states_) {
+      line += sep + target + " " + state;
+      sep = ", ";
+    }
+    if (static_cast<int>(line.size()) >= columns_) line = line.substr(0, columns_ - 1);
+    *out_ << "\r\033[K" << line << std::flush;
+  }
+
   std::ostream* out_;
+  int columns_;
   std::mutex mu_;
+  std::string head_;
+  std::map<std::string, std::string> states_;
 };
 
 std::string Figure(double v) {
@@ -97,6 +153,44 @@ struct TargetContext {
   const RunOptions* options;
   Progress* progress;
 };
+
+// "started on 8 GPUs (warm-up 3, then 5..30 samples within 60 s)".
+std::string TestStartText(const PlannedTest& t, const std::vector<kernels::Target>& targets) {
+  const verdict::Sampling& sampling = t.sampling;
+  std::string on = "the host";
+  if (targets.size() > 1) {
+    on = std::to_string(targets.size()) + " GPUs";
+  } else if (targets.front().scope != kernels::Scope::kHost) {
+    on = targets.front().Name();
+  }
+  return "started on " + on + " (warm-up " + std::to_string(sampling.warmup) + ", then " +
+         (sampling.fixed ? std::to_string(sampling.max_repeats)
+                         : std::to_string(sampling.min_repeats) + ".." +
+                               std::to_string(sampling.max_repeats)) +
+         " samples within " + Figure(sampling.max_seconds) + " s)";
+}
+
+// "PASS on 8 in 12.3 s" or "FAIL: 1 FAIL, 7 PASS in 12.3 s": the worst verdict first.
+std::string TestEndText(const std::vector<v1alpha1::TestResult>& results, double seconds) {
+  static constexpr v1alpha1::Verdict kWorstFirst[] = {
+      v1alpha1::FAIL, v1alpha1::ERROR, v1alpha1::INCONCLUSIVE, v1alpha1::SKIPPED, v1alpha1::PASS};
+  std::string counts;
+  std::string worst;
+  int kinds = 0;
+  for (const auto v : kWorstFirst) {
+    const auto n = std::count_if(results.begin(), results.end(),
+                                 [&](const v1alpha1::TestResult& r) { return r.verdict() == v; });
+    if (n == 0) continue;
+    if (worst.empty()) worst = report::VerdictName(v);
+    counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " " + report::VerdictName(v);
+    ++kinds;
+  }
+  std::string text = kinds == 1
+                         ? worst + (results.size() > 1 ? " on all " + std::to_string(results.size())
+                                                       : std::string())
+                         : worst + ": " + counts;
+  return text + " in " + Figure(seconds) + " s";
+}
 
 v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   const PlannedTest& t = *ctx.test;
@@ -134,11 +228,7 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   }
   std::unique_ptr<kernels::TestRun> run = std::move(prepared).value();
 
-  ctx.progress->Line(label + ": warm-up " + std::to_string(sampling.warmup) + ", then " +
-                     (sampling.fixed ? std::to_string(sampling.max_repeats) + " samples"
-                                     : std::to_string(sampling.min_repeats) + ".." +
-                                           std::to_string(sampling.max_repeats) + " samples") +
-                     " within " + Figure(sampling.max_seconds) + " s");
+  ctx.progress->Target(ctx.target.Name(), "warm-up");
   for (int i = 0; i < sampling.warmup; ++i) {
     auto s = run->RunSample();
     if (!s.ok()) {
@@ -163,13 +253,12 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     }
     ++n;
     for (const auto& [metric, value] : *s) samples[metric].push_back(value);
-    std::string line = label + ": sample " + std::to_string(n);
+    std::string state = "sample " + std::to_string(n);
     const std::string& shown = t.thresholds.empty()
                                    ? (t.metrics.empty() ? "" : t.metrics.front().name)
                                    : t.thresholds.front().metric;
-    if (s->count(shown) != 0)
-      line += ": " + shown + " " + Figure(s->at(shown)) + " " + units[shown];
-    ctx.progress->Line(line);
+    if (s->count(shown) != 0) state += " " + Figure(s->at(shown)) + " " + units[shown];
+    ctx.progress->Target(ctx.target.Name(), state);
 
     const bool out_of_time = now() - sampling_start >= sampling.max_seconds;
     if (!sampling.fixed) {
@@ -249,8 +338,12 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   r.set_verdict(verdict);
   r.set_reason(reason);
   r.set_seconds(now() - start);
-  ctx.progress->Line(label + ": " + report::VerdictName(verdict) + " after " + std::to_string(n) +
-                     " samples (" + stop + ")" + (reason.empty() ? "" : ": " + reason));
+  if (verdict == v1alpha1::PASS) {
+    ctx.progress->Target(ctx.target.Name(), "PASS");
+  } else {
+    ctx.progress->Line(label + ": " + report::VerdictName(verdict) + " after " + std::to_string(n) +
+                       " samples (" + stop + ")" + (reason.empty() ? "" : ": " + reason));
+  }
   return r;
 }
 
@@ -332,7 +425,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
           .count();
     };
   }
-  Progress progress(options.progress);
+  Progress progress(options.progress, options.progress_columns);
   v1alpha1::Report report;
   report.set_validation(plan.validation);
   report.set_profile(plan.profile);
@@ -380,6 +473,9 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
 
   for (std::size_t i = 0; i < plan.tests.size(); ++i) {
     const PlannedTest& t = plan.tests[i];
+    const std::string head =
+        "[" + std::to_string(i + 1) + "/" + std::to_string(plan.tests.size()) + "] " + t.name;
+    const double test_start = options.now_seconds();
     if (targets[i].empty()) {
       auto* r = report.add_tests();
       r->set_name(t.name);
@@ -393,9 +489,10 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
         r->set_verdict(v1alpha1::ERROR);
         r->set_reason(gpu_problem);
       }
-      progress.Line(t.name + " [gpu]: " + report::VerdictName(r->verdict()) + ": " + r->reason());
+      progress.EndTest(head + ": " + report::VerdictName(r->verdict()) + ": " + r->reason());
       continue;
     }
+    progress.StartTest(head, TestStartText(t, targets[i]));
     const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, checks);
     std::vector<v1alpha1::TestResult> results(targets[i].size());
     std::vector<std::thread> threads;
@@ -408,6 +505,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
       }
     }
     for (auto& th : threads) th.join();
+    progress.EndTest(head + ": " + TestEndText(results, options.now_seconds() - test_start));
     for (auto& r : results) *report.add_tests() = std::move(r);
   }
 

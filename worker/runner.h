@@ -16,6 +16,9 @@ namespace perfgate::worker {
 struct RunOptions {
   // Progress lines while it works (may be null). Written under a lock.
   std::ostream* progress = nullptr;
+  // 0: plain lines for a log (each test's start and end, each target that did not pass); a
+  // terminal's width: also a status line rewritten in place while a test runs.
+  int progress_columns = 0;
   // Raw samples kept per metric in the report.
   int sample_cap = 16;
   // Seconds on a monotonic clock (injectable for tests).

@@ -3,7 +3,9 @@
 # package) and checks what a person would see: the page logs nothing to the console, every
 # plot has all its marks drawn with a size (measured by the browser's layout, not read from the
 # file), the failing and lagging nodes are named, and a screenshot is saved for a person. Then
-# the same for a comparison page (perfgate compare --html) of a driver upgrade.
+# the same for a comparison page (perfgate compare --html) of a driver upgrade, and one node's
+# report. Screenshots of the three are left in OUT_DIR (report.png, compare.png,
+# node-report.png), checked to be PNGs of the window's size.
 #   browser_test.sh PERFGATE FLEET_FIXTURE OUT_DIR
 set -euo pipefail
 perfgate=$1 fixture=$2 out=$3
@@ -106,13 +108,32 @@ print(f"report_browser: {len(r['plots'])} plots, {marks} marks drawn, {r['nodeRo
       f"{r['lagRows']} lagging figures")
 PY
 
-# 3. A picture for a person to look at.
-browser shot --hide-scrollbars --window-size=1280,6400 --virtual-time-budget=5000 \
-  --screenshot="$out/report.png" "file://$out/report.html" >/dev/null 2>"$out/shot.log"
-if [ ! -s "$out/report.png" ]; then
-  echo "FAIL: no screenshot (see $out/shot.log)" >&2
-  exit 1
-fi
+# screenshot NAME PAGE WIDTH HEIGHT: a picture of PAGE for a person to look at, $out/NAME.png;
+# checked to be a PNG of the window's size.
+screenshot() {
+  browser "$1" --hide-scrollbars --window-size="$3,$4" --virtual-time-budget=5000 \
+    --screenshot="$out/$1.png" "file://$out/$2" >/dev/null 2>"$out/$1-shot.log"
+  if ! python3 - "$out/$1.png" "$3" "$4" <<'PY'
+import struct, sys
+path, width, height = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+try:
+    head = open(path, "rb").read(24)
+except OSError as e:
+    sys.exit(f"no screenshot: {e}")
+if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+    sys.exit(f"{path} is not a PNG")
+w, h = struct.unpack(">II", head[16:24])
+if (w, h) != (width, height):
+    sys.exit(f"{path} is {w}x{h}, expected {width}x{height}")
+PY
+  then
+    echo "FAIL: screenshot $1 (see $out/$1-shot.log)" >&2
+    exit 1
+  fi
+}
+
+# 3. A picture of the fleet report.
+screenshot report report.html 1280 6400
 
 # 4. perfgate compare --html: the same 24 nodes before and after a driver upgrade on 16 of them
 #    (HBM 6% slower there). Every row's interval is drawn, the two HBM rows read regressed, and
@@ -156,11 +177,26 @@ if problems:
 print(f"report_browser: comparison with {r['rows']} rows, {plots[0]['drawn']} intervals drawn, "
       f"{r['regressed']} regressed, explained by {r['firstKeys'][0]}")
 PY
-browser compare-shot --hide-scrollbars --window-size=1280,2400 --virtual-time-budget=5000 \
-  --screenshot="$out/compare.png" "file://$out/compare.html" >/dev/null 2>"$out/compare-shot.log"
-if [ ! -s "$out/compare.png" ]; then
-  echo "FAIL: no screenshot of the comparison (see $out/compare-shot.log)" >&2
+screenshot compare compare.html 1280 2400
+
+# 5. One node's report (a failing node of the fleet): nothing in the console, and its picture.
+node_file=$(grep -l '"verdict": *"FAIL"' "$out"/reports/*.json | head -1)
+if [ -z "$node_file" ]; then
+  echo "FAIL: the fleet fixture wrote no failing node" >&2
   exit 1
 fi
-echo "report_browser: PASS; report $out/report.html, screenshot $out/report.png;" \
-  "comparison $out/compare.html, screenshot $out/compare.png"
+"$perfgate" report "$node_file" -o "$out/node-report.html" --title "One node"
+browser node --virtual-time-budget=5000 --dump-dom "file://$out/node-report.html" \
+  >"$out/node-dom.html" 2>"$out/node-console.log"
+if grep -q "CONSOLE" "$out/node-console.log"; then
+  echo "FAIL: the node report logged to the console:" >&2
+  grep "CONSOLE" "$out/node-console.log" >&2
+  exit 1
+fi
+if [ "$(grep -c '<tr class="node-row">' "$out/node-dom.html")" != 1 ]; then
+  echo "FAIL: the node report of $node_file does not show one node" >&2
+  exit 1
+fi
+screenshot node-report node-report.html 1280 2400
+echo "report_browser: PASS; screenshots of the fleet report $out/report.png, the comparison" \
+  "$out/compare.png and one node's report $out/node-report.png"

@@ -1,10 +1,11 @@
 // kubectl perfgate against kube-sim, through the real kubectl's plugin mechanism: the fleet
-// summary, the report of a validation, and a rerun.
+// summary, the report of a validation, a spec's plan, and a rerun.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "common/report.h"
 #include "common/time.h"
@@ -139,6 +140,69 @@ TEST_F(KubectlPlugin, ReportOfAValidationAndARerun) {
   auto none = Kubectl(*sim_, {"perfgate", "rerun", "nope"});
   EXPECT_EQ(none.exitCode, 1);
   EXPECT_NE(none.err.find("perfvalidation nope"), std::string::npos) << none.err;
+}
+
+// kubectl perfgate plan: a spec file and a validation by name, resolved against the cluster's
+// nodes and PerfProfiles as the operator resolves them, with the estimated time.
+TEST_F(KubectlPlugin, PlanShowsTheProfileTestsNodesAndTime) {
+  auto profiles = Kubectl(*sim_, {"apply", "-f", PERFGATE_PROFILES_DIR});
+  ASSERT_EQ(profiles.exitCode, 0) << profiles.err;
+  const std::string spec_file = sim_->workDir() + "/spec.yaml";
+  {
+    std::ofstream out(spec_file);
+    out << "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n"
+           "  name: acceptance\nspec:\n  profile: auto\n  policy:\n    parallelism: 4\n";
+  }
+  auto table = Kubectl(*sim_, {"perfgate", "plan", "-f", spec_file});
+  ASSERT_EQ(table.exitCode, 0) << table.err;
+  // The nodes' model picked the H200 profile; 12 nodes of 8 GPUs, 4 at a time.
+  EXPECT_NE(table.out.find("acceptance  h200-sxm-141gb v3"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("  12     8     4  "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("GPU models: NVIDIA-H200: node-0"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("\nhbm-stream "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("8 GPUs at once"), std::string::npos) << table.out;
+
+  auto json = Kubectl(*sim_, {"perfgate", "plan", "-f", spec_file, "-o", "json"});
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  const Json doc = Json::parse(json.out);
+  EXPECT_EQ(doc["profile"], "h200-sxm-141gb");
+  EXPECT_EQ(doc["nodes"].size(), 12u);
+  EXPECT_EQ(doc["gpusPerNode"], 8);
+  EXPECT_EQ(doc["parallelism"], 4);
+  ASSERT_FALSE(doc["tests"].empty());
+  double per_node = 0;
+  for (const auto& t : doc["tests"]) {
+    EXPECT_GT(t["typicalSeconds"].get<double>(), 0) << t.dump();
+    EXPECT_GE(t["worstSeconds"].get<double>(), t["typicalSeconds"].get<double>()) << t.dump();
+    per_node += t["typicalSeconds"].get<double>();
+  }
+  const Json& estimate = doc["estimate"];
+  EXPECT_NEAR(estimate["perNodeTypicalSeconds"].get<double>(), per_node, 1e-6);
+  // 12 nodes, 4 at a time: three rounds of a node's time.
+  EXPECT_NEAR(estimate["typicalSeconds"].get<double>(), 3 * per_node, 1e-6);
+
+  // A validation in the cluster, by name (the fixture's names its profile), as YAML and wide.
+  auto wide = Kubectl(*sim_, {"perfgate", "plan", "fleet", "-o", "wide"});
+  ASSERT_EQ(wide.exitCode, 0) << wide.err;
+  EXPECT_NE(wide.out.find("THRESHOLD"), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("median triadBandwidthGBps >= "), std::string::npos) << wide.out;
+  EXPECT_NE(wide.out.find("node-11  NVIDIA-H200"), std::string::npos) << wide.out;
+  auto yaml = Kubectl(*sim_, {"perfgate", "plan", "fleet", "-o", "yaml"});
+  ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
+  EXPECT_NE(yaml.out.find("profile: h200-sxm-141gb\n"), std::string::npos) << yaml.out;
+
+  // A spec the operator would refuse: its message, exit 1.
+  {
+    std::ofstream out(spec_file);
+    out << "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n"
+           "  name: wrong\nspec:\n  profile: b200-sxm-180gb\n";
+  }
+  auto refused = Kubectl(*sim_, {"perfgate", "plan", "-f", spec_file});
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_NE(refused.err.find("is for GPU models"), std::string::npos) << refused.err;
+  auto missing = Kubectl(*sim_, {"perfgate", "plan", "nope"});
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_NE(missing.err.find("perfvalidation nope"), std::string::npos) << missing.err;
 }
 
 TEST_F(KubectlPlugin, ADeadApiServerIsNamed) {

@@ -318,6 +318,44 @@ TEST(DecideScenario, FourNodesPass) {
   EXPECT_FALSE(HasEvent(d, "NodeNotPassed", true));
 }
 
+// kubectl get pval's ETA: the time the undecided nodes need from the plan's price per node,
+// `parallelism` at a time; less as nodes finish, gone once the run is complete.
+TEST(DecideScenario, TimeLeftShrinksAsNodesFinishAndGoesWhenComplete) {
+  Json spec = StreamSpec();
+  spec["policy"]["parallelism"] = 2;
+  // A test of 10 s windows: about a minute per node, two rounds of it at first.
+  spec["tests"] = Json::parse(R"([{"type": "burn", "parameters": {"windowSeconds": 10}}])");
+  World w("eta", spec);
+  auto eta_seconds = [](const std::string& eta) {
+    // "~45s", "~12m", "~1h05m"
+    EXPECT_EQ(eta.front(), '~') << eta;
+    const auto h = eta.find('h');
+    if (h != std::string::npos) {
+      return std::stod(eta.substr(1, h - 1)) * 3600 + std::stod(eta.substr(h + 1)) * 60;
+    }
+    return std::stod(eta.substr(1)) * (eta.back() == 'm' ? 60 : 1);
+  };
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.status);
+  const std::string first = d.status->value("timeLeft", "");
+  ASSERT_FALSE(first.empty()) << d.status->dump();
+  w.Apply(d);
+  w.Finish("node-0", "PASS");
+  w.Finish("node-1", "PASS");
+  d = w.Decide();
+  const std::string half = d.status->value("timeLeft", "");
+  ASSERT_FALSE(half.empty());
+  // Four nodes two at a time are two rounds; two left are one.
+  EXPECT_LT(eta_seconds(half), eta_seconds(first)) << first << " then " << half;
+  EXPECT_GE(eta_seconds(half), eta_seconds(first) / 2 - 5) << first << " then " << half;
+  w.Apply(d);
+  w.Finish("node-2", "PASS");
+  w.Finish("node-3", "PASS");
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed");
+  EXPECT_FALSE(d.status->contains("timeLeft"));
+}
+
 // OneSlowNodeFailsAndOnlyItIsTainted: node-2 FAIL gives Failed/TestsFailed naming node-2, and
 // only node-2 gets a FAIL verdict (with the policy's taint).
 TEST(DecideScenario, OneSlowNodeFailsAndOnlyItIsTainted) {

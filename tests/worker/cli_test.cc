@@ -1,7 +1,9 @@
 // perfgate-worker as a user runs it: exit codes, error messages, report files.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pty.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -92,6 +94,45 @@ TEST_F(Cli, GangSpecRunsLocallyAsOneNodeAndSaysSo) {
   EXPECT_THAT(o.output, HasSubstr("spec.gang applies when the operator runs this spec across "
                                   "nodes; here the NCCL tests run over this machine's GPUs only"));
   EXPECT_THAT(o.output, HasSubstr("PASS"));
+}
+
+// Progress in a log (stderr a pipe): one plain line as the test starts and one as it ends.
+TEST_F(Cli, ProgressInALogIsPlainLines) {
+  Outcome o = Worker("run " + Write("quick.yaml", kQuickHost) + " --no-store");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("[1/1] host-stream: started on the host (warm-up 1"));
+  EXPECT_THAT(o.output, HasSubstr("[1/1] host-stream: PASS in "));
+  EXPECT_THAT(o.output, ::testing::Not(HasSubstr("\r")));
+  EXPECT_THAT(o.output, ::testing::Not(HasSubstr("sample 1")));
+}
+
+// Progress on a terminal (a pseudo-terminal 72 columns wide): one status line rewritten in
+// place with the sample count, then the test's end line in its place.
+TEST_F(Cli, ProgressOnATerminalIsOneLineRewrittenInPlace) {
+  const std::string spec = Write("quick.yaml", kQuickHost);
+  winsize size{};
+  size.ws_col = 72;
+  size.ws_row = 24;
+  int fd = -1;
+  const pid_t pid = forkpty(&fd, nullptr, nullptr, &size);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("TERM", "xterm", 1);
+    execl(PERFGATE_WORKER_BIN, PERFGATE_WORKER_BIN, "run", spec.c_str(), "--no-store",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string out;
+  std::array<char, 4096> buf;
+  for (ssize_t n; (n = read(fd, buf.data(), buf.size())) > 0;) out.append(buf.data(), n);
+  close(fd);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_THAT(out, HasSubstr("\r\033[K[1/1] host-stream: host sample 1 "));
+  EXPECT_THAT(out, HasSubstr("\r\033[K[1/1] host-stream: PASS in "));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("started on the host")));
 }
 
 TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {

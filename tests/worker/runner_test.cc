@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <sstream>
 
 namespace perfgate::worker {
 namespace {
@@ -308,6 +309,60 @@ TEST(Runner, KeepsOnlyACappedSetOfRawSamples) {
   Report r = RunOne(Planned(test, 50), o);
   EXPECT_EQ(r.tests(0).metrics(0).samples_size(), 4);
   EXPECT_EQ(r.tests(0).metrics(0).summary().n(), 30);
+}
+
+// In a log: one plain line as each test starts and one as it ends, a line for each GPU that
+// did not pass, and no per-sample noise or terminal control characters.
+TEST(RunnerProgress, PlainInALogOneLinePerTestStartAndEnd) {
+  FakeTest host(kernels::Scope::kHost, Around(100));
+  FakeTest gpus(kernels::Scope::kGpu, [](int device, int i) -> Result<kernels::Sample> {
+    return kernels::Sample{{"bandwidthGBps", (device == 2 ? 40.0 : 100.0) * (1 + 0.01 * (i % 3))}};
+  });
+  Plan plan;
+  plan.validation = "v";
+  plan.tests.push_back(Planned(host, 50));
+  plan.tests.push_back(Planned(gpus, 50));
+  plan.tests[1].name = "fake-gpu";
+  std::ostringstream log;
+  RunOptions o = Options(4);
+  o.progress = &log;
+  RunPlan(plan, o);
+  const std::string text = log.str();
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos) << text;
+  EXPECT_EQ(text.find("sample 1"), std::string::npos) << text;
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << text;
+  EXPECT_THAT(lines[0], HasSubstr("[1/2] fake: started on the host (warm-up 1, then 5..30"));
+  EXPECT_THAT(lines[1], HasSubstr("[1/2] fake: PASS in "));
+  EXPECT_THAT(lines[2], HasSubstr("[2/2] fake-gpu: started on 4 GPUs"));
+  EXPECT_THAT(lines[3], HasSubstr("fake-gpu [gpu2]: FAIL after"));
+  EXPECT_THAT(lines[4], HasSubstr("[2/2] fake-gpu: FAIL: 1 FAIL, 3 PASS in "));
+}
+
+// On a terminal: a status line rewritten in place (carriage return, erase line) with each
+// target's sample, cut to the terminal's width, then the test's end line in its place.
+TEST(RunnerProgress, OnATerminalOneLineRewrittenInPlace) {
+  FakeTest gpus(kernels::Scope::kGpu, Around(100));
+  std::ostringstream term;
+  RunOptions o = Options(2);
+  o.progress = &term;
+  o.progress_columns = 60;
+  RunOne(Planned(gpus, 50), o);
+  const std::string text = term.str();
+  EXPECT_NE(text.find("\r\033[K[1/1] fake: gpu0 "), std::string::npos) << text;
+  EXPECT_NE(text.find("sample 5 "), std::string::npos) << text;
+  // Only the end stays on its own line.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("\r\033[K[1/1] fake: PASS on all 2 in "), std::string::npos) << text;
+  // No status line is wider than the terminal.
+  for (std::size_t at = text.find('\r'); at != std::string::npos; at = text.find('\r', at + 1)) {
+    const std::size_t end = std::min(text.find('\r', at + 1), text.find('\n', at + 1));
+    const std::string line = text.substr(at, end - at);
+    EXPECT_LT(line.size() - 4, 60u) << line;  // less the \r\033[K
+  }
 }
 
 }  // namespace
