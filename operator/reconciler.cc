@@ -21,6 +21,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
     return snapshot.status();
   }
   if (!snapshot->exists) return ReconcileResult{};
+  snapshot->evictionRefused = actor_.EvictionsRefused(name);
   if (recorder_ != nullptr && !snapshot->deleting)
     recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
   // Decide: pure.
