@@ -123,6 +123,12 @@ Result<json> ToJson(const YAML::Node& node, const std::string& path, SourceMap* 
   return json(nullptr);
 }
 
+// String fields that also take an integer, as Kubernetes' IntOrString does (the CRD declares
+// them x-kubernetes-int-or-string).
+bool IsIntOrString(const pb::FieldDescriptor* field) {
+  return field->full_name() == "perfgate.v1alpha1.Disruption.maxUnavailable";
+}
+
 Result<json> ScalarToJson(const YAML::Node& node, const pb::FieldDescriptor* field,
                           const std::string& path, const SourceMap& where) {
   if (node.Type() != YAML::NodeType::Scalar) {
@@ -136,6 +142,8 @@ Result<json> ScalarToJson(const YAML::Node& node, const pb::FieldDescriptor* fie
   ScalarKind kind = IsPlain(node) ? ClassifyPlainScalar(s) : ScalarKind::kString;
   switch (field->cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_STRING:
+      // An int-or-string field (Kubernetes' IntOrString, e.g. maxUnavailable: 2 or "25%").
+      if (kind == ScalarKind::kInt && IsIntOrString(field)) return json(s);
       if (kind != ScalarKind::kString) {
         return where.Error(
             path, "expected a string, got " + Describe(node) + " (quote it to make it a string)");

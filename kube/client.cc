@@ -141,7 +141,7 @@ bool Retryable(const HttpRequest& request, const HttpResponse& response) {
   // 429 means the server refused before doing anything (APF, max-in-flight):
   // always safe. A 5xx may come after the write happened, so only retry it when
   // the server asks (Retry-After, as client-go does) or the request is a read.
-  if (response.status == 429) return true;
+  if (response.status == 429) return request.retryTooManyRequests;
   if (response.status < 500) return false;
   if (response.headers.contains("Retry-After")) return true;
   return request.method == "GET";
@@ -204,6 +204,14 @@ Status HttpError(const HttpRequest& request, const HttpResponse& response, bool 
   if (body.is_object() && body.value("kind", "") == "Status") {
     if (auto r = body.value("reason", ""); !r.empty()) reason = r;
     message = body.value("message", "");
+    // A refused eviction says which PodDisruptionBudget refused it only in its causes.
+    if (response.status == 429) {
+      for (const auto& c : body.value("details", Json::object()).value("causes", Json::array())) {
+        if (c.is_object() && !c.value("message", "").empty()) {
+          message += " " + c.value("message", "");
+        }
+      }
+    }
   } else {
     message = Truncate(response.body, 512);
   }
@@ -382,6 +390,16 @@ Result<Json> Client::ListAll(const GroupVersionResource& gvr, const std::string&
 Result<Json> Client::Create(const GroupVersionResource& gvr, const std::string& ns,
                             const Json& object) {
   return DoJson(JsonRequest("POST", ResourcePath(gvr, ns), &object));
+}
+
+Result<Json> Client::Evict(const std::string& ns, const std::string& pod) {
+  const Json eviction = {{"apiVersion", "policy/v1"},
+                         {"kind", "Eviction"},
+                         {"metadata", {{"name", pod}, {"namespace", ns}}}};
+  HttpRequest request =
+      JsonRequest("POST", ResourcePath(PodsResource(), ns, pod) + "/eviction", &eviction);
+  request.retryTooManyRequests = false;
+  return DoJson(std::move(request));
 }
 
 Result<Json> Client::Update(const GroupVersionResource& gvr, const std::string& ns,

@@ -129,6 +129,10 @@ class Client {
                        const ListOptions& options);
   // Creates `object` (metadata.generateName works: the server picks the name).
   Result<Json> Create(const GroupVersionResource& gvr, const std::string& ns, const Json& object);
+  // Evicts a pod through the Eviction API (policy/v1): the server deletes it unless a
+  // PodDisruptionBudget forbids it, which comes back as kResourceExhausted (429) with the
+  // budget's message, not retried.
+  Result<Json> Evict(const std::string& ns, const std::string& pod);
   // Replaces the object (metadata.name, metadata.resourceVersion for optimistic
   // concurrency); a stale resourceVersion gives kAborted "409 Conflict".
   Result<Json> Update(const GroupVersionResource& gvr, const std::string& ns, const Json& object);

@@ -30,6 +30,9 @@ struct HttpRequest {
   // Idle timeout for each read of the response (not a total); 0 = the
   // transport's default.
   std::chrono::seconds idleTimeoutSeconds{0};
+  // Whether the client retries a 429. An eviction's 429 is a PodDisruptionBudget's answer,
+  // not a busy server: its caller decides when to ask again.
+  bool retryTooManyRequests = true;
 };
 
 struct HttpResponse {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/time.h"
+#include "operator/disruption.h"
 #include "operator/log.h"
 #include "operator/names.h"
 #include "operator/node_actions.h"
@@ -125,6 +126,23 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
     auto created = client_->Create(ServicesResource(), config_.nameSpace, svc);
     if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
   }
+  // Nodes whose test is over given back first (so the nodes under test never outnumber
+  // maxUnavailable, even for a moment), then nodes made free for their test: labelled and
+  // cordoned before anything else, so no new GPU pod lands while the old ones go.
+  RETURN_IF_ERROR(ForEachConcurrently(d.restoreNodes.size(), [&](size_t i) -> Status {
+    const NodeRestore& r = d.restoreNodes[i];
+    auto it = s.nodes.find(r.node);
+    return EditNode(r.node, it == s.nodes.end() ? nullptr : &it->second,
+                    [&](Json* node_obj) { return GiveBack(node_obj, s.name, r.keepCordon); });
+  }));
+  const std::string now = FormatRfc3339(now_());
+  RETURN_IF_ERROR(ForEachConcurrently(d.disruptNodes.size(), [&](size_t i) -> Status {
+    const NodeDisruption& n = d.disruptNodes[i];
+    auto it = s.nodes.find(n.node);
+    return EditNode(n.node, it == s.nodes.end() ? nullptr : &it->second,
+                    [&](Json* node_obj) { return MarkUnderTest(node_obj, s.name, n.cordon, now); });
+  }));
+  Evict(s.name, d.evictions);
   ASSIGN_OR_RETURN(std::set<std::string> unclaimed, MakeClaims(s.name, d.claims));
   if (unclaimed.empty()) {
     RETURN_IF_ERROR(CreatePods(d.pods));
@@ -138,6 +156,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
                     it == s.nodes.end() ? nullptr : &it->second, v.repeatedFailure);
   }));
   for (const auto& node : d.releaseNodes) ReleaseNode(node);
+
   ReleaseClaims(s.name, d.releaseClaims);
   if (d.removeFinalizer) {
     Json kept = Json::array();
@@ -207,6 +226,58 @@ Status Actor::MarkNode(const std::string& node, const std::string& verdict,
     if (updated.status().code() != Code::kAborted) return updated.status();
   }
   return Status(Code::kAborted, "node " + node + ": too many update conflicts");
+}
+
+Status Actor::EditNode(const std::string& node, const Json* cached,
+                       const std::function<bool(Json*)>& edit) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    Json n;
+    if (attempt == 0 && cached != nullptr) {
+      n = *cached;
+    } else {
+      auto got = client_->Get(kube::NodesResource(), "", node);
+      if (!got.ok()) {
+        return got.status().code() == Code::kNotFound ? Status::Ok() : got.status();
+      }
+      n = *got;
+    }
+    if (!edit(&n)) return Status::Ok();
+    auto updated = client_->Update(kube::NodesResource(), "", n);
+    if (updated.ok() || updated.status().code() == Code::kNotFound) return Status::Ok();
+    if (updated.status().code() != Code::kAborted) return updated.status();
+  }
+  return Status(Code::kAborted, "node " + node + ": too many update conflicts");
+}
+
+void Actor::Evict(const std::string& validation, const std::vector<PodEviction>& evictions) {
+  std::map<std::string, std::string> refused;
+  for (const auto& e : evictions) {
+    auto r = client_->Evict(e.nameSpace, e.name);
+    if (r.ok() || r.status().code() == Code::kNotFound) {
+      Logger()->info("{}: evicted pod {}/{}", validation, e.nameSpace, e.name);
+      continue;
+    }
+    // A PodDisruptionBudget's 429 (or anything else): asked again at the next look; the pod is
+    // never deleted behind the budget's back.
+    std::string msg = r.status().message();
+    if (auto colon = msg.find(": 429 TooManyRequests: "); colon != std::string::npos) {
+      msg = msg.substr(colon + 23);
+    }
+    Logger()->info("{}: eviction of pod {}/{} refused: {}", validation, e.nameSpace, e.name, msg);
+    refused[e.nameSpace + "/" + e.name] = msg;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (refused.empty()) {
+    eviction_refused_.erase(validation);
+  } else {
+    eviction_refused_[validation] = std::move(refused);
+  }
+}
+
+std::map<std::string, std::string> Actor::EvictionsRefused(const std::string& validation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = eviction_refused_.find(validation);
+  return it == eviction_refused_.end() ? std::map<std::string, std::string>{} : it->second;
 }
 
 void Actor::ReleaseNode(const std::string& node) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -56,6 +57,9 @@ class Actor {
   // True once after an Apply of `validation` that lost a node claim to someone faster (its pod
   // was not created: look again soon).
   bool TakeClaimLost(const std::string& validation);
+  // The evictions refused at this validation's last tries, by "namespace/name" (operator/
+  // disruption.h reads them from the snapshot).
+  std::map<std::string, std::string> EvictionsRefused(const std::string& validation);
   // Pods and results created and not yet in the cache ("pods/<name>", "perfresults/<name>").
   Expectations& expectations() { return expectations_; }
 
@@ -74,6 +78,12 @@ class Actor {
                   const std::string& validation, const std::string& on_failure, const Json* cached,
                   std::optional<bool> repeated_failure);
   void ReleaseNode(const std::string& node);
+  // Reads `node` (the cached copy first), applies `edit` and writes it back when it changed,
+  // re-reading on a conflict. A missing node is fine.
+  Status EditNode(const std::string& node, const Json* cached,
+                  const std::function<bool(Json*)>& edit);
+  // Evicts `evictions` of `validation`'s nodes; a refusal is remembered, never forced.
+  void Evict(const std::string& validation, const std::vector<PodEviction>& evictions);
 
   std::shared_ptr<kube::Client> client_;
   const ReconcilerConfig& config_;
@@ -86,6 +96,8 @@ class Actor {
   std::atomic<uint64_t> event_seq_{0};
   Expectations expectations_;
   std::set<std::string> claim_lost_;  // validations; guarded by mu_
+  // validation -> pod -> the refusal's message; guarded by mu_
+  std::map<std::string, std::map<std::string, std::string>> eviction_refused_;
   std::shared_ptr<Recorder> recorder_;
 };
 

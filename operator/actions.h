@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,27 @@ struct NodeVerdict {
   std::optional<bool> repeatedFailure;
 };
 
+// A node being made free for its test or given back (spec.disruption; docs/operator.md).
+struct NodeDisruption {
+  std::string node;
+  // Label perfgate.io/under-test=<validation> and the time the disruption began.
+  bool label = false;
+  // Cordon it, recording that perfgate did (a node cordoned already is left as it is).
+  bool cordon = false;
+};
+
+// A node given back: the under-test label goes, and the cordon perfgate made for the test is
+// undone, or kept as the FAIL cordon of policy.onFailure taintAndCordon.
+struct NodeRestore {
+  std::string node;
+  bool keepCordon = false;
+};
+
+struct PodEviction {
+  std::string nameSpace;
+  std::string name;
+};
+
 struct EventAction {
   std::string type;  // Normal | Warning
   std::string reason;
@@ -91,6 +113,16 @@ struct Decision {
   std::string onFailure = "none";
   // Nodes whose verdict label this (deleted) validation set: label and annotation removed.
   std::vector<std::string> releaseNodes;
+
+  // Safe disruption, before the claims and pods: nodes labelled and cordoned, GPU pods evicted
+  // (a refused eviction is remembered for the next snapshot, never retried by deleting); after
+  // the node verdicts: nodes given back.
+  std::vector<NodeDisruption> disruptNodes;
+  std::vector<PodEviction> evictions;
+  std::vector<NodeRestore> restoreNodes;
+  // The nodes this validation keeps under test (its live workers, the workers it starts, the
+  // nodes it is making free); its other under-test labels are given back.
+  std::set<std::string> underTest;
 
   std::vector<EventAction> events;
   // The status to write; nullopt: leave it as it is.

@@ -41,6 +41,9 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Gang.narrow", {{"enum", {"pairs", "none"}}}},
       {"GangNetwork.resources", {{"minimum", 1}}},
       {"Toleration.operator", {{"enum", {"Exists", "Equal"}}}},
+      {"Disruption.policy", {{"enum", {"wait", "cordon", "drain"}}}},
+      {"Disruption.timeoutSeconds", {{"minimum", 0}}},
+      {"Disruption.maxUnavailable", {{"x-kubernetes-int-or-string", true}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
       {"BaselineValue.statistic", {{"enum", {"mean", "median", "p05", "p95", "min", "max"}}}},
       {"BaselineValue.metric", {{"minLength", 1}}},
@@ -69,7 +72,11 @@ Json MessageSchema(const Descriptor* d) {
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* f = d->field(i);
     Json s = FieldSchema(f);
-    if (!f->is_map() && !f->is_repeated()) s.update(Extra(d->name(), f->json_name()));
+    if (!f->is_map() && !f->is_repeated()) {
+      s.update(Extra(d->name(), f->json_name()));
+      // IntOrString: a number or a string, so no type.
+      if (s.value("x-kubernetes-int-or-string", false)) s.erase("type");
+    }
     if (f->is_map()) s["additionalProperties"].update(Extra(d->name(), f->json_name()));
     if (f->is_repeated() && !f->is_map()) s["items"].update(Extra(d->name(), f->json_name()));
     props[f->json_name()] = s;

@@ -4,9 +4,11 @@
 #include <map>
 #include <set>
 
+#include "common/labels.h"
 #include "common/termination.h"
 #include "common/time.h"
 #include "operator/eta.h"
+#include "operator/disruption.h"
 #include "operator/gangs.h"
 #include "operator/lifecycle.h"
 #include "operator/names.h"
@@ -112,6 +114,8 @@ Decision DecideDeletion(const Snapshot& s) {
   for (const auto& [node, c] : s.claims) {
     if (c.holder.validation == s.name && c.holder.uid == s.uid) ReleaseClaim(c, &d);
   }
+  // Whatever the run was doing, the nodes it had under test are given back.
+  d.restoreNodes = NodesToGiveBack(s.nodes, s.name, {}, {});
   d.removeFinalizer = true;
   return d;
 }
@@ -395,7 +399,8 @@ void SetTimeLeft(const ResolvedPlan& plan, const std::map<std::string, const Pod
 // The run's nodes, pods and results: what each node has, what to start, and the status.
 void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
                const ResolvedPlan& plan, const std::vector<std::string>& selected,
-               const Json& old_status, Json status, Decision* d) {
+               const DisruptionSettings& disruption, const Json& old_status, Json status,
+               Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::string now = FormatRfc3339(now_tp);
   const RunContext ctx = ContextOf(s, config, now_tp);
@@ -406,6 +411,36 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   for (const auto& [node, pod] : pods) nodes_with_pods.insert(node);
   NodeStates st = ClassifyNodes(ctx, selected, pods, d);
   std::vector<NodeOutcome>& outcomes = d->outcomes;
+  // The nodes with a live worker of this run: under test.
+  std::set<std::string> live;
+  for (const auto& p : s.pods) {
+    if (!p.terminal && BaseRun(p.run) == s.run) live.insert(p.node);
+  }
+  for (const auto& o : outcomes) {
+    if (!o.verdict.empty()) live.erase(o.node);  // its worker is exiting
+  }
+  // Safe disruption (single-node runs): nodes other pods' GPUs keep busy wait, are cordoned or
+  // drained; at most maxUnavailable of the selected nodes under test.
+  int disruption_waits = 0;
+  bool draining = false;
+  if (!plan.gang && !ctx.suspended) {
+    DisruptionPlan dp = PlanDisruption(s, disruption, selected, st.toStart, live, now_tp);
+    st.toStart = dp.start;
+    disruption_waits = static_cast<int>(dp.waiting.size());
+    draining = !dp.evictions.empty();
+    for (auto& w : dp.waiting) d->waiting.push_back(std::move(w));
+    for (const auto& [node, reason] : dp.timedOut) {
+      d->results.push_back({BuildOperatorResult(ctx.owner, config.nameSpace, s.run, node,
+                                                ObjectName({s.name, s.run, node}), reason, now),
+                            ""});
+      for (auto& o : outcomes) {
+        if (o.node == node) o = {node, "ERROR", "", "", reason, true};
+      }
+    }
+    d->disruptNodes = std::move(dp.disrupt);
+    d->evictions = std::move(dp.evictions);
+    d->underTest = std::move(dp.held);
+  }
   int parallelism = spec.policy().parallelism();
   if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
 
@@ -469,7 +504,6 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       d->services.push_back(BuildGangService(ctx.owner, config.nameSpace, s.run, id, ctx.port));
     }
   }
-
   // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
   // again in smaller gangs until the suspects are named.
   const bool all_decided = std::all_of(outcomes.begin(), outcomes.end(),
@@ -526,9 +560,14 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       st.requeue = std::chrono::seconds(2);
     }
   }
-  if (st.claimWaits + st.busyWaits > 0 && !ctx.suspended) {
+  if (draining && (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2))) {
+    // A refused eviction (a PodDisruptionBudget) is asked again, as kubectl drain does.
+    st.requeue = std::chrono::seconds(2);
+  }
+  if (st.claimWaits + st.busyWaits + disruption_waits > 0 && !ctx.suspended) {
     // Waiting for nodes other validations hold (their claim, or their worker still running
-    // there): not an error, not yet running everywhere.
+    // there), for other pods to give up a node's GPUs, or for a node's turn under
+    // maxUnavailable: not an error, not yet running everywhere.
     for (auto& c : (*d->status)["conditions"]) {
       if (c.value("type", "") == "Ready" || c.value("type", "") == "Reconciling") {
         c["reason"] = "Waiting";
@@ -643,9 +682,52 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
     d.events.push_back({"Warning", "NoNodesSelected", msg, true, ""});
     return d;
   }
-  DecideRun(s, config, now_tp, *plan, selected, old_status, status, &d);
+  Result<DisruptionSettings> disruption =
+      ParseDisruption(s.spec->doc.spec().disruption(), selected.size());
+  if (!disruption.ok()) {
+    const std::string msg = disruption.status().message();
+    d.status =
+        StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
+    d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
+    return d;
+  }
+  DecideRun(s, config, now_tp, *plan, selected, *disruption, old_status, status, &d);
   DecideClaims(s, config, now_tp, plan->gang, &d);
   return d;
+}
+
+// Every node with a worker of this run still measuring (or starting now) is under test and
+// carries the label; once the run is complete none is.
+void MarkWorkingNodes(const Snapshot& s, Decision* d) {
+  if (d->status && !d->status->value("completionTime", "").empty()) {
+    d->underTest.clear();
+    d->disruptNodes.clear();
+    d->evictions.clear();
+    return;
+  }
+  std::set<std::string> decided;
+  for (const auto& o : d->outcomes) {
+    if (!o.verdict.empty()) decided.insert(o.node);
+  }
+  std::set<std::string> working;
+  for (const auto& p : s.pods) {
+    if (p.terminal || BaseRun(p.run) != s.run) continue;
+    // A worker whose result is in is exiting: its node is done (a narrowing round's is not).
+    if (p.run == s.run && decided.contains(p.node)) continue;
+    working.insert(p.node);
+  }
+  for (const auto& p : d->pods) working.insert(ViewOfPod(p.pod).node);
+  std::set<std::string> labelled;
+  for (const auto& n : d->disruptNodes) labelled.insert(n.node);
+  const std::string own = LabelValue(s.name);
+  for (const auto& node : working) {
+    d->underTest.insert(node);
+    auto it = s.nodes.find(node);
+    if (it != s.nodes.end() && Label(it->second, kUnderTestLabel) != own &&
+        !labelled.contains(node)) {
+      d->disruptNodes.push_back({node, true, false});
+    }
+  }
 }
 
 }  // namespace
@@ -654,7 +736,20 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
   if (!s.exists) return Decision{};
   if (s.deleting) return DecideDeletion(s);
   Decision d = DecideValidation(s, config, now_tp);
-  if (d.retry.ok()) DecideLifecycle(s, now_tp, &d);
+  if (d.retry.ok()) {
+    DecideLifecycle(s, now_tp, &d);
+    // Nodes under test for this validation that it no longer holds (their result is in, the
+    // run completed, was suspended or replaced, the spec became invalid) are given back; a
+    // FAIL keeps its cordon when policy.onFailure is taintAndCordon.
+    MarkWorkingNodes(s, &d);
+    std::set<std::string> keep_cordon;
+    if (s.spec && s.spec->doc.spec().policy().onfailure() == "taintAndCordon") {
+      for (const auto& o : d.outcomes) {
+        if (o.verdict == "FAIL") keep_cordon.insert(o.node);
+      }
+    }
+    d.restoreNodes = NodesToGiveBack(s.nodes, s.name, d.underTest, keep_cordon);
+  }
   if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
   return d;
 }

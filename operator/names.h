@@ -27,6 +27,14 @@ inline constexpr const char* kRecoveredFromAnnotation = "perfgate.io/recovered-f
 inline constexpr const char* kGangLabel = "perfgate.io/gang";
 // On a node that failed repeatedly (operator/repeated_failures.h): "true".
 inline constexpr const char* kRepeatedFailureLabel = "perfgate.io/repeated-failure";
+// On a node under test (its worker running, or being made free for it): the validation's label
+// value. Removed once the node's result is in, whatever happens (docs/operator.md).
+inline constexpr const char* kUnderTestLabel = "perfgate.io/under-test";
+// On a node perfgate cordoned to make it free for a test (spec.disruption cordon or drain): the
+// validation; the cordon is undone with the label. Absent when the node was cordoned already.
+inline constexpr const char* kCordonedForTestAnnotation = "perfgate.io/cordoned-for-test";
+// When the node's disruption began (RFC 3339): spec.disruption.timeoutSeconds counts from it.
+inline constexpr const char* kDisruptionSinceAnnotation = "perfgate.io/disruption-since";
 
 kube::GroupVersionResource ValidationsResource();
 kube::GroupVersionResource ResultsResource();

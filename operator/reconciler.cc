@@ -22,6 +22,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
   if (!snapshot->exists) return ReconcileResult{};
   FreezeBaselines(&*snapshot);
+  snapshot->evictionRefused = actor_.EvictionsRefused(name);
   if (recorder_ != nullptr && !snapshot->deleting)
     recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
   // Decide: pure.

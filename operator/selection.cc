@@ -53,7 +53,8 @@ std::vector<std::string> SelectNodes(const v1alpha1::PerfValidationSpec& spec,
     const Json meta = node.value("metadata", Json::object());
     const bool cordoned =
         node.value("spec", Json::object()).value("unschedulable", false) &&
-        !meta.value("annotations", Json::object()).contains(kCordonedByAnnotation);
+        !meta.value("annotations", Json::object()).contains(kCordonedByAnnotation) &&
+        !meta.value("annotations", Json::object()).contains(kCordonedForTestAnnotation);
     if (!explicitly && cordoned && !spec.includecordoned()) continue;
     selected.push_back(n);
     seen.insert(n);

@@ -99,6 +99,59 @@ Status ObserveClaims(kube::Client& client, const ReconcilerConfig& config, Snaps
   return Status::Ok();
 }
 
+// The nvidia.com/gpu a pod asks for (its containers' limits, else requests).
+int GpusOf(const Json& pod) {
+  int total = 0;
+  for (const auto& c : pod.value("spec", Json::object()).value("containers", Json::array())) {
+    const Json res = c.value("resources", Json::object());
+    Json q = res.value("limits", Json::object()).value("nvidia.com/gpu", Json());
+    if (q.is_null()) q = res.value("requests", Json::object()).value("nvidia.com/gpu", Json());
+    if (q.is_number_integer()) total += q.get<int>();
+    if (q.is_string()) total += std::atoi(q.get<std::string>().c_str());
+  }
+  return total;
+}
+
+// Other pods holding GPUs on `nodes` (not perfgate's workers, not terminal), read from the API:
+// the operator caches only its own pods. A few nodes are listed one by one (fieldSelector
+// spec.nodeName, as kubectl drain does), more with one list of the cluster's live pods.
+Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
+                      const std::vector<std::string>& nodes, Snapshot* s) {
+  if (nodes.empty()) return Status::Ok();
+  std::vector<Json> pods;
+  auto add = [&](const Json& list) {
+    for (const auto& p : list.value("items", Json::array())) pods.push_back(p);
+  };
+  if (nodes.size() <= 8) {
+    for (const auto& node : nodes) {
+      kube::ListOptions lo;
+      lo.fieldSelector = "spec.nodeName=" + node;
+      ASSIGN_OR_RETURN(Json list, client.ListAll(kube::PodsResource(), "", lo));
+      add(list);
+    }
+  } else {
+    kube::ListOptions lo;
+    lo.fieldSelector = "status.phase!=Succeeded,status.phase!=Failed";
+    lo.limit = 500;
+    ASSIGN_OR_RETURN(Json list, client.ListAll(kube::PodsResource(), "", lo));
+    add(list);
+  }
+  const std::set<std::string> wanted(nodes.begin(), nodes.end());
+  for (const auto& p : pods) {
+    const std::string node = Str(p, "/spec/nodeName"_json_pointer);
+    const std::string phase = Str(p, "/status/phase"_json_pointer);
+    if (!wanted.contains(node) || phase == "Succeeded" || phase == "Failed") continue;
+    const std::string ns = Str(p, "/metadata/namespace"_json_pointer);
+    // perfgate's own workers: claims and busyWith speak for them.
+    if (ns == config.nameSpace && !Label(p, kValidationLabel).empty()) continue;
+    const int gpus = GpusOf(p);
+    if (gpus <= 0) continue;
+    s->gpuPods[node].push_back(
+        {ns, Name(p), gpus, !Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()});
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj) {
@@ -194,10 +247,12 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   // narrowing rounds run again on nodes whose pod finished).
   const bool gang = !spec.gang().shape().empty();
   const std::string own = LabelValue(name);
+  std::vector<std::string> free_nodes;  // where other pods' GPUs are looked up
   for (const auto& node : SelectNodes(spec, s.nodes)) {
     if (!gang && (nodes_with_pods.contains(node) || nodes_with_results.contains(node))) {
       continue;
     }
+    if (!gang && !spec.suspend()) free_nodes.push_back(node);
     for (const auto& p : caches.podsOn(node)) {
       const std::string v = Label(p, kValidationLabel);
       const std::string phase = Str(p, "/status/phase"_json_pointer);
@@ -208,6 +263,8 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
       }
     }
   }
+  std::erase_if(free_nodes, [&](const std::string& n) { return s.busyWith.contains(n); });
+  RETURN_IF_ERROR(ObserveGpuPods(client, config, free_nodes, &s));
   RETURN_IF_ERROR(ObserveProfiles(client, spec, &s.profiles));
   RETURN_IF_ERROR(ObserveBaselines(client, spec, s.profiles, &s.baselines));
   return s;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ struct PodView {
   bool resultInApi = false;
 };
 
+// A pod of someone else's that holds GPUs (requests nvidia.com/gpu) on a node.
+struct GpuPod {
+  std::string nameSpace;
+  std::string name;
+  int gpus = 0;
+  bool terminating = false;  // deletionTimestamp set: going, but its GPUs are not free yet
+  std::string Key() const { return nameSpace + "/" + name; }
+};
+
 struct Snapshot {
   bool exists = false;  // false: the validation is gone, nothing to do
   Json validation;      // as read from the API, status included
@@ -79,6 +89,12 @@ struct Snapshot {
   // Node claims by node (operator/claims.h), read from the API: every claim Lease, with
   // whether its holder is gone.
   std::map<std::string, NodeClaim> claims;
+  // Other pods holding GPUs (not terminal), by node, read for the selected nodes this
+  // validation may start a worker on or is making free (operator/disruption.h).
+  std::map<std::string, std::vector<GpuPod>> gpuPods;
+  // Evictions the API server refused at this operator's last try, by "namespace/name": its
+  // message (e.g. a PodDisruptionBudget's 429).
+  std::map<std::string, std::string> evictionRefused;
 };
 
 // Reads the snapshot of validation `name`. Blocking; an error means "retry with backoff".

@@ -1083,6 +1083,15 @@ void KubeSim::Impl::Handle(const HttpRequest& req, HttpResponder& resp) {
     sendOutcome(o);
     return;
   }
+  if (info.subresource == "eviction" && t.key() == "/pods" && req.method == "POST") {
+    bool ok = false;
+    Json body = ParseBody(bodyText, &ok);
+    Outcome o = EvictLocked(info.ns, info.name, ok ? body : Json::object());
+    finish(o.code);
+    lock.unlock();
+    sendOutcome(o);
+    return;
+  }
   if (!info.subresource.empty() && info.subresource != "status") {
     finish(404);
     lock.unlock();

@@ -318,6 +318,7 @@ void KubeSim::Impl::ControllerLoop() {
       }
       ScheduleLocked();
       KubeletLocked();
+      DisruptionControllerLocked();
     }
     ReapPodsLocked();
   }

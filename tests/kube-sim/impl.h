@@ -119,6 +119,10 @@ struct KubeSim::Impl {
   void RecordEventLocked(const Json& involved, const std::string& type, const std::string& reason,
                          const std::string& message);
   Status AddNodeLocked(const NodeSpec& spec);
+  // ---- PodDisruptionBudgets and evictions (disruption.cc)
+  Json PdbStatusLocked(const Json& pdb);
+  void DisruptionControllerLocked();
+  Outcome EvictLocked(const std::string& ns, const std::string& name, const Json& eviction);
 };
 
 }  // namespace perfgate::kubesim

@@ -49,6 +49,7 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
       Builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
               false, {"crd", "crds"}, true),
       Builtin("apps", "v1", "Deployment", "deployments", true, {"deploy"}, true),
+      Builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, {"pdb"}, true),
       Builtin("events.k8s.io", "v1", "Event", "events", true, {"ev"}),
       Builtin("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
               "validatingadmissionpolicies", false, {}, true),
@@ -56,10 +57,10 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
               "validatingadmissionpolicybindings", false),
   };
   for (auto& t : list) {
-    if (t.key() == "/pods") t.extraSubresources = {"log", "binding"};
+    if (t.key() == "/pods") t.extraSubresources = {"log", "binding", "eviction"};
     if (t.key() == "/serviceaccounts") t.extraSubresources = {"token"};
     if (t.key() == "apiextensions.k8s.io/customresourcedefinitions" ||
-        t.key() == "apps/deployments") {
+        t.key() == "apps/deployments" || t.key() == "policy/poddisruptionbudgets") {
       t.hasGeneration = true;
     }
     types[t.key()] = t;

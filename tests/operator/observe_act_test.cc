@@ -165,6 +165,16 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
   transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfprofiles/sim",
                      Reply().WithStatus(404).WithBody(NotFoundBody()));
   transport_->Expect("GET", kClaimsPath, Reply().WithBody(R"({"items": []})"));
+  // node-0 is free of perfgate's workers: the pods bound to it are read from the API, and a
+  // training pod there holds 8 GPUs (a pod without GPUs does not count).
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": [
+        {"metadata": {"name": "train", "namespace": "ml"},
+         "spec": {"nodeName": "node-0", "containers": [{"name": "c",
+                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+         "status": {"phase": "Running"}},
+        {"metadata": {"name": "web", "namespace": "ml"},
+         "spec": {"nodeName": "node-0", "containers": [{"name": "c"}]},
+         "status": {"phase": "Running"}}]})"));
   nodes_ = {Node("node-0"), Node("node-1")};
   others_ = {{{"metadata", {{"name", "x"}, {"labels", {{kValidationLabel, "other"}}}}},
               {"spec", {{"nodeName", "node-1"}}},
@@ -174,8 +184,11 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
   EXPECT_EQ(s->busyWith, (std::map<std::string, std::string>{{"node-1", "other"}}));
   EXPECT_TRUE(s->profiles.byName.empty());
   EXPECT_FALSE(s->profiles.listed);
-  // The validation, the node claims, the profile.
-  EXPECT_EQ(transport_->requests().size(), 3u);
+  ASSERT_EQ(s->gpuPods["node-0"].size(), 1u);
+  EXPECT_EQ(s->gpuPods["node-0"][0].Key(), "ml/train");
+  EXPECT_EQ(s->gpuPods["node-0"][0].gpus, 8);
+  // The validation, the node claims, node-0's pods, the profile.
+  EXPECT_EQ(transport_->requests().size(), 4u);
 }
 
 // Claims come from the API, not a cache; a claim's holder is read once to know whether it is
@@ -196,6 +209,9 @@ TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
   running["metadata"]["generation"] = 2;
   transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfvalidations/running",
                      Reply().WithBody(running.dump()));
+  // Each free node's pods (none holds GPUs).
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_EQ(s->claims.size(), 2u);

@@ -1,0 +1,69 @@
+// Safe disruption (spec.disruption): which free nodes may start their worker now, which wait
+// for other pods to give up their GPUs (or for their turn under maxUnavailable), which are
+// cordoned or drained first, and which nodes are given back once their test is over. Pure:
+// reads the snapshot, returns actions (docs/operator.md, "Safe disruption").
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "operator/actions.h"
+#include "operator/snapshot.h"
+#include "perfgate/v1alpha1/validation.pb.h"
+
+namespace perfgate::op {
+
+struct DisruptionSettings {
+  std::string policy = "wait";  // wait | cordon | drain
+  int timeoutSeconds = 0;       // 0: no limit
+  int maxUnavailable = 0;       // nodes under test at once among the selected; 0: no limit
+};
+
+// `value` ("2", "25%", "" for all) of `selected` nodes: a count, or a percentage rounded down
+// and at least 1, as a Deployment's maxUnavailable. kInvalidArgument naming the field.
+Result<int> MaxUnavailable(const std::string& value, size_t selected);
+
+// spec.disruption checked for `selected` nodes; kInvalidArgument naming the field.
+Result<DisruptionSettings> ParseDisruption(const v1alpha1::Disruption& spec, size_t selected);
+
+struct DisruptionPlan {
+  std::vector<std::string> start;    // free of other GPU pods and within maxUnavailable
+  std::vector<std::string> waiting;  // "node (why)", for the status message
+  // Nodes whose GPU pods outlived spec.disruption.timeoutSeconds: node -> the ERROR's reason.
+  std::vector<std::pair<std::string, std::string>> timedOut;
+  std::vector<NodeDisruption> disrupt;
+  std::vector<PodEviction> evictions;
+  // Nodes this validation keeps under test while they are made free.
+  std::set<std::string> held;
+};
+
+// For the nodes in `candidates` (in selected order: no pod or result of this run, not claimed
+// or busy with another validation), given the nodes of `selected` and those with a live worker
+// of this run (`live`).
+DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& settings,
+                              const std::vector<std::string>& selected,
+                              const std::vector<std::string>& candidates,
+                              const std::set<std::string>& live,
+                              std::chrono::system_clock::time_point now);
+
+// The nodes labelled under test by validation `name` that it no longer holds; `keep_cordon`:
+// those whose cordon stays as policy.onFailure taintAndCordon's.
+std::vector<NodeRestore> NodesToGiveBack(const std::map<std::string, Json>& nodes,
+                                         const std::string& name, const std::set<std::string>& held,
+                                         const std::set<std::string>& keep_cordon);
+
+// Node edits (in memory; Act writes them). Each returns whether anything changed.
+// Labels `node` under test by validation `name`, records when it began, and cordons it
+// (recording that perfgate did) when `cordon` and it is not cordoned already.
+bool MarkUnderTest(Json* node, const std::string& name, bool cordon, const std::string& now);
+// Removes what MarkUnderTest set for `name` (nothing when another validation's label is there);
+// the cordon perfgate made is undone, or with `keep_cordon` kept as the FAIL cordon
+// (perfgate.io/cordoned-by), which a later PASS lifts.
+bool GiveBack(Json* node, const std::string& name, bool keep_cordon);
+
+}  // namespace perfgate::op

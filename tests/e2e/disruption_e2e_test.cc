@@ -1,0 +1,182 @@
+// Safe disruption end to end (docs/operator.md, "Safe disruption"): a node whose GPUs another
+// pod holds waits by default, is cordoned and waited for with `cordon`, drained through the
+// Eviction API with `drain` (a PodDisruptionBudget that forbids it keeps the node waiting and
+// nothing is deleted), and never more than maxUnavailable nodes are under test at once.
+#include "tests/e2e/e2e_fixture.h"
+
+namespace perfgate::e2e {
+namespace {
+
+using kubesim::testing::ShellQuote;
+
+class Disruption : public E2E {
+ protected:
+  void SetUp() override {
+    E2E::SetUp();
+    auto r = Kubectl(*sim_, {"create", "namespace", "ml"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+
+  // Someone else's training pod holding `gpus` GPUs of `node` until the file `done` appears.
+  std::string StartGpuPod(const std::string& name, const std::string& node, int gpus) {
+    const std::string done = sim_->workDir() + "/" + name + ".done";
+    Json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "ml"}, {"labels", {{"app", "train"}}}}},
+        {"spec",
+         {{"restartPolicy", "Never"},
+          {"terminationGracePeriodSeconds", 2},
+          {"nodeSelector", {{"kubernetes.io/hostname", node}}},
+          {"containers",
+           {{{"name", "train"},
+             {"image", "example.com/train:1"},
+             {"command",
+              {"/bin/sh", "-c", "while [ ! -e " + ShellQuote(done) + " ]; do sleep 0.1; done"}},
+             {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+    EXPECT_TRUE(sim_->Create("", "pods", pod).ok());
+    EXPECT_TRUE(Eventually([&] { return Phase(name) == "Running"; }));
+    return done;
+  }
+  std::string Phase(const std::string& name) {
+    auto p = sim_->Get("", "pods", "ml", name);
+    return p.ok() ? p->value("status", Json::object()).value("phase", "") : "<gone>";
+  }
+  // The validation's status message once it says `text` (or "" after `seconds`).
+  bool StatusSays(const std::string& name, const std::string& text, double seconds = 30) {
+    return Eventually(
+        [&] {
+          auto v = sim_->Get("perfgate.io", "perfvalidations", "", name);
+          return v.ok() && (*v).value("status", Json::object()).value("message", "").find(text) !=
+                               std::string::npos;
+        },
+        seconds);
+  }
+  static bool Cordoned(const Json& node) {
+    return node.value("spec", Json::object()).value("unschedulable", false);
+  }
+  static std::string UnderTest(const Json& node) {
+    return node["metadata"].value("labels", Json::object()).value("perfgate.io/under-test", "");
+  }
+  bool WorkerOn(const std::string& validation, const std::string& node) {
+    for (const auto& p : Pods(validation)) {
+      if (p["spec"].value("nodeName", "") == node) return true;
+    }
+    return false;
+  }
+  void ExpectAllPassedAndGivenBack(const std::string& name) {
+    Json v = Validation(name);
+    EXPECT_EQ(v["status"].value("passedNodes", ""), "4/4") << v.dump(2);
+    for (int i = 0; i < 4; ++i) {
+      const Json n = Node("node-" + std::to_string(i));
+      EXPECT_EQ(UnderTest(n), "") << n.dump();
+      EXPECT_FALSE(Cordoned(n)) << n.dump();
+    }
+  }
+};
+
+TEST_F(Disruption, DefaultWaitsWhileAnotherPodHoldsTheGpus) {
+  const std::string done = StartGpuPod("train", "node-1", 8);
+  Apply(SyntheticSpec("wait", ""));
+  ASSERT_TRUE(StatusSays("wait", "node-1 (its GPUs are held by pod ml/train)"));
+  ASSERT_TRUE(StatusSays("wait", "3 of 4 nodes done"));
+  Json v = Validation("wait");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "Waiting") << v.dump(2);
+  // Waiting, not fighting: no worker on node-1, no cordon, the training pod untouched.
+  EXPECT_FALSE(WorkerOn("wait", "node-1"));
+  EXPECT_FALSE(Cordoned(Node("node-1")));
+  EXPECT_EQ(Phase("train"), "Running");
+
+  std::ofstream(done) << "";
+  ASSERT_TRUE(WaitComplete("wait", 60));
+  ExpectAllPassedAndGivenBack("wait");
+  EXPECT_EQ(Phase("train"), "Succeeded");
+}
+
+TEST_F(Disruption, CordonCordonsWaitsForTheGpuPodThenTestsAndUncordons) {
+  const std::string done = StartGpuPod("train", "node-1", 8);
+  Apply(
+      SyntheticSpec("cordon", "", "    onFailure: taint\n", "  disruption:\n    policy: cordon\n"));
+  ASSERT_TRUE(StatusSays("cordon", "node-1 (cordoned; waiting for pod ml/train to finish)"));
+  Json n = Node("node-1");
+  EXPECT_TRUE(Cordoned(n)) << n.dump();
+  EXPECT_EQ(UnderTest(n), "cordon");
+  EXPECT_EQ(Phase("train"), "Running");  // cordon never evicts
+  EXPECT_FALSE(WorkerOn("cordon", "node-1"));
+
+  // The job finishes: node-1 is tested on its cordon, then given back.
+  std::ofstream(done) << "";
+  ASSERT_TRUE(WaitComplete("cordon", 60));
+  ExpectAllPassedAndGivenBack("cordon");
+  EXPECT_FALSE(Node("node-1")["metadata"]["annotations"].contains("perfgate.io/cordoned-for-test"));
+}
+
+TEST_F(Disruption, DrainEvictsButABudgetThatForbidsItKeepsTheNodeWaiting) {
+  StartGpuPod("train-a", "node-2", 4);
+  StartGpuPod("train-b", "node-2", 4);
+  Apply(R"(apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: train, namespace: ml}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: train}}
+)");
+  Apply(SyntheticSpec("drain", "", "    onFailure: taint\n", "  disruption:\n    policy: drain\n"));
+  ASSERT_TRUE(StatusSays("drain",
+                         "Cannot evict pod as it would violate the pod's disruption "
+                         "budget. The disruption budget train needs 2 healthy pods"));
+  Json v = Validation("drain");
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "Waiting") << v.dump(2);
+  EXPECT_TRUE(Cordoned(Node("node-2")));
+  // Held by the budget: both pods run on, nobody deleted them.
+  EXPECT_EQ(Phase("train-a"), "Running");
+  EXPECT_EQ(Phase("train-b"), "Running");
+  for (const auto& r : sim_->Requests()) {
+    if (r.resource == "pods" && r.nameSpace == "ml") {
+      EXPECT_NE(r.verb, "delete") << "a pod under a budget was deleted: " << r.name;
+    }
+  }
+  // The budget allows it: both are evicted and node-2 is tested, then uncordoned.
+  auto r = Kubectl(*sim_, {"patch", "pdb", "-n", "ml", "train", "--type=merge", "-p",
+                           R"({"spec":{"minAvailable":0}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_TRUE(WaitComplete("drain", 60));
+  ExpectAllPassedAndGivenBack("drain");
+  EXPECT_EQ(Phase("train-a"), "<gone>");
+  EXPECT_EQ(Phase("train-b"), "<gone>");
+  int evictions = 0;
+  int refused = 0;
+  for (const auto& req : sim_->Requests()) {
+    if (req.resource == "pods" && req.subresource == "eviction") {
+      evictions += req.code == 201;
+      refused += req.code == 429;
+    }
+  }
+  EXPECT_EQ(evictions, 2);
+  EXPECT_GE(refused, 1);
+}
+
+TEST_F(Disruption, NeverMoreThanMaxUnavailableNodesUnderTest) {
+  Apply(SyntheticSpec("rolling", "", "    onFailure: taint\n",
+                      "  disruption:\n    maxUnavailable: 1\n", "0.05"));
+  size_t most_labelled = 0;
+  bool waited = false;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        size_t labelled = 0;
+        for (const auto& n : sim_->List("", "nodes", "")) labelled += !UnderTest(n).empty();
+        most_labelled = std::max(most_labelled, labelled);
+        auto v = sim_->Get("perfgate.io", "perfvalidations", "", "rolling");
+        if (!v.ok()) return false;
+        const Json st = v->value("status", Json::object());
+        waited |= st.value("message", "").find("waiting for its turn") != std::string::npos;
+        return !st.value("completionTime", "").empty();
+      },
+      120));
+  EXPECT_EQ(most_labelled, 1u);
+  EXPECT_TRUE(waited);
+  ExpectAllPassedAndGivenBack("rolling");
+}
+
+}  // namespace
+}  // namespace perfgate::e2e

@@ -1,0 +1,364 @@
+// Safe disruption in memory (operator/disruption.h through Decide): the default waits while
+// another pod holds a node's GPUs, cordon cordons and waits, drain evicts and a refused
+// eviction keeps the node waiting, maxUnavailable bounds the nodes under test, and every node
+// is given back (label gone, perfgate's cordon undone) whatever happens.
+#include "operator/disruption.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/labels.h"
+#include "common/time.h"
+#include "operator/decide.h"
+#include "operator/names.h"
+
+namespace perfgate::op {
+namespace {
+
+using std::chrono::seconds;
+
+const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:00:00Z");
+const std::string kName = "acceptance";
+
+ReconcilerConfig Config() {
+  ReconcilerConfig c;
+  c.schedulingTimeout = seconds(3);
+  c.workerImage = "ghcr.io/perfgate/perfgate-worker:test";
+  return c;
+}
+
+Json NodeObj(const std::string& name) {
+  return {{"metadata",
+           {{"name", name},
+            {"labels",
+             {{"nvidia.com/gpu.present", "true"}, {"nvidia.com/gpu.product", "NVIDIA-H200"}}}}},
+          {"spec", Json::object()},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+}
+
+// What one reconcile of validation "acceptance" observes.
+struct World {
+  Json spec = Json::parse(R"({
+    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+    "sampling": {"warmup": 1, "minRepeats": 5, "maxRepeats": 20},
+    "tests": [{"type": "hbm-stream"}]})");
+  std::map<std::string, Json> nodes;
+  std::vector<Json> pods;
+  std::vector<Json> results;
+  std::map<std::string, std::vector<GpuPod>> gpuPods;
+  std::map<std::string, std::string> evictionRefused;
+  bool deleting = false;
+  std::chrono::system_clock::time_point now = kT0;
+
+  explicit World(int n = 4) {
+    for (int i = 0; i < n; ++i)
+      nodes["node-" + std::to_string(i)] = NodeObj("node-" + std::to_string(i));
+  }
+
+  Snapshot Observe() const {
+    Snapshot s;
+    s.exists = true;
+    s.validation = {
+        {"apiVersion", "perfgate.io/v1alpha1"},
+        {"kind", "PerfValidation"},
+        {"metadata",
+         {{"name", kName}, {"uid", "uid-1"}, {"generation", 1}, {"finalizers", {kFinalizer}}}},
+        {"spec", spec}};
+    if (deleting) s.validation["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
+    s.name = kName;
+    s.uid = "uid-1";
+    s.run = RunId(1, "");
+    s.deleting = deleting;
+    s.hasFinalizer = true;
+    auto parsed = ParseValidationObject(s.validation);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    if (parsed.ok()) s.spec = *parsed;
+    s.nodes = nodes;
+    for (const auto& p : pods) s.pods.push_back(ViewOfPod(p));
+    s.results = results;
+    s.gpuPods = gpuPods;
+    s.evictionRefused = evictionRefused;
+    return s;
+  }
+  Decision Decide() const { return op::Decide(Observe(), Config(), now); }
+
+  // Applies the node edits and pod creates of `d`, as Act would.
+  void Apply(const Decision& d) {
+    for (const auto& n : d.disruptNodes) {
+      MarkUnderTest(&nodes[n.node], kName, n.cordon, FormatRfc3339(now));
+    }
+    for (const auto& r : d.restoreNodes) GiveBack(&nodes[r.node], kName, r.keepCordon);
+    for (const auto& p : d.pods) {
+      Json pod = p.pod;
+      pod["status"] = {{"phase", "Running"}};
+      pod["spec"]["nodeName"] = ViewOfPod(pod).node;
+      pods.push_back(pod);
+    }
+  }
+
+  void Result(const std::string& node, const std::string& verdict) {
+    const std::string run = RunId(1, "");
+    results.push_back(
+        {{"metadata",
+          {{"name", ObjectName({kName, run, node})},
+           {"creationTimestamp", FormatRfc3339(now)},
+           {"labels",
+            {{kValidationLabel, LabelValue(kName)}, {kNodeLabel, node}, {kRunLabel, run}}}}},
+         {"spec",
+          {{"validation", kName},
+           {"nodeName", node},
+           {"run", run},
+           {"report",
+            {{"verdict", verdict},
+             {"tests", {{{"name", "hbm-stream"}, {"verdict", verdict}}}}}}}}});
+    for (auto& p : pods) {
+      if (ViewOfPod(p).node == node) p["status"]["phase"] = "Succeeded";
+    }
+  }
+};
+
+std::set<std::string> PodNodes(const Decision& d) {
+  std::set<std::string> out;
+  for (const auto& p : d.pods) out.insert(ViewOfPod(p.pod).node);
+  return out;
+}
+
+std::string Reason(const Decision& d, const std::string& type) {
+  for (const auto& c : d.status->value("conditions", Json::array())) {
+    if (c.value("type", "") == type) return c.value("reason", "");
+  }
+  return "";
+}
+
+const NodeDisruption* DisruptionOf(const Decision& d, const std::string& node) {
+  for (const auto& n : d.disruptNodes) {
+    if (n.node == node) return &n;
+  }
+  return nullptr;
+}
+
+bool Unschedulable(const Json& node) { return node["spec"].value("unschedulable", false); }
+
+TEST(Disruption, MaxUnavailableIsACountOrAPercentageRoundedDownAndAtLeastOne) {
+  EXPECT_EQ(*MaxUnavailable("", 7), 7);
+  EXPECT_EQ(*MaxUnavailable("2", 7), 2);
+  EXPECT_EQ(*MaxUnavailable("25%", 10), 2);  // 2.5 rounded down
+  EXPECT_EQ(*MaxUnavailable("10%", 4), 1);   // 0.4: at least one node, or nothing runs
+  EXPECT_EQ(*MaxUnavailable("100%", 7), 7);
+  EXPECT_EQ(*MaxUnavailable("50%", 5), 2);
+  for (const char* bad : {"0", "-1", "abc", "150%", "%", "2.5"}) {
+    auto r = MaxUnavailable(bad, 4);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("spec.disruption.maxUnavailable"), std::string::npos);
+  }
+  v1alpha1::Disruption d;
+  d.set_policy("evict");
+  auto parsed = ParseDisruption(d, 4);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "spec.disruption.policy: \"evict\" is not one of wait, cordon, drain");
+}
+
+TEST(Disruption, InvalidMaxUnavailableIsInvalidSpecBeforeAnyPod) {
+  World w;
+  w.spec["disruption"] = {{"maxUnavailable", "0%"}};
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("spec.disruption.maxUnavailable"),
+            std::string::npos);
+}
+
+TEST(Disruption, DefaultWaitsWhileAnotherPodHoldsTheNodesGpus) {
+  World w;
+  w.gpuPods["node-1"] = {{"ml", "train-0", 8, false}};
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-2", "node-3"}));
+  EXPECT_TRUE(d.evictions.empty());
+  EXPECT_EQ(DisruptionOf(d, "node-1"), nullptr);  // neither labelled nor cordoned
+  EXPECT_EQ(Reason(d, "Ready"), "Waiting");
+  EXPECT_NE(d.status->value("message", "").find("node-1 (its GPUs are held by pod ml/train-0)"),
+            std::string::npos)
+      << d.status->dump();
+  // The nodes that start are labelled under test, not cordoned.
+  ASSERT_NE(DisruptionOf(d, "node-0"), nullptr);
+  EXPECT_FALSE(DisruptionOf(d, "node-0")->cordon);
+
+  // The pod finishes: node-1 gets its worker.
+  w.Apply(d);
+  w.gpuPods.clear();
+  EXPECT_EQ(PodNodes(w.Decide()), (std::set<std::string>{"node-1"}));
+}
+
+TEST(Disruption, CordonCordonsWaitsForTheGpuPodsThenTests) {
+  World w;
+  w.spec["disruption"] = {{"policy", "cordon"}};
+  w.gpuPods["node-1"] = {{"ml", "train-0", 8, false}};
+  Decision d = w.Decide();
+  EXPECT_FALSE(PodNodes(d).contains("node-1"));
+  ASSERT_NE(DisruptionOf(d, "node-1"), nullptr);
+  EXPECT_TRUE(DisruptionOf(d, "node-1")->cordon);
+  EXPECT_TRUE(d.evictions.empty());  // cordon never evicts
+  EXPECT_NE(d.status->value("message", "").find("node-1 (cordoned; waiting for pod ml/train-0"),
+            std::string::npos);
+  w.Apply(d);
+  EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
+  EXPECT_EQ(Label(w.nodes["node-1"], kUnderTestLabel), kName);
+
+  // Still running: still waiting, still cordoned, not given back.
+  d = w.Decide();
+  EXPECT_TRUE(d.restoreNodes.empty());
+  EXPECT_FALSE(PodNodes(d).contains("node-1"));
+
+  // It finishes: the worker starts on the cordoned node (its pod tolerates the cordon).
+  w.gpuPods.clear();
+  d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-1"}));
+  EXPECT_TRUE(d.restoreNodes.empty());
+  w.Apply(d);
+  EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
+
+  // Its result is in (PASS): the label goes and perfgate's cordon is undone.
+  w.Result("node-1", "PASS");
+  d = w.Decide();
+  ASSERT_EQ(d.restoreNodes.size(), 1u);  // the others' workers still run
+  EXPECT_EQ(d.restoreNodes[0].node, "node-1");
+  EXPECT_FALSE(d.restoreNodes[0].keepCordon);
+  w.Apply(d);
+  EXPECT_FALSE(Unschedulable(w.nodes["node-1"]));
+  EXPECT_EQ(Label(w.nodes["node-1"], kUnderTestLabel), "");
+  EXPECT_FALSE(w.nodes["node-1"]["metadata"]["annotations"].contains(kCordonedForTestAnnotation));
+}
+
+TEST(Disruption, DrainEvictsAndARefusedEvictionKeepsTheNodeWaitingWithoutDeleting) {
+  World w;
+  w.spec["disruption"] = {{"policy", "drain"}};
+  w.gpuPods["node-2"] = {{"ml", "train-0", 4, false}, {"ml", "train-1", 4, true}};
+  Decision d = w.Decide();
+  ASSERT_EQ(d.evictions.size(), 1u);  // the terminating one is going already
+  EXPECT_EQ(d.evictions[0].nameSpace, "ml");
+  EXPECT_EQ(d.evictions[0].name, "train-0");
+  EXPECT_TRUE(DisruptionOf(d, "node-2")->cordon);
+  EXPECT_TRUE(d.deletePods.empty());
+  EXPECT_EQ(d.requeueAfter, seconds(2));
+  w.Apply(d);
+
+  // The budget refuses: the node waits, saying why, and the eviction is asked again.
+  w.evictionRefused["ml/train-0"] =
+      "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget "
+      "train needs 2 healthy pods and has 2 currently";
+  d = w.Decide();
+  EXPECT_FALSE(PodNodes(d).contains("node-2"));
+  ASSERT_EQ(d.evictions.size(), 1u);
+  EXPECT_TRUE(d.deletePods.empty());
+  EXPECT_EQ(Reason(d, "Ready"), "Waiting");
+  EXPECT_NE(d.status->value("message", "")
+                .find("node-2 (draining: ml/train-0: Cannot evict pod as it would violate"),
+            std::string::npos)
+      << d.status->value("message", "");
+}
+
+TEST(Disruption, GpuPodsOutlivingTheTimeoutGiveErrorAndTheNodeBack) {
+  World w;
+  w.spec["disruption"] = {{"policy", "cordon"}, {"timeoutSeconds", 60}};
+  w.gpuPods["node-1"] = {{"ml", "train-0", 8, false}};
+  w.Apply(w.Decide());
+  w.now = kT0 + seconds(59);
+  EXPECT_TRUE(w.Decide().results.empty());
+  w.now = kT0 + seconds(60);
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.results.size(), 1u);
+  const Json& r = d.results[0].result;
+  EXPECT_EQ(r["spec"]["nodeName"], "node-1");
+  EXPECT_EQ(r["spec"]["report"]["verdict"], "ERROR");
+  EXPECT_NE(r["spec"]["report"].value("reason", "").find("spec.disruption.timeoutSeconds"),
+            std::string::npos);
+  ASSERT_EQ(d.restoreNodes.size(), 1u);
+  EXPECT_EQ(d.restoreNodes[0].node, "node-1");
+  EXPECT_FALSE(d.restoreNodes[0].keepCordon);
+}
+
+TEST(Disruption, MaxUnavailableBoundsTheSelectedNodesUnderTestByAnyValidation) {
+  World w;
+  w.spec["disruption"] = {{"maxUnavailable", "50%"}};
+  Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1"}));
+  EXPECT_EQ(Reason(d, "Ready"), "Waiting");
+  EXPECT_NE(d.status->value("message", "")
+                .find("node-2 (waiting for its turn: spec.disruption.maxUnavailable=2, 2 "
+                      "selected nodes under test)"),
+            std::string::npos)
+      << d.status->value("message", "");
+  w.Apply(d);
+  EXPECT_TRUE(w.Decide().pods.empty());  // still two under test
+
+  // node-0 is done and given back: exactly one more starts.
+  w.Result("node-0", "PASS");
+  d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-2"}));
+  ASSERT_EQ(d.restoreNodes.size(), 1u);
+  EXPECT_EQ(d.restoreNodes[0].node, "node-0");
+
+  // Another validation's node under test counts too, and is not this one's to take.
+  World other;
+  other.spec["disruption"] = {{"maxUnavailable", 1}};
+  other.nodes["node-3"]["metadata"]["labels"][kUnderTestLabel] = "other";
+  d = other.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_NE(d.status->value("message", "").find("node-0 (waiting for its turn"), std::string::npos);
+}
+
+TEST(Disruption, TaintAndCordonFailKeepsTheCordonAsTheFailCordon) {
+  World w;
+  w.spec["disruption"] = {{"policy", "cordon"}};
+  w.spec["policy"] = {{"onFailure", "taintAndCordon"}};
+  w.gpuPods["node-1"] = {{"ml", "train-0", 8, false}};
+  w.Apply(w.Decide());
+  w.gpuPods.clear();
+  w.Apply(w.Decide());
+  w.Result("node-1", "FAIL");
+  const Decision d = w.Decide();
+  auto it = std::find_if(d.restoreNodes.begin(), d.restoreNodes.end(),
+                         [](const NodeRestore& r) { return r.node == "node-1"; });
+  ASSERT_NE(it, d.restoreNodes.end());
+  EXPECT_TRUE(it->keepCordon);
+  w.Apply(d);
+  EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
+  EXPECT_EQ(w.nodes["node-1"]["metadata"]["annotations"].value(kCordonedByAnnotation, ""), kName);
+  EXPECT_EQ(Label(w.nodes["node-1"], kUnderTestLabel), "");
+}
+
+TEST(Disruption, APersonsCordonIsNeverUndone) {
+  Json node = NodeObj("node-1");
+  node["spec"]["unschedulable"] = true;  // cordoned by hand
+  ASSERT_TRUE(MarkUnderTest(&node, kName, /*cordon=*/true, FormatRfc3339(kT0)));
+  EXPECT_FALSE(node["metadata"]["annotations"].contains(kCordonedForTestAnnotation));
+  ASSERT_TRUE(GiveBack(&node, kName, false));
+  EXPECT_TRUE(Unschedulable(node));
+  EXPECT_EQ(Label(node, kUnderTestLabel), "");
+  // Another validation's label is left alone.
+  node["metadata"]["labels"][kUnderTestLabel] = "other";
+  EXPECT_FALSE(MarkUnderTest(&node, kName, true, FormatRfc3339(kT0)));
+  EXPECT_FALSE(GiveBack(&node, kName, false));
+}
+
+TEST(Disruption, DeletingTheValidationGivesBackEveryNodeItHeld) {
+  World w;
+  w.spec["disruption"] = {{"policy", "drain"}};
+  w.gpuPods["node-1"] = {{"ml", "train-0", 8, false}};
+  w.Apply(w.Decide());
+  EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
+  w.deleting = true;
+  const Decision d = w.Decide();
+  EXPECT_EQ(d.restoreNodes.size(), 4u);
+  EXPECT_TRUE(d.evictions.empty());
+  w.Apply(d);
+  for (const auto& [name, node] : w.nodes) {
+    EXPECT_EQ(Label(node, kUnderTestLabel), "") << name;
+    EXPECT_FALSE(Unschedulable(node)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace perfgate::op
