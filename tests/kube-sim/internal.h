@@ -74,6 +74,9 @@ struct FieldError {
 };
 Outcome Invalid(const ResourceType& t, const std::string& name,
                 const std::vector<FieldError>& errs);
+// ObjectMeta's label keys and values, annotation keys and total annotation size, in
+// kube-apiserver's words (metadata.cc); empty when valid.
+std::vector<FieldError> MetadataErrors(const Json& md);
 
 struct WatchEvent {
   uint64_t rv = 0;
