@@ -1,6 +1,44 @@
 // The decide step in memory: each test builds the Snapshot one reconcile would observe and
 // checks the Decision — one test per end-to-end scenario's decisions (tests/e2e/e2e_test.cc),
 // then the edge cases the end-to-end suite cannot reach cheaply.
+//
+// Each E2E scenario (tests/e2e/e2e_test.cc) and the tests here that decide what it does:
+//   FourNodesPass, OneSlowNodeFailsAndOnlyItIsTainted, BrokenWorkersGiveErrorNotTaint,
+//   LaterPassRemovesOnlyPerfgateTaint, CordonedFailedNodeIsRetestedAndReleasedOnPass,
+//   NodeWithoutSpecIsTestedLikeAnyOther, WorkerPodsMeetRestrictedPodSecurity,
+//   ProfileFromClusterIsResolvedIntoThePlan, BoundThatCannotBindIsInvalidSpec,
+//   ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes, AutoResolvesFromGkeEksAndAksLabelsWithoutGfd,
+//   AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels, ReadmeClusterExampleWorksWithoutGfd,
+//   GangOfFourPasses, GangWithUnschedulablePodFailsAsOne, GangPairsFailOnlyTheirOwnPair,
+//   GangPairsNameTheSlowNodeAsSuspect, GangAllFailureNarrowsByPairsToTheSlowNode,
+//   GangPairsWithoutNarrowingNameTheFailingPair, GangNetworkOptionsReachThePods
+//                                      -> DecideScenario.<the same name>
+//   OperatorRestartMidRunKeepsPodsAndVerdict
+//       -> DecideScenario.OperatorRestartMidRunCreatesNothingTwice
+//   InvalidSpecIsRefusedOrCompletesInvalid -> DecideScenario.InvalidSpecCompletesBeforeAnyPod,
+//                                             DecideEdge.UnparsableSpecIsInvalidSpec
+//   UndecidableThresholdIsInvalidSpecBeforeAnyPod
+//       -> DecideScenario.UndecidableThresholdIsInvalidSpec
+//   ValidationAndNodeWithNamesLongerThan63Characters -> DecideScenario.NamesLongerThan63Characters,
+//                                                       DecideEdge.LongNamesStayDistinctAndBounded
+//   DeletingEveryValidationLeavesNoVerdictLabel
+//       -> DecideScenario.DeletionReleasesLabelsThenTheFinalizer
+//   SuspendRerunKeepResultsAndDelete -> DecideScenario.SuspendedStartsNothing,
+//       RerunKeepsResultsOfTheNewestRuns, DeletionReleasesLabelsThenTheFinalizer
+//   NamedProfileOfAnotherModelIsInvalidSpecNamingNodesAndModels
+//       -> DecideScenario.NamedProfileOfAnotherModelIsInvalidSpec, MissingNamedProfileIsInvalidSpec
+//   AutoPicksShippedProfilesFromGfdLabels -> DecideScenario.AutoPicksTheProfileOfTheNodesModel,
+//                                            AutoRefusesMixedModels
+//   GangProbesRunInRoundsWhenSuspectsOutnumberPassingNodes -> DecideScenario.GangProbesRunInRounds
+//   TwentySecondsOf500WhileWorkersFinishLosesNoVerdict
+//       -> DecideScenario.ApiOutageWhileWorkersFinishLosesNoVerdict,
+//          DecideEdge.RefusedStatusWriteIsDecidedAgainWithTheSameOnceKey, SameSnapshotSameDecision
+//   SimultaneousOverlappingValidationsNeverShareANode
+//       -> DecideEdge.BusyNodeWaitsForTheOtherValidation,
+//       ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased, UnrenewedClaimExpiresAfterItsDuration,
+//       ClaimsAreRenewedThenReleasedNodeByNode, DeletionReleasesClaims
+//   StoreRecordsResultsCatchesUpAndFlagsRegressions -> DecideStore.*, DecideRegressions.*
+// The DecideEdge tests are the edge cases the end-to-end suite cannot reach cheaply.
 #include "operator/decide.h"
 
 #include <gtest/gtest.h>
