@@ -341,6 +341,35 @@ TEST_F(KubectlTest, LabelKeysMustBeQualifiedNames) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
+// Names of most kinds are DNS-1123 subdomains, checked with the labels in one answer (ObjectMeta
+// validation): every broken rule is a cause, in kube-apiserver's words.
+TEST_F(KubectlTest, NamesAreDnsSubdomainsCheckedWithTheLabels) {
+  auto r = Kubectl(*sim_, {"create", "-v=9", "-f", "-"},
+                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Plan_A, namespace: default, "
+                   "labels: {perfgate.io/-x: v}}\ndata: {k: v}\n");
+  EXPECT_NE(r.exitCode, 0);
+  const Json status = LastStatusBody(r.err);
+  ASSERT_TRUE(status.is_object());
+  EXPECT_EQ(status.value("code", 0), 422);
+  EXPECT_EQ(status.value("reason", ""), "Invalid");
+  const std::string name_error =
+      "Invalid value: \"Plan_A\": a lowercase RFC 1123 subdomain must consist of lower case "
+      "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+      "character (e.g. 'example.com', regex used for validation is "
+      "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+  EXPECT_EQ(
+      status["details"]["causes"],
+      Json::array(
+          {{{"reason", "FieldValueInvalid"}, {"field", "metadata.name"}, {"message", name_error}},
+           {{"reason", "FieldValueInvalid"},
+            {"field", "metadata.labels"},
+            {"message", "Invalid value: \"perfgate.io/-x\": " + std::string(kNamePartError)}}}));
+  EXPECT_EQ(status.value("message", ""),
+            "ConfigMap \"Plan_A\" is invalid: [metadata.name: " + name_error +
+                ", metadata.labels: Invalid value: " + "\"perfgate.io/-x\": " + kNamePartError +
+                "]");
+}
+
 // Annotation keys are qualified names whatever their case, and all of an object's annotations
 // (keys and values) hold at most 256 KiB: ValidateAnnotations' FieldValueInvalid and
 // FieldValueTooLong, in kube-apiserver's words.

@@ -60,6 +60,24 @@ const char* const kQualifiedNameErrMsg =
     "alphanumeric character";
 const char* const kQualifiedNameFmt = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 
+const char* const kDns1123SubdomainFmt =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+
+std::vector<std::string> IsDns1123Subdomain(const std::string& value) {
+  std::vector<std::string> errs;
+  if (value.size() > kDns1123SubdomainMaxLength) {
+    errs.push_back("must be no more than " + std::to_string(kDns1123SubdomainMaxLength) +
+                   " characters");
+  }
+  if (!Dns1123SubdomainMatches(value)) {
+    errs.push_back(RegexError(
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+        "or '.', and must start and end with an alphanumeric character",
+        kDns1123SubdomainFmt, {"example.com"}));
+  }
+  return errs;
+}
+
 std::vector<std::string> IsQualifiedName(const std::string& value) {
   std::vector<std::string> errs;
   std::vector<std::string> parts;
@@ -79,19 +97,7 @@ std::vector<std::string> IsQualifiedName(const std::string& value) {
     if (prefix.empty()) {
       errs.push_back("prefix part must be non-empty");
     } else {
-      if (prefix.size() > kDns1123SubdomainMaxLength) {
-        errs.push_back("prefix part must be no more than " +
-                       std::to_string(kDns1123SubdomainMaxLength) + " characters");
-      }
-      if (!Dns1123SubdomainMatches(prefix)) {
-        errs.push_back(
-            "prefix part " +
-            RegexError("a lowercase RFC 1123 subdomain must consist of lower case "
-                       "alphanumeric characters, '-' or '.', and must start and end "
-                       "with an alphanumeric character",
-                       "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-                       {"example.com"}));
-      }
+      for (const auto& msg : IsDns1123Subdomain(prefix)) errs.push_back("prefix part " + msg);
     }
   }
   if (name.empty()) {
@@ -126,6 +132,15 @@ std::string Lower(std::string s) {
 }
 
 }  // namespace
+
+std::vector<FieldError> NameErrors(const std::string& name) {
+  std::vector<FieldError> errs;
+  for (const auto& msg : IsDns1123Subdomain(name)) {
+    errs.push_back(
+        {"FieldValueInvalid", "metadata.name", "Invalid value: \"" + name + "\": " + msg});
+  }
+  return errs;
+}
 
 std::vector<FieldError> MetadataErrors(const Json& md) {
   std::vector<FieldError> errs;

@@ -216,15 +216,10 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
   bool pathSegmentOk = name.find('/') == std::string::npos && name.find('%') == std::string::npos &&
                        name != "." && name != "..";
   bool nameOk = t.group == "rbac.authorization.k8s.io" ? pathSegmentOk : ValidName(name);
-  if (!nameOk && t.kind != "Event") {
-    return Invalid(t, name,
-                   {{"FieldValueInvalid", "metadata.name",
-                     "Invalid value: \"" + name +
-                         "\": a lowercase RFC 1123 subdomain must consist of lower case "
-                         "alphanumeric characters, '-' or '.', and must start and end "
-                         "with an alphanumeric character"}});
-  }
-  if (auto errs = MetadataErrors(md); !errs.empty()) return Invalid(t, name, errs);
+  std::vector<FieldError> metaErrs;
+  if (!nameOk && t.kind != "Event") metaErrs = NameErrors(name);
+  for (auto& e : MetadataErrors(md)) metaErrs.push_back(std::move(e));
+  if (!metaErrs.empty()) return Invalid(t, name, metaErrs);
   obj["apiVersion"] = t.apiVersion();
   obj["kind"] = t.kind;
   if (t.crd && t.statusSubresource) obj.erase("status");
