@@ -326,7 +326,7 @@ void KubeSim::Impl::ControllerLoop() {
 
 // The node lifecycle controller's NoSchedule taints from the Ready condition: not-ready while
 // False, unreachable while Unknown, neither once True. A node without a Ready condition keeps
-// what it has (a new one, the not-ready taint admission gave it).
+// what it has (a new one, the not-ready taint admission gave it, without timeAdded).
 void KubeSim::Impl::NodeLifecycleLocked() {
   const ResourceType& t = *FindType("", "nodes");
   std::vector<Json> updates;
@@ -349,7 +349,10 @@ void KubeSim::Impl::NodeLifecycleLocked() {
       has_wanted = has_wanted || (want != nullptr && ours);
       taints.push_back(taint);
     }
-    if (want != nullptr && !has_wanted) taints.push_back({{"key", want}, {"effect", "NoSchedule"}});
+    // As SwapNodeControllerTaint, the controller stamps the taints it adds with timeAdded.
+    if (want != nullptr && !has_wanted) {
+      taints.push_back({{"key", want}, {"effect", "NoSchedule"}, {"timeAdded", NowRfc3339()}});
+    }
     const Json& before = Field(Field(node, "spec"), "taints");
     if (taints == (before.is_array() ? before : Json::array())) continue;
     Json updated = node;

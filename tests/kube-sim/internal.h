@@ -74,6 +74,11 @@ struct FieldError {
 };
 Outcome Invalid(const ResourceType& t, const std::string& name,
                 const std::vector<FieldError>& errs);
+// ObjectMeta's label keys and values, annotation keys and total annotation size, in
+// kube-apiserver's words (metadata.cc); empty when valid.
+std::vector<FieldError> MetadataErrors(const Json& md);
+// metadata.name as a DNS-1123 subdomain (most kinds), in kube-apiserver's words.
+std::vector<FieldError> NameErrors(const std::string& name);
 
 struct WatchEvent {
   uint64_t rv = 0;

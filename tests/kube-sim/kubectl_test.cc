@@ -261,6 +261,164 @@ TEST_F(KubectlTest, LabelValuesLongerThan63OrMalformedAreInvalid) {
   EXPECT_EQ(r.exitCode, 0) << r.err;
 }
 
+// The last Status kubectl received, from its -v=9 log: `"Response Body" body="<Go-quoted JSON>"`.
+Json LastStatusBody(const std::string& log) {
+  const std::string marker = "\"Response Body\" body=\"";
+  Json last;
+  for (size_t at = log.find(marker); at != std::string::npos; at = log.find(marker, at + 1)) {
+    std::string body;
+    for (size_t i = at + marker.size(); i < log.size() && log[i] != '"'; ++i) {
+      if (log[i] == '\\' && i + 1 < log.size()) {
+        ++i;
+        body.push_back(log[i] == 'n' ? '\n' : log[i]);
+      } else {
+        body.push_back(log[i]);
+      }
+    }
+    Json j = Json::parse(body, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "Status") last = j;
+  }
+  return last;
+}
+
+// IsQualifiedName's RegexError for a name part, as kube-apiserver words it (two spaces before
+// each "or": apimachinery's RegexError).
+const char* const kNamePartError =
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+    "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+// Label keys are qualified names (an optional DNS-subdomain prefix and '/', a name of at most 63
+// of [A-Za-z0-9._-] alphanumeric at both ends), on create and on update, as ValidateLabels
+// checks them: 422 Invalid, one cause per broken rule, in kube-apiserver's words.
+TEST_F(KubectlTest, LabelKeysMustBeQualifiedNames) {
+  const std::string long_name(64, 'k');
+  auto r = Kubectl(*sim_, {"create", "-v=9", "-f", "-"},
+                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plan, namespace: default, "
+                   "labels: {perfgate.io/" +
+                       long_name + ": v, Perfgate.IO/x: v, a/b/c: v}}\ndata: {k: v}\n");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_FALSE(sim_->Get("", "configmaps", "default", "plan").ok());
+  const Json status = LastStatusBody(r.err);
+  ASSERT_TRUE(status.is_object()) << r.err.substr(r.err.size() > 2000 ? r.err.size() - 2000 : 0);
+  EXPECT_EQ(status.value("code", 0), 422);
+  EXPECT_EQ(status.value("reason", ""), "Invalid");
+  const Json causes = status["details"]["causes"];
+  ASSERT_EQ(causes.size(), 3u) << status.dump(2);
+  for (const auto& c : causes) {
+    EXPECT_EQ(c.value("reason", ""), "FieldValueInvalid");
+    EXPECT_EQ(c.value("field", ""), "metadata.labels");
+  }
+  // Sorted by key as kube-sim stores them; kube-apiserver's order follows Go's map iteration.
+  EXPECT_EQ(causes[0].value("message", ""),
+            "Invalid value: \"Perfgate.IO/x\": prefix part a lowercase RFC 1123 subdomain must "
+            "consist of lower case alphanumeric characters, '-' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+  EXPECT_EQ(causes[1].value("message", ""),
+            "Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, "
+            "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+            "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')");
+  EXPECT_EQ(causes[2].value("message", ""), "Invalid value: \"perfgate.io/" + long_name +
+                                                "\": name part must be no more than 63 characters");
+  EXPECT_THAT(status.value("message", ""),
+              HasSubstr("ConfigMap \"plan\" is invalid: [metadata.labels: Invalid value: "
+                        "\"Perfgate.IO/x\": prefix part a lowercase RFC 1123 subdomain"));
+
+  // On update: a name part that does not end alphanumeric; 63 characters are fine.
+  auto label_node = [&](const std::string& key) {
+    return Kubectl(*sim_, {"patch", "node", "node-0", "--type=merge", "-p",
+                           R"({"metadata":{"labels":{")" + key + R"(":"x"}}})"});
+  };
+  r = label_node("perfgate.io/-bad");
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("The Node \"node-0\" is invalid: metadata.labels: Invalid value: "
+                               "\"perfgate.io/-bad\": " +
+                               std::string(kNamePartError)));
+  r = label_node("perfgate.io/" + std::string(63, 'k'));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
+// Names of most kinds are DNS-1123 subdomains, checked with the labels in one answer (ObjectMeta
+// validation): every broken rule is a cause, in kube-apiserver's words.
+TEST_F(KubectlTest, NamesAreDnsSubdomainsCheckedWithTheLabels) {
+  auto r = Kubectl(*sim_, {"create", "-v=9", "-f", "-"},
+                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: Plan_A, namespace: default, "
+                   "labels: {perfgate.io/-x: v}}\ndata: {k: v}\n");
+  EXPECT_NE(r.exitCode, 0);
+  const Json status = LastStatusBody(r.err);
+  ASSERT_TRUE(status.is_object());
+  EXPECT_EQ(status.value("code", 0), 422);
+  EXPECT_EQ(status.value("reason", ""), "Invalid");
+  const std::string name_error =
+      "Invalid value: \"Plan_A\": a lowercase RFC 1123 subdomain must consist of lower case "
+      "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+      "character (e.g. 'example.com', regex used for validation is "
+      "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+  EXPECT_EQ(
+      status["details"]["causes"],
+      Json::array(
+          {{{"reason", "FieldValueInvalid"}, {"field", "metadata.name"}, {"message", name_error}},
+           {{"reason", "FieldValueInvalid"},
+            {"field", "metadata.labels"},
+            {"message", "Invalid value: \"perfgate.io/-x\": " + std::string(kNamePartError)}}}));
+  EXPECT_EQ(status.value("message", ""),
+            "ConfigMap \"Plan_A\" is invalid: [metadata.name: " + name_error +
+                ", metadata.labels: Invalid value: " + "\"perfgate.io/-x\": " + kNamePartError +
+                "]");
+}
+
+// Annotation keys are qualified names whatever their case, and all of an object's annotations
+// (keys and values) hold at most 256 KiB: ValidateAnnotations' FieldValueInvalid and
+// FieldValueTooLong, in kube-apiserver's words.
+TEST_F(KubectlTest, AnnotationKeysAndTotalSizeAreValidated) {
+  const std::string key = "perfgate.io/report";
+  auto configmap = [&](const std::string& annotations) {
+    return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: default\n"
+           "  annotations:\n" +
+           annotations + "data: {k: v}\n";
+  };
+  // 262144 bytes in all: at the limit, accepted.
+  auto r =
+      Kubectl(*sim_, {"create", "-f", "-"},
+              configmap("    " + key + ": \"" + std::string(262144 - key.size(), 'x') + "\"\n"));
+  ASSERT_EQ(r.exitCode, 0) << r.err.substr(0, 500);
+  ASSERT_EQ(Kubectl(*sim_, {"delete", "configmap", "big"}).exitCode, 0);
+  // One byte more.
+  r = Kubectl(*sim_, {"create", "-v=9", "-f", "-"},
+              configmap("    " + key + ": \"" + std::string(262145 - key.size(), 'x') + "\"\n"));
+  EXPECT_NE(r.exitCode, 0);
+  Json status = LastStatusBody(r.err);
+  ASSERT_TRUE(status.is_object());
+  EXPECT_EQ(status.value("code", 0), 422);
+  EXPECT_EQ(status.value("reason", ""), "Invalid");
+  EXPECT_EQ(status["details"]["causes"],
+            Json::parse(R"([{"reason": "FieldValueTooLong", "field": "metadata.annotations",
+                             "message": "Too long: may not be more than 262144 bytes"}])"));
+  EXPECT_EQ(status.value("message", ""),
+            "ConfigMap \"big\" is invalid: metadata.annotations: Too long: may not be more than "
+            "262144 bytes");
+  EXPECT_FALSE(sim_->Get("", "configmaps", "default", "big").ok());
+
+  // Keys: the case of a prefix does not matter; an empty name part does.
+  r = Kubectl(*sim_, {"create", "-v=9", "-f", "-"},
+              configmap("    Example.COM/Key: fine\n    perfgate.io/: v\n"));
+  EXPECT_NE(r.exitCode, 0);
+  status = LastStatusBody(r.err);
+  ASSERT_TRUE(status.is_object());
+  EXPECT_EQ(status.value("code", 0), 422);
+  EXPECT_EQ(status["details"]["causes"],
+            Json::parse(R"([{"reason": "FieldValueInvalid", "field": "metadata.annotations",
+                             "message": "Invalid value: \"perfgate.io/\": name part must be non-empty"},
+                            {"reason": "FieldValueInvalid", "field": "metadata.annotations",
+                             "message": "Invalid value: \"perfgate.io/\": )" +
+                        std::string(kNamePartError) + R"("}])"));
+  r = Kubectl(*sim_, {"create", "-f", "-"}, configmap("    Example.COM/Key: fine\n"));
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+}
+
 // OwnerReferencesPermissionEnforcement (Options::ownerReferencesPermissionEnforcement, as in
 // OpenShift): a user who may only create results may own one by a validation, but may not set
 // blockOwnerDeletion on it without update on the validation's finalizers.
@@ -390,13 +548,20 @@ TEST_F(KubectlTest, NewNodesAreTaintedNotReadyUntilTheyReportReady) {
   EXPECT_TRUE(Eventually([&] {
     return Kubectl(*sim_, {"get", "pod", "p", "-o", "jsonpath={.spec.nodeName}"}).out == "fresh";
   }));
-  // A node that stops reporting Ready is tainted again.
+  // A node that stops reporting Ready is tainted again, by the node lifecycle controller this
+  // time, which stamps the taint with timeAdded (SwapNodeControllerTaint); admission does not.
   node = *sim_->Get("", "nodes", "", "fresh");
   node["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "False"}}});
   ASSERT_TRUE(sim_->Update("", "nodes", node, /*status=*/true).ok());
   EXPECT_TRUE(Eventually([&] {
-    return taints() == R"([{"effect":"NoSchedule","key":"node.kubernetes.io/not-ready"}])";
+    return Kubectl(*sim_, {"get", "node", "fresh", "-o",
+                           "jsonpath={.spec.taints[*].key}:{.spec.taints[*].effect}"})
+               .out == "node.kubernetes.io/not-ready:NoSchedule";
   })) << taints();
+  const Json tainted = sim_->Get("", "nodes", "", "fresh")->at("spec").at("taints");
+  ASSERT_EQ(tainted.size(), 1u);
+  EXPECT_THAT(tainted[0].value("timeAdded", ""),
+              ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T.*Z"));
 }
 
 // Pod Security Admission from the namespace's pod-security.kubernetes.io/enforce label, in the

@@ -142,35 +142,6 @@ bool ValidName(const std::string& name) {
          std::isalnum(static_cast<unsigned char>(name.back()));
 }
 
-// metadata.labels values, as apimachinery's ValidateLabels words them: at most 63 characters,
-// empty or alphanumeric at both ends with '-', '_' or '.' between.
-std::vector<FieldError> LabelValueErrors(const Json& md) {
-  std::vector<FieldError> errs;
-  if (!md.is_object() || !md.contains("labels") || !md["labels"].is_object()) return errs;
-  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  for (const auto& [key, v] : md["labels"].items()) {
-    if (!v.is_string()) continue;
-    const std::string value = v.get<std::string>();
-    const std::string prefix = "Invalid value: \"" + value + "\": ";
-    if (value.size() > 63) {
-      errs.push_back(
-          {"FieldValueInvalid", "metadata.labels", prefix + "must be no more than 63 characters"});
-    }
-    bool ok = value.empty() || (alnum(value.front()) && alnum(value.back()));
-    for (char c : value) ok = ok && (alnum(c) || c == '-' || c == '_' || c == '.');
-    if (!ok) {
-      errs.push_back({"FieldValueInvalid", "metadata.labels",
-                      prefix +
-                          "a valid label must be an empty string or consist of alphanumeric "
-                          "characters, '-', '_' or '.', and must start and end with an "
-                          "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
-                          "regex used for validation is "
-                          "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"});
-    }
-  }
-  return errs;
-}
-
 }  // namespace
 
 Outcome KubeSim::Impl::ValidateCustom(const ResourceType& t, Json& obj,
@@ -245,15 +216,10 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
   bool pathSegmentOk = name.find('/') == std::string::npos && name.find('%') == std::string::npos &&
                        name != "." && name != "..";
   bool nameOk = t.group == "rbac.authorization.k8s.io" ? pathSegmentOk : ValidName(name);
-  if (!nameOk && t.kind != "Event") {
-    return Invalid(t, name,
-                   {{"FieldValueInvalid", "metadata.name",
-                     "Invalid value: \"" + name +
-                         "\": a lowercase RFC 1123 subdomain must consist of lower case "
-                         "alphanumeric characters, '-' or '.', and must start and end "
-                         "with an alphanumeric character"}});
-  }
-  if (auto errs = LabelValueErrors(md); !errs.empty()) return Invalid(t, name, errs);
+  std::vector<FieldError> metaErrs;
+  if (!nameOk && t.kind != "Event") metaErrs = NameErrors(name);
+  for (auto& e : MetadataErrors(md)) metaErrs.push_back(std::move(e));
+  if (!metaErrs.empty()) return Invalid(t, name, metaErrs);
   obj["apiVersion"] = t.apiVersion();
   obj["kind"] = t.kind;
   if (t.crd && t.statusSubresource) obj.erase("status");
@@ -417,7 +383,7 @@ Outcome KubeSim::Impl::ReplaceLocked(const ResourceType& t, const std::string& n
   merged["apiVersion"] = t.apiVersion();
   merged["kind"] = t.kind;
   if (t.key() == "/nodes" && !merged["spec"].is_object()) merged["spec"] = Json::object();
-  if (auto errs = LabelValueErrors(merged["metadata"]); !errs.empty()) {
+  if (auto errs = MetadataErrors(merged["metadata"]); !errs.empty()) {
     return Invalid(t, name, errs);
   }
   Outcome v = ValidateCustom(t, merged, fieldValidation, warnings);

@@ -1,6 +1,44 @@
 // The decide step in memory: each test builds the Snapshot one reconcile would observe and
 // checks the Decision — one test per end-to-end scenario's decisions (tests/e2e/e2e_test.cc),
 // then the edge cases the end-to-end suite cannot reach cheaply.
+//
+// Each E2E scenario (tests/e2e/e2e_test.cc) and the tests here that decide what it does:
+//   FourNodesPass, OneSlowNodeFailsAndOnlyItIsTainted, BrokenWorkersGiveErrorNotTaint,
+//   LaterPassRemovesOnlyPerfgateTaint, CordonedFailedNodeIsRetestedAndReleasedOnPass,
+//   NodeWithoutSpecIsTestedLikeAnyOther, WorkerPodsMeetRestrictedPodSecurity,
+//   ProfileFromClusterIsResolvedIntoThePlan, BoundThatCannotBindIsInvalidSpec,
+//   ImpossibleGpusPerNodeIsInvalidSpecNamingTheNodes, AutoResolvesFromGkeEksAndAksLabelsWithoutGfd,
+//   AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels, ReadmeClusterExampleWorksWithoutGfd,
+//   GangOfFourPasses, GangWithUnschedulablePodFailsAsOne, GangPairsFailOnlyTheirOwnPair,
+//   GangPairsNameTheSlowNodeAsSuspect, GangAllFailureNarrowsByPairsToTheSlowNode,
+//   GangPairsWithoutNarrowingNameTheFailingPair, GangNetworkOptionsReachThePods
+//                                      -> DecideScenario.<the same name>
+//   OperatorRestartMidRunKeepsPodsAndVerdict
+//       -> DecideScenario.OperatorRestartMidRunCreatesNothingTwice
+//   InvalidSpecIsRefusedOrCompletesInvalid -> DecideScenario.InvalidSpecCompletesBeforeAnyPod,
+//                                             DecideEdge.UnparsableSpecIsInvalidSpec
+//   UndecidableThresholdIsInvalidSpecBeforeAnyPod
+//       -> DecideScenario.UndecidableThresholdIsInvalidSpec
+//   ValidationAndNodeWithNamesLongerThan63Characters -> DecideScenario.NamesLongerThan63Characters,
+//                                                       DecideEdge.LongNamesStayDistinctAndBounded
+//   DeletingEveryValidationLeavesNoVerdictLabel
+//       -> DecideScenario.DeletionReleasesLabelsThenTheFinalizer
+//   SuspendRerunKeepResultsAndDelete -> DecideScenario.SuspendedStartsNothing,
+//       RerunKeepsResultsOfTheNewestRuns, DeletionReleasesLabelsThenTheFinalizer
+//   NamedProfileOfAnotherModelIsInvalidSpecNamingNodesAndModels
+//       -> DecideScenario.NamedProfileOfAnotherModelIsInvalidSpec, MissingNamedProfileIsInvalidSpec
+//   AutoPicksShippedProfilesFromGfdLabels -> DecideScenario.AutoPicksTheProfileOfTheNodesModel,
+//                                            AutoRefusesMixedModels
+//   GangProbesRunInRoundsWhenSuspectsOutnumberPassingNodes -> DecideScenario.GangProbesRunInRounds
+//   TwentySecondsOf500WhileWorkersFinishLosesNoVerdict
+//       -> DecideScenario.ApiOutageWhileWorkersFinishLosesNoVerdict,
+//          DecideEdge.RefusedStatusWriteIsDecidedAgainWithTheSameOnceKey, SameSnapshotSameDecision
+//   SimultaneousOverlappingValidationsNeverShareANode
+//       -> DecideEdge.BusyNodeWaitsForTheOtherValidation,
+//       ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased, UnrenewedClaimExpiresAfterItsDuration,
+//       ClaimsAreRenewedThenReleasedNodeByNode, DeletionReleasesClaims
+//   StoreRecordsResultsCatchesUpAndFlagsRegressions -> DecideStore.*, DecideRegressions.*
+// The DecideEdge tests are the edge cases the end-to-end suite cannot reach cheaply.
 #include "operator/decide.h"
 
 #include <gtest/gtest.h>
@@ -1713,6 +1751,295 @@ TEST(DecideBaselines, AMissingBaselineNamesTheClusterAndTheStore) {
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   EXPECT_NE(d.status->value("message", "").find("NVIDIA B200"), std::string::npos)
       << d.status->dump(2);
+// ---- The scenarios added after the first pass: cloud labels, bounds, API outages ----
+
+// BoundThatCannotBindIsInvalidSpec: a ">=" bound of 0 passes every node whatever it measures,
+// so it is refused before any pod, naming the threshold.
+TEST(DecideScenario, BoundThatCannotBindIsInvalidSpec) {
+  Json spec = StreamSpec();
+  spec["tests"][0]["thresholds"] =
+      Json::parse(R"([{"metric": "triadBandwidthGBps", "op": ">=", "value": 0}])");
+  World w("nobound", spec);
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_FALSE(d.planConfigMap);
+  EXPECT_TRUE(d.nodeVerdicts.empty());
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(
+      d.status->value("message", "")
+          .find("spec.tests[0].thresholds[0].value: a \">=\" bound of 0 on triadBandwidthGBps"),
+      std::string::npos)
+      << d.status->value("message", "");
+}
+
+// The shipped profiles' names and gpuModels (profiles/*.yaml), with a one-test quick level.
+ClusterProfiles ShippedProfiles() {
+  ClusterProfiles p;
+  const std::vector<std::pair<std::string, Json>> shipped = {
+      {"a100-sxm-80gb", {"A100-SXM4-80GB", "A100-SXM-80GB"}},
+      {"h100-sxm-80gb", {"H100 80GB HBM3", "H100 SXM"}},
+      {"h200-sxm-141gb", {"H200", "!NVL"}},
+      {"b200-sxm-180gb", {"B200"}}};
+  for (const auto& [name, models] : shipped) {
+    Json profile = Profile(name, "");
+    profile["spec"]["gpuModels"] = models;
+    p.byName[name] = profile;
+  }
+  p.listed = true;
+  return p;
+}
+
+// A GPU node as a managed cloud labels it: its own labels, none of GPU Feature Discovery's.
+Json CloudNode(const std::string& name, const Json& labels, const Json& taints = nullptr) {
+  Json node = NodeObj(name, 8, "");
+  node["metadata"]["labels"] = labels;
+  if (taints.is_array()) node["spec"]["taints"] = taints;
+  return node;
+}
+
+Json GkeGpuTaint() {
+  return Json::parse(R"([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}])");
+}
+
+Json AutoSpec() {
+  Json spec = StreamSpec();
+  spec.erase("tests");
+  spec.erase("sampling");
+  spec["profile"] = "auto";
+  return spec;
+}
+
+bool ToleratesGpuTaint(const Json& pod) {
+  for (const auto& t : pod["spec"].value("tolerations", Json::array())) {
+    if (t.value("key", "") == "nvidia.com/gpu" && t.value("operator", "") == "Exists" &&
+        t.value("effect", "").empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// AutoResolvesFromGkeEksAndAksLabelsWithoutGfd: each cloud's own labels give the model, the
+// profile and the status line saying how it was read; the workers tolerate the GPU taints.
+TEST(DecideScenario, AutoResolvesFromGkeEksAndAksLabelsWithoutGfd) {
+  const std::vector<Json> nodes = {
+      CloudNode("gke-a3-0",
+                {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"},
+                 {"cloud.google.com/gke-nodepool", "a3"},
+                 {"node.kubernetes.io/instance-type", "a3-highgpu-8g"}},
+                GkeGpuTaint()),
+      CloudNode("gke-a3-1",
+                {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"},
+                 {"cloud.google.com/gke-nodepool", "a3"},
+                 {"node.kubernetes.io/instance-type", "a3-highgpu-8g"}},
+                GkeGpuTaint()),
+      CloudNode("eks-p5en-0",
+                {{"eks.amazonaws.com/nodegroup", "gpu"},
+                 {"node.kubernetes.io/instance-type", "p5en.48xlarge"}},
+                Json::parse(R"([{"key": "nvidia.com/gpu", "effect": "NoSchedule"}])")),
+      CloudNode("aks-nd-0", {{"kubernetes.azure.com/accelerator", "nvidia"},
+                             {"kubernetes.azure.com/agentpool", "gpu"},
+                             {"node.kubernetes.io/instance-type", "Standard_ND96amsr_A100_v4"}})};
+  struct Pool {
+    std::string name, key, value, profile, gpuModels, how;
+    std::set<std::string> nodes;
+  };
+  const std::vector<Pool> pools = {
+      {"gke",
+       "cloud.google.com/gke-accelerator",
+       "nvidia-h100-80gb",
+       "h100-sxm-80gb",
+       "NVIDIA H100 80GB HBM3: gke-a3-0, gke-a3-1 (GKE label "
+       "cloud.google.com/gke-accelerator=nvidia-h100-80gb)",
+       "GKE label cloud.google.com/gke-accelerator",
+       {"gke-a3-0", "gke-a3-1"}},
+      {"eks",
+       "node.kubernetes.io/instance-type",
+       "p5en.48xlarge",
+       "h200-sxm-141gb",
+       "NVIDIA H200: eks-p5en-0 (EKS instance type node.kubernetes.io/instance-type=p5en.48xlarge)",
+       "EKS instance type",
+       {"eks-p5en-0"}},
+      {"aks",
+       "kubernetes.azure.com/accelerator",
+       "nvidia",
+       "a100-sxm-80gb",
+       "NVIDIA A100-SXM4-80GB: aks-nd-0 (AKS VM size "
+       "node.kubernetes.io/instance-type=Standard_ND96amsr_A100_v4)",
+       "AKS VM size",
+       {"aks-nd-0"}}};
+  for (const Pool& pool : pools) {
+    Json spec = AutoSpec();
+    spec["nodeSelector"] = {{pool.key, pool.value}};
+    World w(pool.name, spec, nodes);
+    w.profiles = ShippedProfiles();
+    const Decision d = w.Decide();
+    ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+    ASSERT_TRUE(d.status) << pool.name;
+    EXPECT_EQ(d.status->value("profile", ""), pool.profile) << d.status->dump(2);
+    EXPECT_EQ(d.status->value("gpuModels", ""), pool.gpuModels) << d.status->dump(2);
+    EXPECT_NE(d.status->value("verdict", ""), "InvalidSpec") << d.status->dump(2);
+    EXPECT_EQ(PodNodes(d), pool.nodes) << pool.name;
+    for (const auto& p : d.pods) EXPECT_TRUE(ToleratesGpuTaint(p.pod)) << p.pod.dump(2);
+    EXPECT_TRUE(std::any_of(d.events.begin(), d.events.end(), [&](const EventAction& e) {
+      return e.reason == "GpuModels" && e.message.find(pool.how) != std::string::npos;
+    })) << pool.name;
+  }
+}
+
+// AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels: a model no profile is for, a node
+// whose labels name no model, a named profile of another model and two models in one
+// validation are each InvalidSpec before any pod, naming nodes, labels and profiles.
+TEST(DecideScenario, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
+  const std::vector<Json> nodes = {
+      CloudNode("eks-p4d-0", {{"node.kubernetes.io/instance-type", "p4d.24xlarge"}}),
+      CloudNode("gke-l4-0",
+                {{"cloud.google.com/gke-accelerator", "nvidia-l4"},
+                 {"node.kubernetes.io/instance-type", "g2-standard-8"}},
+                GkeGpuTaint()),
+      CloudNode("gke-a3-0", {{"cloud.google.com/gke-accelerator", "nvidia-h100-80gb"}},
+                GkeGpuTaint())};
+  auto refused = [&](const std::string& name, const Json& node_names,
+                     const std::string& profile = "auto") {
+    Json spec = AutoSpec();
+    spec.erase("nodeSelector");
+    spec["nodes"] = node_names;
+    spec["profile"] = profile;
+    World w(name, spec, nodes);
+    w.profiles = ShippedProfiles();
+    const Decision d = w.Decide();
+    EXPECT_TRUE(d.pods.empty()) << name;
+    EXPECT_FALSE(d.planConfigMap) << name;
+    if (!d.status) {
+      ADD_FAILURE() << name << ": no status";
+      return Json::object();
+    }
+    EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec") << d.status->dump(2);
+    EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "InvalidSpec");
+    return *d.status;
+  };
+  const std::string a100 = refused("p4d", {"eks-p4d-0"}).value("message", "");
+  EXPECT_NE(a100.find("GPU \"NVIDIA A100-SXM4-40GB\" is not a model of any profile"),
+            std::string::npos)
+      << a100;
+  EXPECT_NE(
+      a100.find("eks-p4d-0 (EKS instance type node.kubernetes.io/instance-type=p4d.24xlarge)"),
+      std::string::npos)
+      << a100;
+  EXPECT_NE(a100.find("a100-sxm-80gb (A100-SXM4-80GB, A100-SXM-80GB)"), std::string::npos) << a100;
+
+  const std::string l4 = refused("l4", {"gke-l4-0"}).value("message", "");
+  EXPECT_NE(l4.find("node gke-l4-0: no label names a GPU model perfgate knows (read "
+                    "nvidia.com/gpu.product (absent), cloud.google.com/gke-accelerator=nvidia-l4, "
+                    "node.kubernetes.io/instance-type=g2-standard-8)"),
+            std::string::npos)
+      << l4;
+  EXPECT_NE(l4.find("profiles: a100-sxm-80gb"), std::string::npos) << l4;
+
+  const Json named = refused("named", {"gke-a3-0"}, "h200-sxm-141gb");
+  EXPECT_NE(named.value("message", "")
+                .find("1 selected node has another model: gke-a3-0 (NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << named.dump(2);
+  EXPECT_EQ(named.value("gpuModels", ""),
+            "NVIDIA H100 80GB HBM3: gke-a3-0 (GKE label "
+            "cloud.google.com/gke-accelerator=nvidia-h100-80gb)");
+
+  const std::string mixed = refused("mixed", {"eks-p4d-0", "gke-a3-0"}).value("message", "");
+  EXPECT_NE(mixed.find("different GPU models (NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3)"),
+            std::string::npos)
+      << mixed;
+  EXPECT_NE(mixed.find("split the validation, one per model: NVIDIA A100-SXM4-40GB: eks-p4d-0 (EKS "
+                       "instance type node.kubernetes.io/instance-type=p4d.24xlarge); NVIDIA H100 "
+                       "80GB HBM3: gke-a3-0 (GKE label "
+                       "cloud.google.com/gke-accelerator=nvidia-h100-80gb)"),
+            std::string::npos)
+      << mixed;
+}
+
+// ReadmeClusterExampleWorksWithoutGfd: examples/h200-node.yaml's spec (no selector) on a GKE
+// cluster: the GPU nodes are selected, not the CPU node, and the named profile is checked
+// against the model GKE's label names.
+TEST(DecideScenario, ReadmeClusterExampleWorksWithoutGfd) {
+  std::vector<Json> nodes;
+  for (const char* n : {"gke-a3u-0", "gke-a3u-1"}) {
+    nodes.push_back(CloudNode(n,
+                              {{"cloud.google.com/gke-accelerator", "nvidia-h200-141gb"},
+                               {"node.kubernetes.io/instance-type", "a3-ultragpu-8g"}},
+                              GkeGpuTaint()));
+  }
+  Json cpu = CloudNode("gke-cpu-0", {{"node.kubernetes.io/instance-type", "n2-standard-8"}});
+  cpu["status"]["allocatable"].erase("nvidia.com/gpu");
+  nodes.push_back(cpu);
+  const Json spec = {{"profile", "h200-sxm-141gb"}, {"level", "quick"}, {"gpusPerNode", 8}};
+  World w("h200-node-acceptance", spec, nodes);
+  w.profiles = ShippedProfiles();
+  const Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"gke-a3u-0", "gke-a3u-1"})) << d.status->dump(2);
+  EXPECT_EQ(d.status->value("profile", ""), "h200-sxm-141gb");
+  EXPECT_NE(d.status->value("gpuModels", "").find("GKE label"), std::string::npos)
+      << d.status->dump(2);
+  for (const auto& p : d.pods) EXPECT_TRUE(ToleratesGpuTaint(p.pod));
+}
+
+// TwentySecondsOf500WhileWorkersFinishLosesNoVerdict: while the API server refuses every write,
+// the operator's decisions are not applied (its status write fails too); running workers
+// without results are awaited, never given an ERROR; once their results arrive, late, every
+// node has the verdict its worker wrote.
+TEST(DecideScenario, ApiOutageWhileWorkersFinishLosesNoVerdict) {
+  World w("storm", StreamSpec());
+  w.Apply(w.Decide());
+  for (const char* n : {"node-0", "node-1", "node-2", "node-3"}) w.Start(n);
+  const Json before = w.validation["status"];
+  for (int second = 0; second <= 20; second += 5) {  // reconciles retried through the outage
+    w.now = kT0 + seconds(10 + second);
+    const Decision d = w.Decide();
+    EXPECT_TRUE(d.results.empty()) << second;
+    EXPECT_TRUE(d.deletePods.empty()) << second;
+    EXPECT_TRUE(d.deletePodsAfterResults.empty()) << second;
+    EXPECT_TRUE(d.pods.empty()) << second;
+    EXPECT_TRUE(d.nodeVerdicts.empty()) << second;
+    if (d.status) {
+      EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
+    }
+    // Nothing of it is applied: the writes are refused.
+  }
+  EXPECT_EQ(w.validation["status"], before);
+  for (const char* n : {"node-0", "node-1", "node-3"}) w.Finish(n, "PASS");
+  w.Finish("node-2", "FAIL", "hbm-stream: median triadBandwidthGBps 50 GB/s < 3840");
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.results.empty());  // every verdict is the worker's
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
+  EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "TestsFailed");
+  for (const auto& o : d.outcomes) {
+    EXPECT_FALSE(o.byOperator) << o.node;
+    EXPECT_EQ(o.verdict, o.node == "node-2" ? "FAIL" : "PASS") << o.node;
+  }
+}
+
+// The same outage from the operator's side: its own status write was refused, so the next
+// reconcile sees the old status and decides the same status again, with the Started event
+// keyed once (Act sends it once per run, however often the write is retried).
+TEST(DecideEdge, RefusedStatusWriteIsDecidedAgainWithTheSameOnceKey) {
+  World w("retry", StreamSpec());
+  const Decision first = w.Decide();
+  World again = w;  // the status write was refused: the world is as it was
+  const Decision second = again.Decide();
+  ASSERT_TRUE(first.status && second.status);
+  EXPECT_EQ(first.status->value("message", ""), second.status->value("message", ""));
+  EXPECT_EQ(PodNodes(first), PodNodes(second));
+  auto started_key = [](const Decision& d) {
+    for (const auto& e : d.events) {
+      if (e.reason == "Started") return e.onceKey;
+    }
+    return std::string();
+  };
+  EXPECT_FALSE(started_key(first).empty());
+  EXPECT_EQ(started_key(first), started_key(second));
 }
 
 }  // namespace
