@@ -1751,6 +1751,8 @@ TEST(DecideBaselines, AMissingBaselineNamesTheClusterAndTheStore) {
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   EXPECT_NE(d.status->value("message", "").find("NVIDIA B200"), std::string::npos)
       << d.status->dump(2);
+}
+
 // ---- The scenarios added after the first pass: cloud labels, bounds, API outages ----
 
 // BoundThatCannotBindIsInvalidSpec: a ">=" bound of 0 passes every node whatever it measures,
