@@ -127,7 +127,8 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
   if (!s.spec) return false;
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   if (!WatchesNodes(spec) || !spec.gang().shape().empty() || spec.suspend()) return false;
-  if (!CheckWatchNodes(spec).ok()) return false;
+  // A spec that cannot run stays as it is until it is fixed (a new run).
+  if (!CheckWatchNodes(spec).ok() || status.value("verdict", "") == "InvalidSpec") return false;
   const std::map<std::string, const Json*> results = ResultsOfRun(s);
   Json identities = status.value("nodeIdentities", Json::object());
   std::vector<std::string> joined;

@@ -279,6 +279,20 @@ TEST(ProvisioningTaint, ANewNodeLosesItsTaintWhenItPasses) {
   EXPECT_FALSE(HasTaint(w.nodes["node-2"]));
 }
 
+TEST(WatchNodes, AValidationCreatedBeforeAnyNodeTestsTheFirstOneToJoin) {
+  World w(0);
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "Error");  // NoNodesSelected
+  w.AddNode("node-0");
+  w.Step();
+  const Decision start = w.Step();
+  EXPECT_EQ(PodNodes(start), std::vector<std::string>{"node-0"});
+  w.Finish("node-0", "PASS");
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "Passed");
+  EXPECT_EQ(w.status.value("passedNodes", ""), "1/1");
+}
+
 TEST(WatchNodes, NotWithGangs) {
   World w;
   w.spec["gang"] = {{"shape", "all"}};
