@@ -12,6 +12,7 @@
 #include "operator/log.h"
 #include "operator/names.h"
 #include "operator/node_actions.h"
+#include "operator/watch_nodes.h"
 
 namespace perfgate::op {
 namespace {
@@ -156,6 +157,12 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
                     it == s.nodes.end() ? nullptr : &it->second, v.repeatedFailure);
   }));
   for (const auto& node : d.releaseNodes) ReleaseNode(node);
+  RETURN_IF_ERROR(ForEachConcurrently(d.provisioning.size(), [&](size_t i) -> Status {
+    const ProvisioningAction& a = d.provisioning[i];
+    // Read again: the verdict above may have just updated the node.
+    return EditNode(a.node, nullptr,
+                    [&](Json* node_obj) { return ApplyProvisioning(node_obj, a); });
+  }));
 
   ReleaseClaims(s.name, d.releaseClaims);
   if (d.removeFinalizer) {

@@ -67,6 +67,18 @@ struct NodeRestore {
   bool keepCordon = false;
 };
 
+// spec.provisioningTaint on a node with a verdict: a PASS removes the taint and the
+// perfgate.io/provisioning-failed annotation; any other verdict keeps the taint and sets the
+// annotation to `reason`.
+struct ProvisioningAction {
+  std::string node;
+  std::string key;
+  std::string value;  // "": any value
+  std::string effect;
+  bool passed = false;
+  std::string reason;
+};
+
 struct PodEviction {
   std::string nameSpace;
   std::string name;
@@ -113,6 +125,8 @@ struct Decision {
   std::string onFailure = "none";
   // Nodes whose verdict label this (deleted) validation set: label and annotation removed.
   std::vector<std::string> releaseNodes;
+  // spec.provisioningTaint, after the node verdicts.
+  std::vector<ProvisioningAction> provisioning;
 
   // Safe disruption, before the claims and pods: nodes labelled and cordoned, GPU pods evicted
   // (a refused eviction is remembered for the next snapshot, never retried by deleting); after

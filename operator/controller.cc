@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "operator/log.h"
+#include "operator/watch_nodes.h"
 
 namespace perfgate::op {
 namespace {
@@ -132,7 +133,9 @@ void EnqueueValidationsOn(Controller& controller, const ValidationInformers& inf
       [validations](const Json&) {
         std::vector<std::string> running;
         for (const auto& v : validations->List()) {
-          if (v.value("status", Json::object()).value("completionTime", "").empty()) {
+          // A completed validation with spec.watchNodes tests nodes that join or change.
+          if (v.value("status", Json::object()).value("completionTime", "").empty() ||
+              WatchesNodes(v)) {
             running.push_back(v["metadata"].value("name", ""));
           }
         }

@@ -45,6 +45,7 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Disruption.timeoutSeconds", {{"minimum", 0}}},
       {"Disruption.maxUnavailable", {{"x-kubernetes-int-or-string", true}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
+      {"ProvisioningTaint.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
       {"BaselineValue.statistic", {{"enum", {"mean", "median", "p05", "p95", "min", "max"}}}},
       {"BaselineValue.metric", {{"minLength", 1}}},
       {"BaselineValue.test", {{"minLength", 1}}},
@@ -176,6 +177,10 @@ Json ValidationStatus() {
         {"nextScheduleTime", {{"type", "string"}, {"format", "date-time"}}},
         {"lastSkippedScheduleTime", {{"type", "string"}, {"format", "date-time"}}},
         {"missedSchedules", counts},
+        // spec.watchNodes (operator/watch_nodes.h): each node's identity when its result was
+        // taken, and how often a changed node was tested again in this run.
+        {"nodeIdentities", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+        {"retests", {{"type", "object"}, {"additionalProperties", counts}}},
         {"repeatedFailures",
          BoundedList(
              {{"node", {{"type", "string"}}}, {"failures", counts}, {"validations", counts}})},

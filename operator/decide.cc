@@ -7,8 +7,8 @@
 #include "common/labels.h"
 #include "common/termination.h"
 #include "common/time.h"
-#include "operator/eta.h"
 #include "operator/disruption.h"
+#include "operator/eta.h"
 #include "operator/gangs.h"
 #include "operator/lifecycle.h"
 #include "operator/names.h"
@@ -18,6 +18,7 @@
 #include "operator/regressions.h"
 #include "operator/selection.h"
 #include "operator/status.h"
+#include "operator/watch_nodes.h"
 
 namespace perfgate::op {
 namespace {
@@ -213,7 +214,7 @@ RunContext ContextOf(const Snapshot& s, const ReconcilerConfig& config, Clock::t
 std::map<std::string, const PodView*> PodsOfRun(const Snapshot& s) {
   std::map<std::string, const PodView*> pods;
   for (const auto& p : s.pods) {
-    if (p.run == s.run) pods[p.node] = &p;
+    if (p.run == s.run && p.name == WorkerName(s, p.node)) pods[p.node] = &p;
   }
   return pods;
 }
@@ -237,9 +238,11 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
   const std::string now = FormatRfc3339(ctx.now);
   std::map<std::string, const Json*> results;  // this run's, by node
   for (const auto& r : s.results) {
-    if (Label(r, kRunLabel) == s.run) {
-      results[r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel))] = &r;
-    }
+    if (Label(r, kRunLabel) != s.run) continue;
+    const std::string node =
+        r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel));
+    // A node tested again (spec.watchNodes) counts only its newest worker's result.
+    if (Name(r) == WorkerName(s, node)) results[node] = &r;
   }
   NodeStates st;
   std::vector<NodeOutcome>& outcomes = d->outcomes;
@@ -250,7 +253,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
     outcomes.push_back({node, "ERROR", "", "", reason, true});
   };
   for (const auto& node : selected) {
-    const std::string pod_name = ObjectName({s.name, s.run, node});
+    const std::string pod_name = WorkerName(s, node);
     if (auto it = results.find(node); it != results.end()) {
       outcomes.push_back(OutcomeOfResult(node, *it->second));
       continue;
@@ -431,7 +434,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     for (auto& w : dp.waiting) d->waiting.push_back(std::move(w));
     for (const auto& [node, reason] : dp.timedOut) {
       d->results.push_back({BuildOperatorResult(ctx.owner, config.nameSpace, s.run, node,
-                                                ObjectName({s.name, s.run, node}), reason, now),
+                                                WorkerName(s, node), reason, now),
                             ""});
       for (auto& o : outcomes) {
         if (o.node == node) o = {node, "ERROR", "", "", reason, true};
@@ -474,7 +477,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     std::set<std::string> starting(st.toStart.begin(), st.toStart.end());
     std::set<std::string> services;
     for (const auto& node : st.toStart) {
-      const std::string pod_name = ObjectName({s.name, s.run, node});
+      const std::string pod_name = WorkerName(s, node);
       if (plan.gang) {
         if (!outcomes[outcome_of[node]].verdict.empty()) continue;
         // A gang starts whole: every member is still to run and free (a busy one waits).
@@ -619,14 +622,17 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
         {"Normal", "Started", "run " + s.run + " started", false, s.name + "/" + s.run});
   }
   status["observedGeneration"] = s.generation;
-  // Complete for this run: nothing left to do (node actions were applied before).
+  // Complete for this run: nothing left to do (node actions were applied before), unless
+  // spec.watchNodes finds a node that joined or changed since.
   if (!status.value("completionTime", "").empty()) {
-    d.status = status;
+    if (!DecideWatchNodes(s, status, &d)) d.status = status;
     return d;
   }
 
   if (s.spec) {
-    if (Status bad = CheckSchedule(s.spec->doc.spec()); !bad.ok()) {
+    Status bad = CheckSchedule(s.spec->doc.spec());
+    if (bad.ok()) bad = CheckWatchNodes(s.spec->doc.spec());
+    if (!bad.ok()) {
       d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", bad.message(),
                                s.generation, now);
       d.events.push_back({"Warning", "InvalidSpec", bad.message(), true, ""});
@@ -737,6 +743,9 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
   if (s.deleting) return DecideDeletion(s);
   Decision d = DecideValidation(s, config, now_tp);
   if (d.retry.ok()) {
+    // spec.watchNodes: each node's identity as its result comes in; spec.provisioningTaint.
+    RecordIdentities(s, &d);
+    DecideProvisioning(s, &d);
     DecideLifecycle(s, now_tp, &d);
     // Nodes under test for this validation that it no longer holds (their result is in, the
     // run completed, was suspended or replaced, the spec became invalid) are given back; a

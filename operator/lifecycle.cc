@@ -38,8 +38,14 @@ Json HistoryEntry(const Json& status, const std::string& verdict) {
 
 void AddHistory(Json* status, Json entry) {
   Json history = status->value("history", Json::array());
-  for (const auto& h : history) {
-    if (h.value("run", "") == entry.value("run", "")) return;
+  for (auto& h : history) {
+    // A run completed again (spec.watchNodes tested a node that joined or changed): its
+    // latest completion.
+    if (h.value("run", "") == entry.value("run", "")) {
+      h = std::move(entry);
+      (*status)["history"] = std::move(history);
+      return;
+    }
   }
   history.push_back(std::move(entry));
   while (history.size() > kHistoryLimit) history.erase(history.begin());

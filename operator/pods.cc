@@ -5,6 +5,7 @@
 #include "common/labels.h"
 #include "common/report.h"
 #include "operator/names.h"
+#include "operator/watch_nodes.h"
 
 namespace perfgate::op {
 
@@ -32,6 +33,8 @@ Json Tolerations(const v1alpha1::PerfValidationSpec& spec) {
     if (!t.effect().empty()) tol["effect"] = t.effect();
     tolerations.push_back(tol);
   }
+  // The taint nodes join with until perfgate has tested them (docs/lifecycle.md, "Node pools").
+  if (Json t = ProvisioningToleration(spec); !t.is_null()) tolerations.push_back(std::move(t));
   // A node perfgate failed must still be testable, or it could never pass again.
   tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
   // Nor could a node perfgate cordoned: selection already decides which cordoned nodes are

@@ -7,6 +7,7 @@
 #include "operator/lifecycle.h"
 #include "operator/names.h"
 #include "operator/selection.h"
+#include "operator/watch_nodes.h"
 
 namespace perfgate::op {
 namespace {
@@ -209,11 +210,14 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   } else {
     s.specError = parsed.status();
   }
-  if (s.runComplete && !s.deleting) return s;
+  const bool watching = s.spec && WatchesNodes(s.spec->doc.spec());
+  if (s.runComplete && !s.deleting && !watching) return s;
 
   for (auto& n : caches.nodes()) s.nodes[Name(n)] = n;
   for (auto& p : caches.podsOf(name)) s.pods.push_back(ViewOfPod(p));
   s.results = caches.resultsOf(name);
+  // Complete, watching for nodes that join or change: the caches are enough to tell.
+  if (s.runComplete && !s.deleting) return s;
   RETURN_IF_ERROR(ObserveClaims(client, config, &s));
   if (s.deleting || !s.spec) return s;
 

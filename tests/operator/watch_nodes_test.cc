@@ -1,0 +1,305 @@
+// New and changed nodes, and the provisioning flow, through Decide on hand-built snapshots: a
+// node that joins after the run completed gets a worker of its own and its verdict in the
+// status; a node whose driver changed is tested again; the workers tolerate the provisioning
+// taint, a PASS removes it and a FAIL keeps it with the reason in an annotation.
+#include "operator/watch_nodes.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/labels.h"
+#include "common/time.h"
+#include "operator/decide.h"
+#include "operator/names.h"
+
+namespace perfgate::op {
+namespace {
+
+using std::chrono::seconds;
+
+const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:00:00Z");
+const std::string kName = "pool";
+const std::string kTaint = "perfgate.io/provisioning";
+
+ReconcilerConfig Config() {
+  ReconcilerConfig c;
+  c.schedulingTimeout = seconds(300);
+  c.workerImage = "ghcr.io/perfgate/perfgate-worker:test";
+  return c;
+}
+
+Json NodeObj(const std::string& name, const std::string& driver_minor = "54") {
+  return {{"metadata",
+           {{"name", name},
+            {"labels",
+             {{"nvidia.com/gpu.present", "true"},
+              {"nvidia.com/gpu.product", "NVIDIA-H200"},
+              {"nvidia.com/gpu.count", "8"},
+              {"nvidia.com/cuda.driver.major", "550"},
+              {"nvidia.com/cuda.driver.minor", driver_minor},
+              {"nvidia.com/cuda.driver.rev", "15"}}}}},
+          {"spec", {{"taints", {{{"key", kTaint}, {"effect", "NoSchedule"}}}}}},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", "8"}}}}}};
+}
+
+// Validation "pool" over its reconciles: what it observes, and its status as the last
+// decision wrote it.
+struct World {
+  Json spec = Json::parse(R"({
+    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+    "sampling": {"warmup": 1, "minRepeats": 5, "maxRepeats": 20},
+    "tests": [{"type": "hbm-stream"}],
+    "watchNodes": {"newNodes": true, "identityChange": true},
+    "provisioningTaint": {"key": "perfgate.io/provisioning", "effect": "NoSchedule"}})");
+  std::map<std::string, Json> nodes;
+  std::vector<Json> pods;
+  std::vector<Json> results;
+  Json status = Json::object();
+  std::chrono::system_clock::time_point now = kT0;
+
+  explicit World(int n = 2) {
+    for (int i = 0; i < n; ++i) AddNode("node-" + std::to_string(i));
+  }
+  void AddNode(const std::string& name) { nodes[name] = NodeObj(name); }
+
+  Snapshot Observe() const {
+    Snapshot s;
+    s.exists = true;
+    s.validation = {
+        {"apiVersion", "perfgate.io/v1alpha1"},
+        {"kind", "PerfValidation"},
+        {"metadata",
+         {{"name", kName}, {"uid", "uid-1"}, {"generation", 1}, {"finalizers", {kFinalizer}}}},
+        {"spec", spec},
+        {"status", status}};
+    s.name = kName;
+    s.uid = "uid-1";
+    s.run = RunId(1, "");
+    s.hasFinalizer = true;
+    s.runComplete = status.value("run", "") == s.run && !status.value("completionTime", "").empty();
+    auto parsed = ParseValidationObject(s.validation);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    if (parsed.ok()) s.spec = *parsed;
+    s.nodes = nodes;
+    for (const auto& p : pods) s.pods.push_back(ViewOfPod(p));
+    s.results = results;
+    return s;
+  }
+
+  // One reconcile: decided and applied as Act would (pods created, deletions, node edits, the
+  // status written).
+  Decision Step() {
+    Decision d = op::Decide(Observe(), Config(), now);
+    EXPECT_TRUE(d.retry.ok()) << d.retry.message();
+    auto gone = [](const std::vector<std::string>& names, std::vector<Json>* objs) {
+      std::erase_if(*objs, [&](const Json& o) {
+        return std::find(names.begin(), names.end(), Name(o)) != names.end();
+      });
+    };
+    gone(d.deletePods, &pods);
+    gone(d.deleteResults, &results);
+    for (const auto& p : d.pods) {
+      Json pod = p.pod;
+      pod["status"] = {{"phase", "Running"}};
+      pod["spec"]["nodeName"] = ViewOfPod(pod).node;
+      pods.push_back(pod);
+    }
+    for (const auto& r : d.results) results.push_back(r.result);
+    for (const auto& a : d.provisioning) ApplyProvisioning(&nodes[a.node], a);
+    if (d.status) status = *d.status;
+    now += seconds(1);
+    return d;
+  }
+
+  // The worker on `node` writes its result (named as its pod) and exits.
+  void Finish(const std::string& node, const std::string& verdict) {
+    for (auto& p : pods) {
+      const PodView v = ViewOfPod(p);
+      if (v.node != node || v.terminal) continue;
+      p["status"]["phase"] = "Succeeded";
+      results.push_back(
+          {{"metadata",
+            {{"name", v.name},
+             {"creationTimestamp", FormatRfc3339(now)},
+             {"labels",
+              {{kValidationLabel, LabelValue(kName)}, {kNodeLabel, node}, {kRunLabel, v.run}}}}},
+           {"spec",
+            {{"validation", kName},
+             {"nodeName", node},
+             {"run", v.run},
+             {"report",
+              {{"verdict", verdict},
+               {"reason", verdict == "PASS" ? "" : "hbm-stream below its threshold"},
+               {"tests", {{{"name", "hbm-stream"}, {"verdict", verdict}}}}}}}}});
+    }
+  }
+
+  // Runs every node to `verdict` until the run completes.
+  void Complete(const std::string& verdict = "PASS") {
+    Step();
+    for (const auto& p : std::vector<Json>(pods)) Finish(ViewOfPod(p).node, verdict);
+    Step();
+    ASSERT_FALSE(status.value("completionTime", "").empty()) << status.dump();
+  }
+};
+
+std::vector<std::string> PodNodes(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& p : d.pods) out.push_back(ViewOfPod(p.pod).node);
+  return out;
+}
+
+bool HasTaint(const Json& node) {
+  for (const auto& t : node["spec"].value("taints", Json::array())) {
+    if (t.value("key", "") == kTaint) return true;
+  }
+  return false;
+}
+
+std::string FailedAnnotation(const Json& node) {
+  return node["metadata"]
+      .value("annotations", Json::object())
+      .value(kProvisioningFailedAnnotation, "");
+}
+
+bool HasEvent(const Decision& d, const std::string& reason) {
+  return std::any_of(d.events.begin(), d.events.end(),
+                     [&](const EventAction& e) { return e.reason == reason; });
+}
+
+TEST(WatchNodes, ANodeJoiningAfterCompletionIsTestedAloneAndShownInTheStatus) {
+  World w;
+  w.Complete();
+  EXPECT_EQ(w.status.value("passedNodes", ""), "2/2");
+
+  w.AddNode("node-2");
+  const Decision reopen = w.Step();
+  EXPECT_TRUE(HasEvent(reopen, "NodeJoined"));
+  EXPECT_EQ(w.status.value("verdict", ""), "Running");
+  EXPECT_TRUE(w.status.value("completionTime", "").empty());
+  EXPECT_NE(w.status.value("message", "").find("node-2"), std::string::npos);
+
+  const Decision start = w.Step();
+  EXPECT_EQ(PodNodes(start), std::vector<std::string>{"node-2"});  // the others keep their results
+  w.Finish("node-2", "PASS");
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_EQ(w.status.value("passedNodes", ""), "3/3");
+  EXPECT_EQ(w.status.value("verdict", ""), "Passed");
+  EXPECT_EQ(w.status["history"].size(), 1u);  // still one run, completed again
+  EXPECT_EQ(w.status["history"][0].value("nodes", 0), 3);
+}
+
+TEST(WatchNodes, WithoutWatchNodesAJoiningNodeWaitsForTheNextRun) {
+  World w;
+  w.spec.erase("watchNodes");
+  w.Complete();
+  w.AddNode("node-2");
+  const Decision d = w.Step();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_EQ(w.status.value("passedNodes", ""), "2/2");
+}
+
+TEST(WatchNodes, ANodeWhoseDriverChangedIsTestedAgain) {
+  World w;
+  w.Complete();
+  EXPECT_EQ(w.status["nodeIdentities"].value("node-0", ""),
+            "driver=550.54.15 product=NVIDIA-H200 count=8");
+  const std::string first = ObjectName({kName, RunId(1, ""), "node-0"});
+
+  w.nodes["node-0"]["metadata"]["labels"]["nvidia.com/cuda.driver.minor"] = "90";
+  const Decision reopen = w.Step();
+  EXPECT_TRUE(HasEvent(reopen, "NodeChanged"));
+  EXPECT_EQ(reopen.deleteResults, std::vector<std::string>{first});
+  EXPECT_EQ(w.status.value("verdict", ""), "Running");
+
+  const Decision start = w.Step();
+  ASSERT_EQ(PodNodes(start), std::vector<std::string>{"node-0"});
+  EXPECT_NE(Name(start.pods[0].pod), first);
+  w.Finish("node-0", "FAIL");
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_EQ(w.status.value("passedNodes", ""), "1/2");
+  EXPECT_EQ(w.status["nodeIdentities"].value("node-0", ""),
+            "driver=550.90.15 product=NVIDIA-H200 count=8");
+
+  // Unchanged since: nothing more to test.
+  const Decision later = w.Step();
+  EXPECT_TRUE(later.pods.empty());
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+}
+
+TEST(WatchNodes, AStaleResultOfAChangedNodeStillCachedIsNotItsVerdict) {
+  World w;
+  w.Complete();
+  w.nodes["node-1"]["metadata"]["labels"]["nvidia.com/gpu.count"] = "4";
+  const std::vector<Json> before = w.results;
+  w.Step();
+  w.results = before;  // the cache has not seen the deletion yet
+  const Decision d = w.Step();
+  EXPECT_EQ(PodNodes(d), std::vector<std::string>{"node-1"});
+  EXPECT_TRUE(w.status.value("completionTime", "").empty());
+}
+
+TEST(ProvisioningTaint, WorkersTolerateIt) {
+  World w;
+  const Decision d = w.Step();
+  ASSERT_EQ(d.pods.size(), 2u);
+  const Json tolerations = d.pods[0].pod["spec"]["tolerations"];
+  const Json want = {{"key", kTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+  EXPECT_NE(std::find(tolerations.begin(), tolerations.end(), want), tolerations.end())
+      << tolerations.dump();
+}
+
+TEST(ProvisioningTaint, PassRemovesItFailKeepsItWithTheReason) {
+  World w;
+  w.Step();
+  w.Finish("node-0", "PASS");
+  w.Finish("node-1", "FAIL");
+  const Decision d = w.Step();
+  ASSERT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_EQ(d.provisioning.size(), 2u);
+  EXPECT_FALSE(HasTaint(w.nodes["node-0"]));
+  EXPECT_EQ(FailedAnnotation(w.nodes["node-0"]), "");
+  EXPECT_TRUE(HasTaint(w.nodes["node-1"]));
+  EXPECT_EQ(FailedAnnotation(w.nodes["node-1"]), "FAIL: hbm-stream below its threshold");
+}
+
+TEST(ProvisioningTaint, ANewNodeLosesItsTaintWhenItPasses) {
+  World w;
+  w.Complete();
+  w.AddNode("node-2");
+  EXPECT_TRUE(HasTaint(w.nodes["node-2"]));
+  w.Step();
+  w.Step();
+  w.Finish("node-2", "PASS");
+  w.Step();
+  EXPECT_FALSE(HasTaint(w.nodes["node-2"]));
+}
+
+TEST(WatchNodes, AValidationCreatedBeforeAnyNodeTestsTheFirstOneToJoin) {
+  World w(0);
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "Error");  // NoNodesSelected
+  w.AddNode("node-0");
+  w.Step();
+  const Decision start = w.Step();
+  EXPECT_EQ(PodNodes(start), std::vector<std::string>{"node-0"});
+  w.Finish("node-0", "PASS");
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "Passed");
+  EXPECT_EQ(w.status.value("passedNodes", ""), "1/1");
+}
+
+TEST(WatchNodes, NotWithGangs) {
+  World w;
+  w.spec["gang"] = {{"shape", "all"}};
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(w.status.value("message", "").find("spec.watchNodes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace perfgate::op
