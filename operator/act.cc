@@ -216,23 +216,9 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
 Status Actor::MarkNode(const std::string& node, const std::string& verdict,
                        const std::string& validation, const std::string& on_failure,
                        const Json* cached, std::optional<bool> repeated_failure) {
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    Json n;
-    if (attempt == 0 && cached != nullptr) {
-      n = *cached;
-    } else {
-      auto got = client_->Get(kube::NodesResource(), "", node);
-      if (!got.ok()) {
-        return got.status().code() == Code::kNotFound ? Status::Ok() : got.status();
-      }
-      n = *got;
-    }
-    if (!op::MarkNode(&n, verdict, validation, on_failure, repeated_failure)) return Status::Ok();
-    auto updated = client_->Update(kube::NodesResource(), "", n);
-    if (updated.ok()) return Status::Ok();
-    if (updated.status().code() != Code::kAborted) return updated.status();
-  }
-  return Status(Code::kAborted, "node " + node + ": too many update conflicts");
+  return EditNode(node, cached, [&](Json* n) {
+    return op::MarkNode(n, verdict, validation, on_failure, repeated_failure);
+  });
 }
 
 Status Actor::EditNode(const std::string& node, const Json* cached,

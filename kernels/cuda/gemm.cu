@@ -15,49 +15,10 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/lt_handles.cuh"
 
 namespace perfgate::kernels::cuda {
 namespace {
-
-Status BlasStatus(cublasStatus_t status, const char* what) {
-  if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
-  return Internal(std::string(what) + ": " + cublasLtGetStatusString(status));
-}
-#define PG_BLAS(expr) RETURN_IF_ERROR(BlasStatus((expr), #expr))
-
-// RAII owners of the cuBLASLt descriptors.
-template <typename T, cublasStatus_t (*Destroy)(T)>
-class LtHandle {
- public:
-  LtHandle() = default;
-  LtHandle(LtHandle&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  LtHandle& operator=(LtHandle&& o) noexcept {
-    if (this != &o) {
-      Release();
-      h_ = std::exchange(o.h_, nullptr);
-    }
-    return *this;
-  }
-  LtHandle(const LtHandle&) = delete;
-  LtHandle& operator=(const LtHandle&) = delete;
-  ~LtHandle() { Release(); }
-  T get() const { return h_; }
-  T* out() {
-    Release();
-    return &h_;
-  }
-
- private:
-  void Release() noexcept {
-    if (h_ != nullptr) (void)Destroy(h_);
-    h_ = nullptr;
-  }
-  T h_ = nullptr;
-};
-using LtContext = LtHandle<cublasLtHandle_t, cublasLtDestroy>;
-using LtMatmulDesc = LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
-using LtLayout = LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
-using LtPreference = LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
 
 __device__ inline float NormalAt(std::uint64_t seed, std::uint64_t index) {
   const std::uint64_t bits = Mix64(seed ^ Mix64(index));
@@ -241,35 +202,35 @@ class GemmRunnerImpl final : public GemmRunner {
     PG_CUDA(cudaGetLastError());
     PG_CUDA(cudaStreamSynchronize(stream_.get()));
 
-    PG_BLAS(cublasLtCreate(lt_.out()));
-    PG_BLAS(cublasLtMatmulDescCreate(op_.out(), t.compute, t.scale));
+    PG_LT(cublasLtCreate(lt_.out()));
+    PG_LT(cublasLtMatmulDescCreate(op_.out(), t.compute, t.scale));
     const cublasOperation_t trans_a = CUBLAS_OP_T;
     const cublasOperation_t trans_b = CUBLAS_OP_N;
-    PG_BLAS(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                           sizeof(trans_a)));
-    PG_BLAS(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
-                                           sizeof(trans_b)));
-    PG_BLAS(cublasLtMatrixLayoutCreate(a_desc_.out(), t.in, config.k, config.m, config.k));
-    PG_BLAS(cublasLtMatrixLayoutCreate(b_desc_.out(), t.in, config.k, config.n, config.k));
-    PG_BLAS(cublasLtMatrixLayoutCreate(c_desc_.out(), t.out, config.m, config.n, config.m));
+    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                         sizeof(trans_a)));
+    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                         sizeof(trans_b)));
+    PG_LT(cublasLtMatrixLayoutCreate(a_desc_.out(), t.in, config.k, config.m, config.k));
+    PG_LT(cublasLtMatrixLayoutCreate(b_desc_.out(), t.in, config.k, config.n, config.k));
+    PG_LT(cublasLtMatrixLayoutCreate(c_desc_.out(), t.out, config.m, config.n, config.m));
 
     LtPreference preference;
-    PG_BLAS(cublasLtMatmulPreferenceCreate(preference.out()));
+    PG_LT(cublasLtMatmulPreferenceCreate(preference.out()));
     const std::uint64_t workspace = static_cast<std::uint64_t>(config.workspace_bytes);
-    PG_BLAS(cublasLtMatmulPreferenceSetAttribute(
+    PG_LT(cublasLtMatmulPreferenceSetAttribute(
         preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
     if (config.deterministic) {
       const std::uint32_t mask =
           CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
-      PG_BLAS(cublasLtMatmulPreferenceSetAttribute(
+      PG_LT(cublasLtMatmulPreferenceSetAttribute(
           preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
     }
     const int wanted = std::clamp(config.algo_candidates, 1, 32);
     std::vector<cublasLtMatmulHeuristicResult_t> results(wanted);
     int returned = 0;
-    PG_BLAS(cublasLtMatmulAlgoGetHeuristic(lt_.get(), op_.get(), a_desc_.get(), b_desc_.get(),
-                                           c_desc_.get(), c_desc_.get(), preference.get(), wanted,
-                                           results.data(), &returned));
+    PG_LT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), op_.get(), a_desc_.get(), b_desc_.get(),
+                                         c_desc_.get(), c_desc_.get(), preference.get(), wanted,
+                                         results.data(), &returned));
     if (returned <= 0) {
       return FailedPrecondition("cuBLASLt has no algorithm for " + std::string(info_.name) + " " +
                                 std::to_string(config.m) + "x" + std::to_string(config.n) + "x" +
@@ -431,9 +392,9 @@ class GemmRunnerImpl final : public GemmRunner {
     for (int it = 0; it < iterations; ++it) {
       void* d = outputs_[static_cast<std::size_t>(next_output_)].get();
       next_output_ = (next_output_ + 1) % config_.output_buffers;
-      PG_BLAS(cublasLtMatmul(lt_.get(), op_.get(), alpha, a_.get(), a_desc_.get(), b_.get(),
-                             b_desc_.get(), beta, d, c_desc_.get(), d, c_desc_.get(), &algo_,
-                             workspace_.get(), workspace_.bytes(), stream_.get()));
+      PG_LT(cublasLtMatmul(lt_.get(), op_.get(), alpha, a_.get(), a_desc_.get(), b_.get(),
+                           b_desc_.get(), beta, d, c_desc_.get(), d, c_desc_.get(), &algo_,
+                           workspace_.get(), workspace_.bytes(), stream_.get()));
     }
     return Status::Ok();
   }

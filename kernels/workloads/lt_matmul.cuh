@@ -1,6 +1,6 @@
 // Private to kernels/workloads/*.cu: one cuBLASLt matmul plan (layout TN, C = A^T B, the
 // layout every dtype supports; see kernels/cuda/gemm.cu) for the 16-bit dtypes the workloads
-// use, the RAII owners of its descriptors, and fills/gathers of 16-bit buffers.
+// use, and fills/gathers of 16-bit buffers.
 #pragma once
 
 #include <cublasLt.h>
@@ -13,47 +13,14 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/formulas.h"
+#include "kernels/cuda/lt_handles.cuh"
 
 namespace perfgate::kernels::workloads {
 
-inline Status LtStatus(cublasStatus_t status, const char* what) {
-  if (status == CUBLAS_STATUS_SUCCESS) return Status::Ok();
-  return Internal(std::string(what) + ": " + cublasLtGetStatusString(status));
-}
-#define PG_LT(expr) RETURN_IF_ERROR(::perfgate::kernels::workloads::LtStatus((expr), #expr))
-
-template <typename T, cublasStatus_t (*Destroy)(T)>
-class LtOwner {
- public:
-  LtOwner() = default;
-  LtOwner(LtOwner&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  LtOwner& operator=(LtOwner&& o) noexcept {
-    if (this != &o) {
-      Release();
-      h_ = std::exchange(o.h_, nullptr);
-    }
-    return *this;
-  }
-  LtOwner(const LtOwner&) = delete;
-  LtOwner& operator=(const LtOwner&) = delete;
-  ~LtOwner() { Release(); }
-  T get() const { return h_; }
-  T* out() {
-    Release();
-    return &h_;
-  }
-
- private:
-  void Release() noexcept {
-    if (h_ != nullptr) (void)Destroy(h_);
-    h_ = nullptr;
-  }
-  T h_ = nullptr;
-};
-using LtContext = LtOwner<cublasLtHandle_t, cublasLtDestroy>;
-using LtDesc = LtOwner<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
-using LtLayout = LtOwner<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
-using LtPref = LtOwner<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+using cuda::LtContext;
+using LtDesc = cuda::LtMatmulDesc;
+using cuda::LtLayout;
+using LtPref = cuda::LtPreference;
 
 inline cudaDataType_t DataType(gpu::GemmDtype dtype) {
   return dtype == gpu::GemmDtype::kFp16 ? CUDA_R_16F : CUDA_R_16BF;
