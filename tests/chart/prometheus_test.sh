@@ -108,7 +108,8 @@ YAML
   synthetic_spec fleet synthetic "node-2=50, node-5=93" 100 0.01 0 | kubectl apply -f - >/dev/null \
     || fail "apply the validation"
   # kubectl get pval while it runs: its PROGRESS column counts the nodes decided of those
-  # selected (the CRD's printer columns, as kube-sim serves them in kubectl's Table format).
+  # selected and ETA estimates the time left (the CRD's printer columns, as kube-sim serves
+  # them in kubectl's Table format).
   local done_at="" table
   for i in $(seq 600); do
     done_at="$(kubectl get pval fleet -o 'jsonpath={.status.completionTime}')"
@@ -118,10 +119,10 @@ YAML
   done
   [ -n "$done_at" ] || { tail -30 "$WORK_DIR/operator.log" >&2; kubectl get pval fleet -o yaml >&2; fail "fleet not complete in 120 s"; }
   table="$(kubectl get pval fleet)" || fail "kubectl get pval"
-  head -1 <<<"$table" | grep -Eq '^NAME +VERDICT +PROGRESS +PASSED +AGE$' \
+  head -1 <<<"$table" | grep -Eq '^NAME +VERDICT +PROGRESS +ETA +PASSED +AGE$' \
     || fail "kubectl get pval columns: $(head -1 <<<"$table")"
   grep -Eq '^fleet +Failed +8/8 +7/8 ' <<<"$table" || fail "kubectl get pval when done: $table"
-  grep -Eq '^fleet +Running +[0-7]/8 +[0-7]/8 ' "$WORK_DIR/get-pval.txt" \
+  grep -Eq '^fleet +Running +[0-7]/8 +(~[^ ]+ +)?[0-7]/8 ' "$WORK_DIR/get-pval.txt" \
     || fail "kubectl get pval never showed the run in progress: $(sort -u "$WORK_DIR/get-pval.txt")"
 
   # query EXPR: the instant vector; want EXPR LINE: waits up to 30 s for LINE among its series.
