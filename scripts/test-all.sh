@@ -18,7 +18,10 @@ echo "== clang-tidy (.clang-tidy) on the product sources"
 bash scripts/check-tidy.sh build-ci
 
 echo "== the product without CUDA or fixtures (preset nocuda: what the images hold)"
-cmake --preset nocuda -DPERFGATE_TESTS=OFF -DPERFGATE_TEST_FIXTURES=OFF >/dev/null
+# Built to prove it builds and for the image test's `perfgate-worker list`: -O1 without debug
+# information, which compiles in about half the time of the preset's -O2 -g.
+cmake --preset nocuda -DPERFGATE_TESTS=OFF -DPERFGATE_TEST_FIXTURES=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" >/dev/null
 cmake --build --preset nocuda -j "$(nproc)" --target perfgate-operator perfgate-worker
 
 echo "== tests"
