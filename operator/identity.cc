@@ -135,6 +135,16 @@ void RecordGpuChanges(const Snapshot& s, Decision* d) {
     const std::string node = NodeOf(r);
     if (Name(r) == WorkerName(s, node)) current[node] = &r;
   }
+  // Each node's newest result of an earlier run, in one pass (a large fleet keeps thousands).
+  std::map<std::string, const Json*> previous_of;
+  for (const auto& r : s.results) {
+    if (BaseRun(Label(r, kRunLabel)) == s.run) continue;
+    const Json*& best = previous_of[NodeOf(r)];
+    if (best == nullptr || Str(r, "/metadata/creationTimestamp"_json_pointer) >
+                               Str(*best, "/metadata/creationTimestamp"_json_pointer)) {
+      best = &r;
+    }
+  }
   Json changes = d->status->value("gpuChanges", Json::array());
   bool added = false;
   for (const auto& o : d->outcomes) {
@@ -146,9 +156,12 @@ void RecordGpuChanges(const Snapshot& s, Decision* d) {
     bool known = false;
     for (const auto& c : changes) known |= c.value("result", "") == name;
     if (known) continue;
-    const Json* previous = PreviousResult(s, o.node, result);
-    if (previous == nullptr) continue;
-    const std::string change = GpuChange(IdentityOfResult(*previous), IdentityOfResult(result));
+    const ResultIdentity now = IdentityOfResult(result);
+    if (now.gpus.empty()) continue;
+    auto prev = previous_of.find(o.node);
+    if (prev == previous_of.end()) continue;
+    const Json* previous = prev->second;
+    const std::string change = GpuChange(IdentityOfResult(*previous), now);
     if (change.empty()) continue;
     d->events.push_back({"Warning", "GpuChanged",
                          o.node + ": its GPUs are not those of its previous result " +
