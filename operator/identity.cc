@@ -110,23 +110,6 @@ std::string GpuChange(const ResultIdentity& was, const ResultIdentity& now) {
   return Cut("GPUs gone: " + list(gone) + "; new: " + list(added), 800);
 }
 
-const Json* PreviousResult(const Snapshot& s, const std::string& node, const Json& result) {
-  const std::string run = BaseRun(Label(result, kRunLabel));
-  const std::string created = Str(result, "/metadata/creationTimestamp"_json_pointer);
-  const Json* best = nullptr;
-  std::string best_created;
-  for (const auto& r : s.results) {
-    if (&r == &result || NodeOf(r) != node || BaseRun(Label(r, kRunLabel)) == run) continue;
-    const std::string t = Str(r, "/metadata/creationTimestamp"_json_pointer);
-    if (!created.empty() && t > created) continue;
-    if (best == nullptr || t > best_created) {
-      best = &r;
-      best_created = t;
-    }
-  }
-  return best;
-}
-
 void RecordGpuChanges(const Snapshot& s, Decision* d) {
   if (!d->status) return;
   std::map<std::string, const Json*> current;

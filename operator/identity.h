@@ -37,12 +37,9 @@ bool DriverDiffers(const std::string& reported, const std::string& labelled);
 // description of the change, "" when they are the same or either result has no GPU list.
 std::string GpuChange(const ResultIdentity& was, const ResultIdentity& now);
 
-// The node's newest result of an earlier run than `result` (by creation time) among `s.results`,
-// or null.
-const Json* PreviousResult(const Snapshot& s, const std::string& node, const Json& result);
-
 // For each node with a verdict in d->outcomes whose result of this run shows other GPUs than its
-// previous result: status.gpuChanges[] (node, result, was, now; at most 20, once per result) and
+// previous result (its newest of an earlier run still cached): status.gpuChanges[] (node,
+// result, previousResult, change; at most 20, once per result) and
 // a Warning event GpuChanged, so a swapped GPU is never silent. The result measured the new GPUs:
 // the node is not tested again for it.
 void RecordGpuChanges(const Snapshot& s, Decision* d);
