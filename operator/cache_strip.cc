@@ -117,14 +117,31 @@ void StripResult(Json& result, bool keep_figures) {
   if (spec == nullptr) return;
   Json* report = Member(*spec, "report");
   if (report == nullptr) return;
-  Json* identity = Member(*report, "identity");
-  Json* gpus = identity != nullptr ? ArrayMember(*identity, "gpus") : nullptr;
-  if (keep_figures && gpus != nullptr && !gpus->empty() && gpus->front().is_object()) {
-    Json first = gpus->front();
-    KeepOnly(first, {"name"});
-    (*report)["identity"] = {{"gpus", Json::array({first})}};
-  } else {
-    report->erase("identity");
+  // Of the identity, what a changed node is told by (operator/identity.h): the driver and
+  // each GPU's UUID and VBIOS; with the figures also the GPU's name (its model).
+  if (Json* identity = Member(*report, "identity")) {
+    Json kept = Json::object();
+    if (auto d = identity->find("driverVersion"); d != identity->end() && d->is_string()) {
+      kept["driverVersion"] = *d;
+    }
+    if (Json* gpus = ArrayMember(*identity, "gpus")) {
+      Json list = Json::array();
+      for (Json& g : *gpus) {
+        if (!g.is_object()) continue;
+        if (keep_figures) {
+          KeepOnly(g, {"name", "uuid", "vbios"});
+        } else {
+          KeepOnly(g, {"uuid", "vbios"});
+        }
+        if (!g.empty()) list.push_back(std::move(g));
+      }
+      if (!list.empty()) kept["gpus"] = std::move(list);
+    }
+    if (kept.empty()) {
+      report->erase("identity");
+    } else {
+      *identity = std::move(kept);
+    }
   }
   Json* tests = ArrayMember(*report, "tests");
   if (tests == nullptr) return;

@@ -30,10 +30,12 @@ void StripNode(nlohmann::json& node);
 void StripWorkerPod(nlohmann::json& pod);
 
 // A PerfResult: metadata as StripMetadata; of the spec the node, run, validation, worst,
-// writtenBy, and of the report its verdict, reason, times and each test's name and verdict.
-// With `keep_figures` (the per-node metrics, operator/metrics.h) also each test's thresholds
-// (metric, statistic, op, bound, observed, verdict) and the first GPU's name (its model), and
-// still none of the samples, metric summaries, details or the rest of the identity.
+// writtenBy, and of the report its verdict, reason, times, each test's name and verdict, and of
+// the identity the driver version and each GPU's UUID and VBIOS (a changed node,
+// operator/identity.h). With `keep_figures` (the per-node metrics, operator/metrics.h) also
+// each test's thresholds (metric, statistic, op, bound, observed, verdict) and each GPU's name
+// (its model), and still none of the samples, metric summaries, details or the rest of the
+// identity.
 void StripResult(nlohmann::json& result, bool keep_figures = false);
 
 }  // namespace perfgate::op

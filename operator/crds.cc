@@ -181,6 +181,13 @@ Json ValidationStatus() {
         // taken, and how often a changed node was tested again in this run.
         {"nodeIdentities", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
         {"retests", {{"type", "object"}, {"additionalProperties", counts}}},
+        // A node tested again because its last result's driver was not its labels' (the
+        // labels' identity then), and GPUs a result shows swapped (operator/identity.h).
+        {"identityRetests", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+        {"gpuChanges", BoundedList({{"node", {{"type", "string"}}},
+                                    {"result", {{"type", "string"}}},
+                                    {"previousResult", {{"type", "string"}}},
+                                    {"change", {{"type", "string"}}}})},
         {"repeatedFailures",
          BoundedList(
              {{"node", {{"type", "string"}}}, {"failures", counts}, {"validations", counts}})},

@@ -10,6 +10,7 @@
 #include "operator/disruption.h"
 #include "operator/eta.h"
 #include "operator/gangs.h"
+#include "operator/identity.h"
 #include "operator/lifecycle.h"
 #include "operator/names.h"
 #include "operator/node_actions.h"
@@ -476,20 +477,48 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   if (!ctx.suspended) {
     std::set<std::string> starting(st.toStart.begin(), st.toStart.end());
     std::set<std::string> services;
+    // Gangs under spec.disruption.maxUnavailable: a gang none of whose members started yet
+    // starts only when all its nodes fit beside the selected nodes under test.
+    GangTurns turns;
+    if (plan.gang) {
+      std::set<std::string> in_use = live;
+      for (const auto& node : selected) {
+        auto it = s.nodes.find(node);
+        if (it == s.nodes.end()) continue;
+        const std::string holder = Label(it->second, kUnderTestLabel);
+        if (!holder.empty() && holder != LabelValue(s.name)) in_use.insert(node);
+      }
+      std::vector<bool> ready(gangs.size(), false);
+      for (size_t g = 0; g < gangs.size(); ++g) {
+        bool fresh = true;
+        for (const auto& peer : gangs[g]) {
+          fresh &= outcomes[outcome_of[peer]].verdict.empty() && starting.contains(peer) &&
+                   !pods.contains(peer);
+        }
+        ready[g] = fresh;
+      }
+      turns = GangsInTurn(gangs, ready, in_use, disruption.maxUnavailable);
+      disruption_waits += static_cast<int>(turns.waiting.size());
+      for (auto& w : turns.waiting) d->waiting.push_back(std::move(w));
+    }
     for (const auto& node : st.toStart) {
       const std::string pod_name = WorkerName(s, node);
       if (plan.gang) {
         if (!outcomes[outcome_of[node]].verdict.empty()) continue;
         // A gang starts whole: every member is still to run and free (a busy one waits).
         bool whole = true;
+        bool started = false;
         for (const auto& g : gangs) {
           if (std::find(g.begin(), g.end(), node) == g.end()) continue;
           for (const auto& peer : g) {
             whole &= outcomes[outcome_of[peer]].verdict.empty() &&
                      (starting.contains(peer) || pods.contains(peer));
+            started |= pods.contains(peer);
           }
         }
         if (!whole) continue;
+        // Not started yet: its turn under maxUnavailable.
+        if (!started && !turns.start.contains(node)) continue;
         const GangMember& m = members[node];
         if (m.headlessService) services.insert(m.gangId);
         d->pods.push_back(GangPod(ctx, s.run, node, pod_name, m));
@@ -697,6 +726,18 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
     d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
     return d;
   }
+  if (plan->gang) {
+    // A gang needs all its nodes at once: one larger than maxUnavailable never starts.
+    const std::string& value = s.spec->doc.spec().disruption().maxunavailable();
+    Status fit = CheckGangsFit(GangsOf(selected, s.spec->doc.spec().gang().shape()), value,
+                               disruption->maxUnavailable);
+    if (!fit.ok()) {
+      d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", fit.message(),
+                               s.generation, now);
+      d.events.push_back({"Warning", "InvalidSpec", fit.message(), true, ""});
+      return d;
+    }
+  }
   DecideRun(s, config, now_tp, *plan, selected, *disruption, old_status, status, &d);
   DecideClaims(s, config, now_tp, plan->gang, &d);
   return d;
@@ -745,6 +786,7 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
   if (d.retry.ok()) {
     // spec.watchNodes: each node's identity as its result comes in; spec.provisioningTaint.
     RecordIdentities(s, &d);
+    RecordGpuChanges(s, &d);
     DecideProvisioning(s, &d);
     DecideLifecycle(s, now_tp, &d);
     // Nodes under test for this validation that it no longer holds (their result is in, the

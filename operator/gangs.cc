@@ -126,6 +126,48 @@ std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& no
   return gangs;
 }
 
+GangTurns GangsInTurn(const std::vector<std::vector<std::string>>& gangs,
+                      const std::vector<bool>& ready, std::set<std::string> in_use, int limit) {
+  GangTurns out;
+  for (size_t g = 0; g < gangs.size(); ++g) {
+    if (g >= ready.size() || !ready[g]) continue;
+    size_t added = 0;
+    for (const auto& n : gangs[g]) added += in_use.contains(n) ? 0 : 1;
+    std::string names;
+    for (size_t i = 0; i < gangs[g].size() && i < 3; ++i) {
+      names += (i == 0 ? "" : ", ") + gangs[g][i];
+    }
+    if (gangs[g].size() > 3) names += " and " + std::to_string(gangs[g].size() - 3) + " more";
+    if (limit > 0 && in_use.size() + added > static_cast<size_t>(limit)) {
+      out.waiting.push_back(
+          "gang of " + std::to_string(gangs[g].size()) + " nodes " + names +
+          " (waiting for its turn: spec.disruption.maxUnavailable=" + std::to_string(limit) + ", " +
+          std::to_string(in_use.size()) + " selected nodes under test)");
+      continue;
+    }
+    for (const auto& n : gangs[g]) {
+      in_use.insert(n);
+      out.start.insert(n);
+    }
+  }
+  return out;
+}
+
+Status CheckGangsFit(const std::vector<std::vector<std::string>>& gangs, const std::string& value,
+                     int limit) {
+  if (value.empty() || limit <= 0) return Status();
+  size_t largest = 0;
+  for (const auto& g : gangs) largest = std::max(largest, g.size());
+  if (largest <= static_cast<size_t>(limit)) return Status();
+  return Status(Code::kInvalidArgument,
+                "spec.gang needs " + std::to_string(largest) +
+                    " nodes under test at once (its largest gang), but spec.disruption."
+                    "maxUnavailable=\"" +
+                    value + "\" allows " + std::to_string(limit) +
+                    ": the gang could never start; raise maxUnavailable to at least " +
+                    std::to_string(largest) + " or use smaller gangs (shape pairs)");
+}
+
 int PodGpus(const RunContext& ctx, const std::string& node) {
   if (ctx.specGpus > 0) return ctx.specGpus;
   auto it = ctx.snapshot->nodes.find(node);

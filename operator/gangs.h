@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.h"
 #include "operator/actions.h"
 #include "operator/config.h"
 #include "operator/pods.h"
@@ -21,6 +22,23 @@ namespace perfgate::op {
 // (2,3), ..., with an odd last node added to the last pair (one node alone tests no link).
 std::vector<std::vector<std::string>> GangsOf(const std::vector<std::string>& nodes,
                                               const std::string& shape);
+
+// spec.disruption.maxUnavailable for gangs: a gang needs all its nodes under test at once.
+struct GangTurns {
+  std::set<std::string> start;       // the members of the gangs that start now
+  std::vector<std::string> waiting;  // "gang of N nodes a, b (why)", for the status message
+};
+
+// Of `gangs`, those marked in `ready` (every member still to run and free, none started yet)
+// start in order while their nodes fit beside the `in_use` nodes under `limit` (0: no limit);
+// a gang that does not fit waits for its turn, whole.
+GangTurns GangsInTurn(const std::vector<std::vector<std::string>>& gangs,
+                      const std::vector<bool>& ready, std::set<std::string> in_use, int limit);
+
+// A gang larger than spec.disruption.maxUnavailable (`value`, `limit` nodes) could never start:
+// kInvalidArgument naming both numbers. OK without a maxUnavailable.
+Status CheckGangsFit(const std::vector<std::vector<std::string>>& gangs, const std::string& value,
+                     int limit);
 
 // What every pod of a run shares (the narrowing rounds' pods too).
 struct RunContext {

@@ -6,6 +6,7 @@
 #include "operator/names.h"
 #include "operator/repeated_failures.h"
 #include "operator/schedule.h"
+#include "operator/status.h"
 
 namespace perfgate::op {
 namespace {
@@ -20,6 +21,11 @@ std::optional<Clock::time_point> TimeField(const Json& status, const char* key) 
   const std::string v = status.value(key, "");
   if (v.empty()) return std::nullopt;
   return ParseRfc3339(v);
+}
+
+// The validation's status as observed (none in a snapshot without the object).
+Json OldStatus(const Snapshot& s) {
+  return s.validation.is_object() ? s.validation.value("status", Json::object()) : Json::object();
 }
 
 // The history entry of the run `status` describes.
@@ -129,15 +135,18 @@ Json NewRunStatus(const Json& old_status, const std::string& run, int64_t genera
   return status;
 }
 
-void DecideRepeatedFailures(const Snapshot& s, Decision* d) {
+void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision* d) {
   if (!s.store || !s.spec || d->nodeVerdicts.empty() || !d->status) return;
   const auto& policy = s.spec->doc.spec().policy();
   const RepeatedFailureRule rule =
       RuleOrDefaults(policy.repeatedfailurethreshold(), policy.repeatedfailurewindow());
   Json flagged = Json::array();
+  int read = 0;
+  std::string names;
   for (auto& v : d->nodeVerdicts) {
     auto earlier = s.store->recentVerdicts.find(v.node);
     if (earlier == s.store->recentVerdicts.end()) continue;  // not read: label left alone
+    read++;
     std::vector<std::string> verdicts = {v.verdict};
     verdicts.insert(verdicts.end(), earlier->second.begin(), earlier->second.end());
     v.repeatedFailure = FailsRepeatedly(verdicts, rule);
@@ -148,6 +157,10 @@ void DecideRepeatedFailures(const Snapshot& s, Decision* d) {
     if (flagged.size() < 20) {
       flagged.push_back({{"node", v.node}, {"failures", failures}, {"validations", seen}});
     }
+    if (names.size() < 800) {
+      names += (names.empty() ? "" : "; ") + v.node + " failed " + std::to_string(failures) +
+               " of its last " + std::to_string(seen);
+    }
     d->events.push_back({"Warning", "RepeatedFailure",
                          v.node + " failed " + std::to_string(failures) + " of its last " +
                              std::to_string(seen) + " validations: labelled " +
@@ -156,13 +169,50 @@ void DecideRepeatedFailures(const Snapshot& s, Decision* d) {
   }
   d->status->erase("repeatedFailures");
   if (!flagged.empty()) (*d->status)["repeatedFailures"] = flagged;
+  if (read == 0) return;  // nothing known: the condition stays as it was
+  const Json old_status = OldStatus(s);
+  if (flagged.empty()) {
+    SetStatusCondition(&*d->status, old_status, kRepeatedFailuresCondition, "False",
+                       "NoRepeatedFailures",
+                       "no node failed " + std::to_string(rule.failures) + " of its last " +
+                           std::to_string(rule.window) + " validations",
+                       s.generation, now);
+    return;
+  }
+  SetStatusCondition(&*d->status, old_status, kRepeatedFailuresCondition, "True",
+                     "RepeatedFailures",
+                     names + " validations (spec.policy: " + std::to_string(rule.failures) +
+                         " of " + std::to_string(rule.window) + "): labelled " +
+                         kRepeatedFailureLabel + "=true, for repair",
+                     s.generation, now);
 }
+
+namespace {
+
+// A run in progress shows the RepeatedFailures condition its last completion set: the nodes
+// keep their label until they are decided again.
+void CarryRepeatedFailuresCondition(const Snapshot& s, Json* status) {
+  Json conditions = status->value("conditions", Json::array());
+  for (const auto& c : conditions) {
+    if (c.value("type", "") == kRepeatedFailuresCondition) return;
+  }
+  const Json old_status = OldStatus(s);
+  for (const auto& c : old_status.value("conditions", Json::array())) {
+    if (c.value("type", "") != kRepeatedFailuresCondition) continue;
+    conditions.push_back(c);
+    (*status)["conditions"] = std::move(conditions);
+    return;
+  }
+}
+
+}  // namespace
 
 void DecideLifecycle(const Snapshot& s, Clock::time_point now, Decision* d) {
   if (!d->status || !s.spec) return;
   Json& status = *d->status;
   const bool complete = !status.value("completionTime", "").empty();
-  if (complete) DecideRepeatedFailures(s, d);
+  if (complete) DecideRepeatedFailures(s, FormatRfc3339(now), d);
+  CarryRepeatedFailuresCondition(s, &status);
   if (complete) AddHistory(&status, HistoryEntry(status, status.value("verdict", "")));
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   if (spec.schedule().empty()) {

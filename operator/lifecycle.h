@@ -17,6 +17,9 @@ namespace perfgate::op {
 // Runs kept in status.history, newest last.
 inline constexpr size_t kHistoryLimit = 10;
 
+// The status condition naming the nodes that fail repeatedly.
+inline constexpr const char* kRepeatedFailuresCondition = "RepeatedFailures";
+
 // What the schedule asks for at `now`.
 struct ScheduleStep {
   using TimePoint = std::chrono::system_clock::time_point;
@@ -56,8 +59,10 @@ Json NewRunStatus(const Json& old_status, const std::string& run, int64_t genera
 // At a run's completion, with a results store: each node's verdict and its earlier ones
 // (StoreView::recentVerdicts) against spec.policy's repeated-failure rule
 // (operator/repeated_failures.h): NodeVerdict::repeatedFailure, status.repeatedFailures[] and a
-// RepeatedFailure event per node flagged.
-void DecideRepeatedFailures(const Snapshot& s, Decision* d);
+// RepeatedFailure event per node flagged, and the condition RepeatedFailures: True naming the
+// flagged nodes, False when none of the nodes whose history was read is (a run in progress
+// keeps the condition of the last completion).
+void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision* d);
 
 // Schedules the next run and keeps the history: the finished run added to status.history,
 // the schedule's fields and events, a look again at the next scheduled time, and (at

@@ -63,6 +63,12 @@ void SetCondition(Json* status, const Json& old_status, const char* type, const 
 
 }  // namespace
 
+void SetStatusCondition(Json* status, const Json& old_status, const char* type, const char* value,
+                        const std::string& reason, const std::string& message, int64_t generation,
+                        const std::string& now) {
+  SetCondition(status, old_status, type, value, reason, message, generation, now);
+}
+
 void SetRecordedCondition(Json* status, const Json& old_status, const StoreView& store,
                           int64_t generation, const std::string& now) {
   if (store.available) {

@@ -33,6 +33,12 @@ int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status);
 Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeOutcome>& outcomes,
                     int64_t generation, const std::string& now);
 
+// Sets the condition `type` of `status` (replacing one of that type; the message cut to 1000
+// characters), keeping its lastTransitionTime when its status did not change from `old_status`.
+void SetStatusCondition(Json* status, const Json& old_status, const char* type, const char* value,
+                        const std::string& reason, const std::string& message, int64_t generation,
+                        const std::string& now);
+
 // The condition Recorded from the results store's state (operator/recorder.h): True (Recorded)
 // while it takes every result, False (StoreUnavailable) while results wait in the spool or it
 // cannot be reached. Replaces any earlier Recorded condition in `status`.

@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "operator/identity.h"
 #include "operator/names.h"
 #include "operator/selection.h"
 
@@ -131,6 +132,7 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
   if (!CheckWatchNodes(spec).ok() || status.value("verdict", "") == "InvalidSpec") return false;
   const std::map<std::string, const Json*> results = ResultsOfRun(s);
   Json identities = status.value("nodeIdentities", Json::object());
+  Json retested = status.value("identityRetests", Json::object());
   std::vector<std::string> joined;
   std::vector<std::string> changed;
   for (const auto& node : SelectNodes(spec, s.nodes)) {
@@ -142,11 +144,28 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
     if (!spec.watchnodes().identitychange()) continue;
     const std::string was = identities.value(node, "");
     const std::string now = NodeIdentity(s.nodes.at(node));
-    if (was.empty() || now.empty() || was == now) continue;
+    if (!was.empty() && !now.empty() && was != now) {
+      changed.push_back(node);
+      d->events.push_back({"Normal", "NodeChanged",
+                           node + " changed (" + was + " -> " + now + "): testing it again", true,
+                           s.name + "/" + s.run + "/changed/" + node + "/" + now});
+      continue;
+    }
+    // The last result's own identity: the driver its worker found, against the labels now (a
+    // driver changed while nobody watched, or labels that were stale when it was recorded).
+    // Once per labelled identity, so a driver the labels spell otherwise is not retested forever.
+    const std::string reported = IdentityOfResult(*it->second).driver;
+    const std::string labelled = LabelledDriver(s.nodes.at(node));
+    if (now.empty() || !DriverDiffers(reported, labelled) || retested.value(node, "") == now) {
+      continue;
+    }
     changed.push_back(node);
+    retested[node] = now;
     d->events.push_back({"Normal", "NodeChanged",
-                         node + " changed (" + was + " -> " + now + "): testing it again", true,
-                         s.name + "/" + s.run + "/changed/" + node + "/" + now});
+                         node + " changed: its last result " + Name(*it->second) +
+                             " ran on driver " + reported + ", its labels now say driver " +
+                             labelled + ": testing it again",
+                         true, s.name + "/" + s.run + "/changed/" + node + "/result/" + now});
   }
   if (joined.empty() && changed.empty()) return false;
   Json out = status;
@@ -163,6 +182,7 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
                          s.name + "/" + s.run + "/joined/" + node});
   }
   if (!retests.empty()) out["retests"] = retests;
+  if (!retested.empty()) out["identityRetests"] = retested;
   out["nodeIdentities"] = identities;
   out.erase("completionTime");
   out.erase("timeLeft");

@@ -333,7 +333,7 @@ TEST(CacheStripTest, AWorkerPodKeepsWhatClassifyingItsStateAndItsGangRead) {
   EXPECT_FALSE(plain["spec"]["containers"][0].contains("env"));
 }
 
-TEST(CacheStripTest, AResultKeepsItsVerdictWorstTestAndRun) {
+TEST(CacheStripTest, AResultKeepsItsVerdictWorstTestRunAndIdentity) {
   const Json result = Json::parse(kResult);
   Json stripped = result;
   StripResult(stripped);
@@ -343,10 +343,14 @@ TEST(CacheStripTest, AResultKeepsItsVerdictWorstTestAndRun) {
        "/metadata/creationTimestamp", "/spec/validation", "/spec/nodeName", "/spec/run",
        "/spec/worst", "/spec/writtenBy", "/spec/report/verdict", "/spec/report/reason",
        "/spec/report/tests/0/name", "/spec/report/tests/0/verdict", "/spec/report/tests/1/name",
-       "/spec/report/tests/1/verdict", "/spec/report/tests/1/reason"});
-  ExpectDropped(stripped,
-                {"/metadata/managedFields", "/spec/report/identity", "/spec/report/tests/0/metrics",
-                 "/spec/report/tests/1/thresholds", "/spec/report/tests/1/details"});
+       "/spec/report/tests/1/verdict", "/spec/report/tests/1/reason",
+       // A changed node's identity (operator/identity.h).
+       "/spec/report/identity/driverVersion", "/spec/report/identity/gpus/0/uuid",
+       "/spec/report/identity/gpus/1/uuid"});
+  ExpectDropped(stripped, {"/metadata/managedFields", "/spec/report/identity/hostname",
+                           "/spec/report/identity/topology", "/spec/report/identity/gpus/0/name",
+                           "/spec/report/identity/gpus/0/index", "/spec/report/tests/0/metrics",
+                           "/spec/report/tests/1/thresholds", "/spec/report/tests/1/details"});
 }
 
 TEST(CacheStripTest, WithFiguresAResultAlsoKeepsItsThresholdsAndGpuModel) {
@@ -357,11 +361,12 @@ TEST(CacheStripTest, WithFiguresAResultAlsoKeepsItsThresholdsAndGpuModel) {
       result, stripped,
       {"/spec/nodeName", "/spec/report/verdict", "/spec/report/tests/1/verdict",
        "/spec/report/tests/1/thresholds/0/bound", "/spec/report/tests/1/thresholds/0/observed",
-       "/spec/report/tests/1/thresholds/0/verdict", "/spec/report/identity/gpus/0/name"});
+       "/spec/report/tests/1/thresholds/0/verdict", "/spec/report/identity/gpus/0/name",
+       "/spec/report/identity/driverVersion", "/spec/report/identity/gpus/1/uuid"});
   ExpectDropped(stripped, {"/metadata/managedFields", "/spec/report/identity/hostname",
-                           "/spec/report/identity/topology", "/spec/report/identity/gpus/1",
-                           "/spec/report/identity/gpus/0/uuid", "/spec/report/tests/0/metrics",
-                           "/spec/report/tests/1/metrics", "/spec/report/tests/1/details"});
+                           "/spec/report/identity/topology", "/spec/report/identity/gpus/0/index",
+                           "/spec/report/tests/0/metrics", "/spec/report/tests/1/metrics",
+                           "/spec/report/tests/1/details"});
 }
 
 TEST(CacheStripTest, AValidationLosesOnlyManagedFieldsAndTheLastAppliedCopy) {

@@ -822,6 +822,49 @@ TEST(DecideScenario, GangOfFourPasses) {
   EXPECT_EQ(d.status->value("gangs", 0), 1);
 }
 
+// GangPairsUnderMaxUnavailableStartOneGangAtATime: pairs on four nodes with
+// maxUnavailable 2: one whole pair runs, the other waits for its turn; once the first is done
+// the second starts. A gang of all four under maxUnavailable 2 can never start: InvalidSpec.
+TEST(DecideScenario, GangPairsUnderMaxUnavailableStartOneGangAtATime) {
+  Json spec = GangSpec("pairs");
+  spec["disruption"] = {{"maxUnavailable", "2"}};
+  World w("pairs-limited", spec);
+  Decision d = w.Decide();
+  ASSERT_TRUE(d.retry.ok()) << d.retry.message();
+  std::set<std::string> started;
+  for (const auto& p : d.pods) started.insert(ViewOfPod(p.pod).node);
+  EXPECT_EQ(started, (std::set<std::string>{"node-0", "node-1"})) << d.status->dump(2);
+  EXPECT_NE(d.status->value("message", "")
+                .find("gang of 2 nodes node-2, node-3 (waiting for its turn: "
+                      "spec.disruption.maxUnavailable=2, 2 selected nodes under test)"),
+            std::string::npos)
+      << d.status->dump(2);
+  w.Apply(d);
+  w.Start("node-0");
+  w.Start("node-1");
+  d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  w.Apply(d);
+  w.Finish("node-0", "PASS");
+  w.Finish("node-1", "PASS");
+  d = w.Decide();
+  started.clear();
+  for (const auto& p : d.pods) started.insert(ViewOfPod(p.pod).node);
+  EXPECT_EQ(started, (std::set<std::string>{"node-2", "node-3"}));
+
+  Json all = GangSpec("all");
+  all["disruption"] = {{"maxUnavailable", "2"}};
+  World w2("all-limited", all);
+  d = w2.Decide();
+  ASSERT_TRUE(d.status);
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("spec.gang needs 4 nodes"), std::string::npos)
+      << d.status->dump(2);
+  EXPECT_NE(d.status->value("message", "").find("maxUnavailable=\"2\" allows 2"),
+            std::string::npos);
+  EXPECT_TRUE(d.pods.empty());
+}
+
 // With --gang-rendezvous-host the ranks meet at an address Act picks, the same for the gang.
 TEST(DecideScenario, GangAtRendezvousHostLeavesThePortToAct) {
   World w("gang", GangSpec("pairs"));

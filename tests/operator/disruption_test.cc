@@ -11,6 +11,7 @@
 #include "common/labels.h"
 #include "common/time.h"
 #include "operator/decide.h"
+#include "operator/gangs.h"
 #include "operator/names.h"
 
 namespace perfgate::op {
@@ -358,6 +359,43 @@ TEST(Disruption, DeletingTheValidationGivesBackEveryNodeItHeld) {
     EXPECT_EQ(Label(node, kUnderTestLabel), "") << name;
     EXPECT_FALSE(Unschedulable(node)) << name;
   }
+}
+
+TEST(GangsUnderMaxUnavailable, AGangStartsOnlyWhenAllItsNodesFit) {
+  const auto gangs = GangsOf({"n0", "n1", "n2", "n3", "n4"}, "pairs");  // (n0,n1) (n2,n3,n4)
+  ASSERT_EQ(gangs.size(), 2U);
+  // Limit 4, nothing under test: the pair fits (2), the trio would make 5: it waits, whole.
+  GangTurns t = GangsInTurn(gangs, {true, true}, {}, 4);
+  EXPECT_EQ(t.start, (std::set<std::string>{"n0", "n1"}));
+  ASSERT_EQ(t.waiting.size(), 1U);
+  EXPECT_NE(t.waiting[0].find("gang of 3 nodes n2, n3, n4"), std::string::npos) << t.waiting[0];
+  EXPECT_NE(t.waiting[0].find("maxUnavailable=4"), std::string::npos) << t.waiting[0];
+  // Once the pair is done, the trio has its turn.
+  t = GangsInTurn(gangs, {false, true}, {}, 4);
+  EXPECT_EQ(t.start, (std::set<std::string>{"n2", "n3", "n4"}));
+  EXPECT_TRUE(t.waiting.empty());
+  // Nodes under test (another validation's, or a gang running) count: 3 busy of 4, no pair fits.
+  t = GangsInTurn(gangs, {true, false}, {"x", "y", "z"}, 4);
+  EXPECT_TRUE(t.start.empty());
+  EXPECT_EQ(t.waiting.size(), 1U);
+  // No limit: every ready gang starts.
+  t = GangsInTurn(gangs, {true, true}, {"x"}, 0);
+  EXPECT_EQ(t.start.size(), 5U);
+}
+
+TEST(GangsUnderMaxUnavailable, AGangLargerThanMaxUnavailableIsAnInvalidSpec) {
+  const auto all = GangsOf({"n0", "n1", "n2", "n3"}, "all");
+  Status st = CheckGangsFit(all, "2", 2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("spec.gang needs 4 nodes"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("maxUnavailable=\"2\" allows 2"), std::string::npos) << st.message();
+  // A percentage: 50% of 4 is 2.
+  st = CheckGangsFit(all, "50%", 2);
+  EXPECT_NE(st.message().find("maxUnavailable=\"50%\" allows 2"), std::string::npos);
+  EXPECT_TRUE(CheckGangsFit(all, "4", 4).ok());
+  EXPECT_TRUE(CheckGangsFit(all, "", 4).ok());
+  EXPECT_TRUE(CheckGangsFit(GangsOf({"n0", "n1", "n2", "n3"}, "pairs"), "2", 2).ok());
 }
 
 }  // namespace

@@ -268,6 +268,57 @@ TEST(RepeatedFailures, ThePolicySetsKAndN) {
   EXPECT_FALSE(d.status->contains("repeatedFailures"));
 }
 
+// The condition of `type` in `status`, or null.
+Json ConditionOf(const Json& status, const std::string& type) {
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == type) return c;
+  }
+  return Json();
+}
+
+TEST(RepeatedFailures, TheConditionNamesTheFlaggedNodesAndTurnsFalseWhenTheyPass) {
+  Snapshot s = WithStore(2, 3, {{"node-a", {"FAIL", "PASS"}}, {"node-b", {"PASS"}}});
+  Decision d;
+  d.status = Done("2026-03-01T09:30:00Z");
+  d.nodeVerdicts = {{"node-a", "FAIL", std::nullopt}, {"node-b", "PASS", std::nullopt}};
+  DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
+  Json c = ConditionOf(*d.status, kRepeatedFailuresCondition);
+  ASSERT_TRUE(c.is_object());
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["reason"], "RepeatedFailures");
+  EXPECT_NE(c["message"].get<std::string>().find("node-a failed 2 of its last 3"),
+            std::string::npos);
+  EXPECT_EQ(c["message"].get<std::string>().find("node-b"), std::string::npos);
+
+  // The next run, in progress: the condition stays while node-a keeps its label.
+  s.validation["status"] = *d.status;
+  Decision running;
+  running.status = Json{{"run", "g5"}, {"startTime", "2026-03-01T10:00:00Z"}};
+  DecideLifecycle(s, At("2026-03-01T10:00:05Z"), &running);
+  EXPECT_EQ(ConditionOf(*running.status, kRepeatedFailuresCondition)["status"], "True");
+
+  // node-a passes twice more: no longer 2 of its last 3, the condition turns False.
+  s.store->recentVerdicts = {{"node-a", {"PASS", "FAIL", "FAIL"}}, {"node-b", {"PASS"}}};
+  Decision passed;
+  passed.status = Done("2026-03-01T10:30:00Z");
+  passed.nodeVerdicts = {{"node-a", "PASS", std::nullopt}, {"node-b", "PASS", std::nullopt}};
+  DecideLifecycle(s, At("2026-03-01T10:40:00Z"), &passed);
+  EXPECT_FALSE(*passed.nodeVerdicts[0].repeatedFailure);
+  c = ConditionOf(*passed.status, kRepeatedFailuresCondition);
+  EXPECT_EQ(c["status"], "False");
+  EXPECT_EQ(c["reason"], "NoRepeatedFailures");
+  EXPECT_FALSE(passed.status->contains("repeatedFailures"));
+}
+
+TEST(RepeatedFailures, NoConditionWithoutHistory) {
+  const Snapshot s = WithStore(0, 0, {});
+  Decision d;
+  d.status = Done("2026-03-01T09:30:00Z");
+  d.nodeVerdicts = {{"node-a", "FAIL", std::nullopt}};
+  DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
+  EXPECT_TRUE(ConditionOf(*d.status, kRepeatedFailuresCondition).is_null());
+}
+
 TEST(RepeatedFailures, TheNodeLabelIsSetAndRemoved) {
   Json node = {{"metadata", {{"name", "node-a"}}}};
   EXPECT_TRUE(MarkNode(&node, "FAIL", "v", "none", true));

@@ -11,6 +11,7 @@
 #include "common/labels.h"
 #include "common/time.h"
 #include "operator/decide.h"
+#include "operator/identity.h"
 #include "operator/names.h"
 
 namespace perfgate::op {
@@ -113,7 +114,8 @@ struct World {
   }
 
   // The worker on `node` writes its result (named as its pod) and exits.
-  void Finish(const std::string& node, const std::string& verdict) {
+  // `identity`: its report's identity (driverVersion, gpus), none when null.
+  void Finish(const std::string& node, const std::string& verdict, const Json& identity = Json()) {
     for (auto& p : pods) {
       const PodView v = ViewOfPod(p);
       if (v.node != node || v.terminal) continue;
@@ -132,6 +134,7 @@ struct World {
               {{"verdict", verdict},
                {"reason", verdict == "PASS" ? "" : "hbm-stream below its threshold"},
                {"tests", {{{"name", "hbm-stream"}, {"verdict", verdict}}}}}}}}});
+      if (!identity.is_null()) results.back()["spec"]["report"]["identity"] = identity;
     }
   }
 
@@ -241,6 +244,120 @@ TEST(WatchNodes, AStaleResultOfAChangedNodeStillCachedIsNotItsVerdict) {
   const Decision d = w.Step();
   EXPECT_EQ(PodNodes(d), std::vector<std::string>{"node-1"});
   EXPECT_TRUE(w.status.value("completionTime", "").empty());
+}
+
+TEST(WatchNodes, ALastResultOnAnotherDriverThanTheLabelsSayIsTestedAgainOnce) {
+  // The labels say 550.54.15 (recorded as node-0's identity when its result came in), but its
+  // worker ran on 535.104.05: the driver changed under stale labels, or while nobody watched.
+  World w;
+  w.Step();
+  w.Finish("node-0", "PASS", {{"driverVersion", "535.104.05"}});
+  w.Finish("node-1", "PASS", {{"driverVersion", "550.54.15"}});
+  w.Step();
+  ASSERT_FALSE(w.status.value("completionTime", "").empty());
+  const std::string first = ObjectName({kName, RunId(1, ""), "node-0"});
+
+  const Decision reopen = w.Step();
+  ASSERT_TRUE(HasEvent(reopen, "NodeChanged"));
+  std::string msg;
+  for (const auto& e : reopen.events) {
+    if (e.reason == "NodeChanged") msg = e.message;
+  }
+  EXPECT_NE(msg.find("node-0 changed: its last result " + first + " ran on driver 535.104.05"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("labels now say driver 550.54.15"), std::string::npos) << msg;
+  EXPECT_EQ(reopen.deleteResults, std::vector<std::string>{first});  // node-1 agrees: kept
+  EXPECT_EQ(w.status["identityRetests"].value("node-0", ""),
+            "driver=550.54.15 product=NVIDIA-H200 count=8");
+
+  const Decision start = w.Step();
+  ASSERT_EQ(PodNodes(start), std::vector<std::string>{"node-0"});
+  // Its worker still reads 535.104.05 (the labels spell it otherwise): tested once, not again.
+  w.Finish("node-0", "PASS", {{"driverVersion", "535.104.05"}});
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  const Decision later = w.Step();
+  EXPECT_TRUE(later.pods.empty());
+  EXPECT_FALSE(HasEvent(later, "NodeChanged"));
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_EQ(w.status["retests"].value("node-0", 0), 1);
+}
+
+TEST(WatchNodes, AResultWithoutAnNvmlDriverNeverCountsAsChanged) {
+  World w;
+  w.Step();
+  w.Finish("node-0", "PASS", {{"driverVersion", "CUDA 12.4"}});
+  w.Finish("node-1", "PASS");
+  w.Step();
+  const Decision later = w.Step();
+  EXPECT_FALSE(HasEvent(later, "NodeChanged"));
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+}
+
+TEST(ResultIdentity, DriversAreComparedAsFarAsTheLabelsGo) {
+  EXPECT_FALSE(DriverDiffers("550.54.15", "550.54.15"));
+  EXPECT_FALSE(DriverDiffers("550.54.15", "550.54"));  // GFD without a rev label
+  EXPECT_TRUE(DriverDiffers("550.54.15", "560.35.03"));
+  EXPECT_TRUE(DriverDiffers("550.54", "550.54.15"));
+  EXPECT_FALSE(DriverDiffers("CUDA 12.4", "550.54.15"));
+  EXPECT_FALSE(DriverDiffers("", "550.54.15"));
+  EXPECT_FALSE(DriverDiffers("550.54.15", ""));
+  EXPECT_EQ(LabelledDriver(NodeObj("n", "90")), "550.90.15");
+}
+
+TEST(ResultIdentity, ASwappedGpuIsNamed) {
+  const Json was = {{"spec",
+                     {{"report",
+                       {{"identity",
+                         {{"driverVersion", "550.54.15"},
+                          {"gpus",
+                           {{{"uuid", "GPU-a"}, {"vbios", "96.00.89.00.01"}},
+                            {{"uuid", "GPU-b"}, {"vbios", "96.00.89.00.01"}}}}}}}}}}};
+  Json now = was;
+  EXPECT_EQ(GpuChange(IdentityOfResult(was), IdentityOfResult(now)), "");
+  now["spec"]["report"]["identity"]["gpus"][1]["uuid"] = "GPU-c";
+  EXPECT_EQ(GpuChange(IdentityOfResult(was), IdentityOfResult(now)),
+            "GPUs gone: GPU-b vbios 96.00.89.00.01; new: GPU-c vbios 96.00.89.00.01");
+  now = was;
+  now["spec"]["report"]["identity"]["gpus"][0]["vbios"] = "96.00.99.00.01";
+  EXPECT_NE(
+      GpuChange(IdentityOfResult(was), IdentityOfResult(now)).find("new: GPU-a vbios 96.00.99"),
+      std::string::npos);
+  // A result without GPUs (no NVML) tells nothing.
+  EXPECT_EQ(GpuChange(IdentityOfResult(was), IdentityOfResult(Json::object())), "");
+}
+
+TEST(ResultIdentity, AResultOnOtherGpusThanTheNodesPreviousOneIsRecordedAndAnnounced) {
+  World w;
+  w.spec["policy"] = {{"keepResults", 3}};
+  const Json gpus_a = {{"driverVersion", "550.54.15"}, {"gpus", {{{"uuid", "GPU-a"}}}}};
+  const Json gpus_b = {{"driverVersion", "550.54.15"}, {"gpus", {{{"uuid", "GPU-b"}}}}};
+  // node-0's result of an earlier run, on GPU-a.
+  w.results.push_back(
+      {{"metadata",
+        {{"name", "pool-old-node-0"},
+         {"creationTimestamp", "2026-11-30T12:00:00Z"},
+         {"labels",
+          {{kValidationLabel, LabelValue(kName)}, {kNodeLabel, "node-0"}, {kRunLabel, "old"}}}}},
+       {"spec",
+        {{"nodeName", "node-0"},
+         {"run", "old"},
+         {"report", {{"verdict", "PASS"}, {"identity", gpus_a}}}}}});
+  w.Step();
+  w.Finish("node-0", "PASS", gpus_b);
+  w.Finish("node-1", "PASS", gpus_b);
+  const Decision d = w.Step();
+  ASSERT_TRUE(HasEvent(d, "GpuChanged"));
+  const Json changes = w.status.value("gpuChanges", Json::array());
+  ASSERT_EQ(changes.size(), 1u) << w.status.dump(2);
+  EXPECT_EQ(changes[0].value("node", ""), "node-0");
+  EXPECT_EQ(changes[0].value("previousResult", ""), "pool-old-node-0");
+  EXPECT_EQ(changes[0].value("change", ""), "GPUs gone: GPU-a; new: GPU-b");
+  // Recorded once: the next reconcile does not add it again.
+  const Decision again = w.Step();
+  EXPECT_FALSE(HasEvent(again, "GpuChanged"));
+  EXPECT_EQ(w.status.value("gpuChanges", Json::array()).size(), 1u);
 }
 
 TEST(ProvisioningTaint, WorkersTolerateIt) {
