@@ -352,6 +352,7 @@ TEST(Diagnostics, WritesTheBundleAndItsSummaryIntoTheFolder) {
 
 TEST(Diagnostics, NsysProfilesTheFailingTestAloneAndIsFoundOnThePath) {
   const std::string dir = ::testing::TempDir() + "/diagnostics-path";
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   EXPECT_EQ(FindOnPath("nsys", "/nonexistent:" + dir), "");
   { std::ofstream(dir + "/nsys") << "#!/bin/sh\n"; }
