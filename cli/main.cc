@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -57,6 +59,11 @@ constexpr const char* kUsage = R"(usage (also as the kubectl plugin: kubectl per
       refuse the spec, with its message.
   perfgate rerun NAME
       Starts a new run of a validation (sets its perfgate.io/rerun annotation).
+  perfgate bundle VALIDATION NODE [-o DIR] [--run RUN]
+      The diagnosis bundle the worker gathered on NODE when a test failed there
+      (docs/diagnostics.md): its files (failures, power/clock/throttle timeline, NVML dump,
+      NCCL topology, spec, summary) written into DIR (default perfgate-bundle-VALIDATION-NODE),
+      its summary printed. RUN: the validation's current run unless given.
   perfgate compare A B [--margin 3%] [--paired|--unpaired] [-o table|json|markdown]
                    [--html FILE]
       Compares two sets of results per GPU model, test, metric and statistic: medians, the
@@ -370,6 +377,77 @@ int Rerun(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// The diagnosis bundle of one node (the ConfigMap its worker wrote) into a folder.
+int Bundle(const std::vector<std::string>& argv) {
+  const Args args = Parse(argv, With({{"-o", "output"}, {"--output", "output"}, {"--run", "run"}}));
+  if (!args.error.empty()) return Usage(args.error);
+  if (args.positional.size() != 2) return Usage("bundle takes a validation and a node name");
+  const std::string& validation = args.positional[0];
+  const std::string& node = args.positional[1];
+  const std::string ns = args.Get("namespace", "perfgate-system");
+  const std::string dir = args.Get("output", "perfgate-bundle-" + validation + "-" + node);
+  auto client = Connect(args);
+  if (!client.ok()) return Fail("bundle", client.status().message());
+  std::string run = args.Get("run");
+  if (run.empty()) {
+    auto obj = (*client)->Get(kValidations, "", validation);
+    if (!obj.ok()) {
+      return Fail("bundle", obj.status().WithContext("perfvalidation " + validation).message());
+    }
+    if (const auto& st = (*obj)["status"]; st.is_object() && st.contains("run")) {
+      run = st["run"].get<std::string>();
+    }
+    if (run.empty()) return Fail("bundle", "perfvalidation " + validation + " has no run yet");
+  }
+  kube::ListOptions options;
+  options.labelSelector =
+      "perfgate.io/diagnosis=true,perfgate.io/validation=" + LabelValue(validation) +
+      ",perfgate.io/node=" + LabelValue(node) + ",perfgate.io/run=" + run;
+  auto list = (*client)->ListAll({"", "v1", "configmaps"}, ns, options);
+  if (!list.ok()) {
+    return Fail("bundle", list.status().WithContext("configmaps in namespace " + ns).message());
+  }
+  const auto& items = (*list)["items"];
+  if (!items.is_array() || items.empty()) {
+    return Fail("bundle", "no diagnosis bundle for node " + node + " in run " + run + " of " +
+                              validation + " (namespace " + ns +
+                              "): a worker gathers one only when a test fails there, unless "
+                              "spec.diagnostics.capture is Never");
+  }
+  const nlohmann::json& cm = items[0];
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail("bundle", "cannot create " + dir + ": " + ec.message());
+  const nlohmann::json data = cm.value("data", nlohmann::json::object());
+  for (const auto& [name, content] : data.items()) {
+    // ConfigMap keys hold no '/', but a key is not trusted with a path.
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+      continue;
+    }
+    if (Status st = report::WriteFileAtomic(dir + "/" + name, content.get<std::string>());
+        !st.ok()) {
+      return Fail("bundle", st.message());
+    }
+    std::cout << dir << "/" << name << " (" << content.get<std::string>().size() << " bytes)\n";
+  }
+  const nlohmann::json summary =
+      nlohmann::json::parse(data.value("summary.json", "{}"), nullptr, false);
+  if (summary.is_object()) {
+    for (const auto& f : summary.value("failures", nlohmann::json::array())) {
+      std::cout << "failed: " << f.get<std::string>() << "\n";
+    }
+    for (const auto& h : summary.value("hints", nlohmann::json::array())) {
+      std::cout << "hint: " << h.get<std::string>() << "\n";
+    }
+    for (const auto& p : summary.value("parts", nlohmann::json::array())) {
+      if (!p.value("note", "").empty()) {
+        std::cout << p.value("name", "") << ": " << p.value("note", "") << "\n";
+      }
+    }
+  }
+  return 0;
+}
+
 // "3%" or "0.03" -> 0.03; NaN when neither.
 double ParseFraction(std::string text) {
   const bool percent = !text.empty() && text.back() == '%';
@@ -588,6 +666,7 @@ int main(int argc, char** argv) {
   if (command == "summary") return Summary(args);
   if (command == "plan") return Plan(args);
   if (command == "rerun") return Rerun(args);
+  if (command == "bundle") return Bundle(args);
   if (command == "compare") return Compare(args);
   if (command == "export") return Export(args);
   return Usage("unknown command " + command);

@@ -48,7 +48,14 @@ std::string CompletedAt(const fleet::NodeReport& r) {
 
 std::string WhyOf(const fleet::NodeReport& r) {
   if (r.report.verdict() != v1alpha1::PASS && !r.report.reason().empty()) {
-    return r.report.reason();
+    // The first thing the diagnosis points at, and where its bundle is (docs/diagnostics.md).
+    const auto& d = r.report.diagnosis();
+    std::string why = r.report.reason();
+    if (!d.hints().empty()) why += "; hint: " + d.hints(0);
+    if (!d.locations().empty() && !r.validation.empty()) {
+      why += "; bundle: kubectl perfgate bundle " + r.validation + " " + r.node;
+    }
+    return why;
   }
   return r.worst;
 }

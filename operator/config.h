@@ -18,6 +18,9 @@ struct ReconcilerConfig {
   // Non-empty: NCCL gangs meet at this host on a port free on the operator's machine, not at
   // rank 0's headless Service (kube-sim: every pod is a local process and there is no DNS).
   std::string gangRendezvousHost;
+  // Non-empty: a volume source (JSON) mounted into every worker pod at kDiagnosticsMountPath,
+  // where a node with a failing test keeps its diagnosis bundle (docs/diagnostics.md).
+  std::string diagnosticsVolume;
   // Where events about cluster-scoped validations go.
   std::string eventNamespace = "default";
   // A node claim not renewed for this long may be taken over (operator/claims.h); renewed every

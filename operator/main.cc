@@ -65,6 +65,10 @@ flags:
   --gang-rendezvous-host HOST       NCCL gangs meet at HOST:<a free port> instead of rank 0's
                                     headless Service name (kube-sim, which has no DNS)
   --enable-fixtures                 let workers run test-only fixtures (end-to-end tests only)
+  --diagnostics-volume JSON         a volume source (e.g. {"persistentVolumeClaim":{"claimName":
+                                    "perfgate-bundles"}}) mounted into worker pods, where a node
+                                    with a failing test keeps its diagnosis bundle
+                                    (docs/diagnostics.md); default none
   --store off|URL|postgres          the results store every completed PerfResult is recorded in
                                     (off): sqlite:///var/lib/perfgate/results.db,
                                     postgresql://host/db, or postgres: the URL in
@@ -97,6 +101,7 @@ struct Flags {
   int kubeApiBurst = 100;
   bool enableFixtures = false;
   std::string gangRendezvousHost;
+  std::string diagnosticsVolume;
   bool metricsPerNode = false;
   std::string store = "off";
   std::string clusterName = "default";
@@ -154,6 +159,16 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->kubeApiBurst = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--gang-rendezvous-host" && next()) {
       f->gangRendezvousHost = value;
+    } else if (a == "--diagnostics-volume" && next()) {
+      // One volume source, as in a pod's volumes[] entry without its name.
+      const Json source = Json::parse(value, nullptr, false);
+      if (!source.is_object() || source.size() != 1 || source.contains("name")) {
+        std::cerr << "perfgate-operator: --diagnostics-volume: expected one volume source as "
+                     "JSON, e.g. {\"persistentVolumeClaim\":{\"claimName\":\"bundles\"}}, got "
+                  << value << "\n";
+        return false;
+      }
+      f->diagnosticsVolume = value;
     } else if (a == "--store" && next()) {
       f->store = value;
     } else if (a == "--cluster-name" && next() && !value.empty()) {
@@ -287,6 +302,7 @@ int main(int argc, char** argv) {
   rc.enableFixtures = flags.enableFixtures;
   rc.schedulingTimeout = std::chrono::seconds(flags.schedulingTimeoutSeconds);
   rc.gangRendezvousHost = flags.gangRendezvousHost;
+  rc.diagnosticsVolume = flags.diagnosticsVolume;
   op::Caches caches{
       [nodes] { return nodes->List(); },
       [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(LabelValue(v)); },

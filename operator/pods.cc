@@ -95,6 +95,11 @@ Json WorkerContainer(const Owner& owner, const ReconcilerConfig& config, const P
   container["terminationMessagePolicy"] = "FallbackToLogsOnError";
   container["securityContext"] = std::move(security);
   container["volumeMounts"] = Json::array({std::move(plan_mount)});
+  if (!config.diagnosticsVolume.empty()) {
+    container["volumeMounts"].push_back(
+        {{"name", "diagnostics"}, {"mountPath", kDiagnosticsMountPath}});
+    container["env"].push_back(ValueEnv("PERFGATE_DIAGNOSTICS_DIR", kDiagnosticsMountPath));
+  }
   return container;
 }
 
@@ -124,6 +129,8 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
                    {"runAsUser", 65532},
                    {"runAsGroup", 65532},
                    {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  // The bundle volume is written as the worker's group (a PVC's root is root's otherwise).
+  if (!config.diagnosticsVolume.empty()) security["fsGroup"] = 65532;
   Json plan_volume = {{"name", "plan"}, {"configMap", {{"name", p.configMap}}}};
   Json pod_spec = Json::object();
   pod_spec["restartPolicy"] = "Never";
@@ -135,6 +142,13 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   pod_spec["securityContext"] = std::move(security);
   pod_spec["containers"] = Json::array({WorkerContainer(owner, config, p)});
   pod_spec["volumes"] = Json::array({std::move(plan_volume)});
+  if (!config.diagnosticsVolume.empty()) {
+    Json volume = Json::parse(config.diagnosticsVolume, nullptr, false);
+    if (volume.is_object()) {
+      volume["name"] = "diagnostics";
+      pod_spec["volumes"].push_back(std::move(volume));
+    }
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", std::move(metadata)},

@@ -12,6 +12,9 @@
 
 namespace perfgate::op {
 
+// Where worker pods mount ReconcilerConfig::diagnosticsVolume (PERFGATE_DIAGNOSTICS_DIR).
+inline constexpr const char* kDiagnosticsMountPath = "/var/lib/perfgate/diagnostics";
+
 // The validation that owns what is built.
 struct Owner {
   std::string name;

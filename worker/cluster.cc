@@ -131,6 +131,47 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
   return obj.dump();
 }
 
+std::string DiagnosisConfigMapName(const std::string& result_name) {
+  constexpr std::size_t kMaxName = 253;
+  const std::string suffix = "-diagnosis";
+  return result_name.substr(0, kMaxName - suffix.size()) + suffix;
+}
+
+Result<std::string> DiagnosisConfigMapJson(const ClusterTarget& target,
+                                           const std::map<std::string, std::string>& files,
+                                           const std::string& result_uid) {
+  if (target.result_name.empty()) return InvalidArgument("no PerfResult name (--result)");
+  nlohmann::json data = nlohmann::json::object();
+  for (const auto& [name, content] : files) data[name] = content;
+  nlohmann::json obj = {{"apiVersion", "v1"},
+                        {"kind", "ConfigMap"},
+                        {"metadata",
+                         {{"name", DiagnosisConfigMapName(target.result_name)},
+                          {"namespace", target.name_space},
+                          {"labels",
+                           {{"perfgate.io/validation", LabelValue(target.validation_name)},
+                            {"perfgate.io/node", LabelValue(target.node_name)},
+                            {"perfgate.io/run", target.run},
+                            {"perfgate.io/diagnosis", "true"}}},
+                          {"annotations", {{"perfgate.io/result", target.result_name}}}}},
+                        {"data", std::move(data)}};
+  // Without blockOwnerDeletion, as for the PerfResult (PerfResultJson).
+  if (!result_uid.empty()) {
+    obj["metadata"]["ownerReferences"] =
+        nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
+                                {"kind", "PerfResult"},
+                                {"name", target.result_name},
+                                {"uid", result_uid}}});
+  } else if (!target.validation_uid.empty()) {
+    obj["metadata"]["ownerReferences"] =
+        nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
+                                {"kind", "PerfValidation"},
+                                {"name", target.validation_name},
+                                {"uid", target.validation_uid}}});
+  }
+  return obj.dump();
+}
+
 bool RetryableWriteError(const Status& status) {
   switch (status.code()) {
     case Code::kUnavailable:        // 5xx, or no connection

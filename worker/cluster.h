@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "common/result.h"
@@ -50,7 +51,19 @@ std::string WorstFigure(const v1alpha1::Report& report);
 // Creates the PerfResult with the in-cluster config (an existing one of the same name is left
 // as it is: a retried pod must not overwrite what the operator recorded), retrying transient
 // failures (RetryResultWrite) for up to target.result_write_timeout. Blocking.
-Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report);
+// `uid`, when given, receives the created object's metadata.uid ("" when it already existed).
+Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report,
+                       std::string* uid = nullptr);
+
+// The ConfigMap that holds a node's diagnosis bundle (docs/diagnostics.md): named after the
+// PerfResult, labelled with its validation, node and run, owned by the PerfResult
+// (`result_uid`), else by the validation, so that it goes with them.
+std::string DiagnosisConfigMapName(const std::string& result_name);
+Result<std::string> DiagnosisConfigMapJson(const ClusterTarget& target,
+                                           const std::map<std::string, std::string>& files,
+                                           const std::string& result_uid);
+// Creates it with the in-cluster config, retrying transient failures as WritePerfResult does.
+Status WriteDiagnosisConfigMap(const ClusterTarget& target, const std::string& object_json);
 
 // Whether a failed create of the PerfResult may succeed when sent again: no response at all,
 // 5xx, 429, a 2xx whose body was cut. Other 4xx (refused, invalid, forbidden) would fail the

@@ -22,9 +22,52 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+// The in-cluster client and the namespace to write in.
+Result<std::pair<std::shared_ptr<kube::Client>, std::string>> Connect(const ClusterTarget& target) {
+  const std::string sa_dir = Env("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
+                                 ? "/var/run/secrets/kubernetes.io/serviceaccount"
+                                 : Env("PERFGATE_SERVICE_ACCOUNT_DIR");
+  ASSIGN_OR_RETURN(kube::RestConfig config, kube::InClusterConfig(sa_dir));
+  std::string ns = target.name_space.empty() ? config.defaultNamespace : target.name_space;
+  ASSIGN_OR_RETURN(auto client, kube::NewClient(config));
+  return std::make_pair(std::move(client), ns);
+}
+
+Status CreateRetrying(kube::Client& client, const kube::GroupVersionResource& gvr,
+                      const std::string& ns, const nlohmann::json& object,
+                      std::chrono::seconds timeout, const std::string& what, std::string* uid) {
+  auto attempt = [&]() -> Status {
+    auto created = client.Create(gvr, ns, object);
+    if (!created.ok()) return created.status();
+    if (uid != nullptr)
+      *uid = created->value("metadata", nlohmann::json::object()).value("uid", "");
+    return Status::Ok();
+  };
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  auto on_retry = [&](int n, const Status& error, std::chrono::milliseconds wait) {
+    std::cerr << "perfgate-worker: writing " << what << " failed (attempt " << n
+              << "): " << error.message() << "; retrying in " << wait.count() << " ms\n";
+  };
+  const uint64_t seed = std::hash<std::string>{}(what) ^ static_cast<uint64_t>(getpid());
+  return RetryResultWrite(attempt, timeout, WriteBackoff{}, now, sleep, seed, on_retry);
+}
+
 }  // namespace
 
-Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report) {
+Status WriteDiagnosisConfigMap(const ClusterTarget& target, const std::string& object_json) {
+  ASSIGN_OR_RETURN(auto connected, Connect(target));
+  nlohmann::json object = nlohmann::json::parse(object_json, nullptr, false);
+  if (object.is_discarded()) return InvalidArgument("the diagnosis ConfigMap is not JSON");
+  object["metadata"]["namespace"] = connected.second;
+  // A bundle is worth less than the result: a short wait, not the result's.
+  return CreateRetrying(*connected.first, {"", "v1", "configmaps"}, connected.second, object,
+                        std::min(target.result_write_timeout, std::chrono::seconds(60)),
+                        "ConfigMap " + object["metadata"].value("name", ""), nullptr);
+}
+
+Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& report,
+                       std::string* uid) {
   if (target.result_name.empty()) return InvalidArgument("no PerfResult name (--result)");
   // PERFGATE_SERVICE_ACCOUNT_DIR: the token, ca.crt and namespace where the standard path is
   // not the pod's own (a kubelet that cannot mount per pod there).
@@ -40,7 +83,11 @@ Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& repo
   ASSIGN_OR_RETURN(auto client, kube::NewClient(config));
   auto attempt = [&]() -> Status {
     auto created = client->Create({"perfgate.io", "v1alpha1", "perfresults"}, t.name_space, object);
-    return created.ok() ? Status::Ok() : created.status();
+    if (!created.ok()) return created.status();
+    if (uid != nullptr) {
+      *uid = created->value("metadata", nlohmann::json::object()).value("uid", "");
+    }
+    return Status::Ok();
   };
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };

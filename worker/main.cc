@@ -7,8 +7,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "common/spec.h"
 #include "kernels/registry.h"
 #include "worker/cluster.h"
+#include "worker/diagnostics.h"
 #include "worker/history.h"
 #include "worker/plan.h"
 #include "worker/runner.h"
@@ -52,6 +57,8 @@ run options:
   --no-store           do not record this run or compare it with earlier ones
   --result NAME        cluster mode (in a perfgate pod): write this node's PerfResult NAME
                        (also env PERFGATE_RESULT_NAME) and exit 0 once it is written
+  --diagnostics DIR    when a test fails, write its diagnosis bundle under DIR (also env
+                       PERFGATE_DIAGNOSTICS_DIR; spec.diagnostics says whether to capture)
 
 plan options: --profiles DIR, --enable-fixtures as for run, and
   --gpus N             price a node of N GPUs (default: spec.gpusPerNode, else the GPUs
@@ -238,8 +245,107 @@ int PlanCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// What capture on failure keeps while the run goes on (docs/diagnostics.md).
+struct Capture {
+  bool enabled = false;
+  std::string nccl_topology_file;
+  std::unique_ptr<perfgate::worker::TimelineRecorder> timeline;
+};
+
+Capture StartCapture(const perfgate::v1alpha1::Diagnostics& diagnostics) {
+  Capture c;
+  c.enabled = diagnostics.capture() != "Never";
+  if (!c.enabled) return c;
+  // NCCL writes the topology it detected here when it initialises a communicator.
+  const char* set = std::getenv("NCCL_TOPO_DUMP_FILE");  // NOLINT(concurrency-mt-unsafe)
+  if (set != nullptr && *set != '\0') {
+    c.nccl_topology_file = set;
+  } else {
+    std::error_code ec;
+    c.nccl_topology_file = (fs::temp_directory_path(ec) /
+                            ("perfgate-nccl-topology-" + std::to_string(getpid()) + ".xml"))
+                               .string();
+    setenv("NCCL_TOPO_DUMP_FILE", c.nccl_topology_file.c_str(), 1);  // NOLINT
+  }
+  c.timeline = std::make_unique<perfgate::worker::TimelineRecorder>(
+      perfgate::worker::NvmlTelemetryReader(), 1.0);
+  return c;
+}
+
+// Gathers the bundle of a failed run, puts its summary (with where the bundle goes) in
+// `report`, and writes it to `dir` when one is configured. Returns the bundle.
+perfgate::worker::Bundle GatherDiagnosis(const Capture& capture,
+                                         const perfgate::v1alpha1::Diagnostics& diagnostics,
+                                         const std::string& spec_path, bool fixtures,
+                                         const std::string& dir, const std::string& config_map,
+                                         perfgate::v1alpha1::Report* report) {
+  namespace w = perfgate::worker;
+  w::DiagnosisInputs in;
+  in.report = report;
+  in.spec_text = ReadText(spec_path);
+  if (capture.timeline) {
+    capture.timeline->End();
+    in.timelines = capture.timeline->Timelines();
+  }
+  auto nvml = perfgate::kernels::nvml::SharedNvml();
+  if (nvml.ok()) {
+    in.nvml = w::DumpNvml(**nvml);
+  } else {
+    in.nvml = nvml.status();
+  }
+  bool nccl_ran = false;
+  for (const auto& t : report->tests()) nccl_ran |= t.type().rfind("nccl", 0) == 0;
+  std::error_code ec;
+  if (fs::exists(capture.nccl_topology_file, ec)) {
+    in.nccl_topology = ReadText(capture.nccl_topology_file);
+  } else if (nccl_ran) {
+    in.nccl_topology =
+        perfgate::NotFound("NCCL ran but wrote no topology to " + capture.nccl_topology_file);
+  } else {
+    in.nccl_topology = perfgate::NotFound("no NCCL test ran");
+  }
+  std::string first_failing;
+  for (const auto& t : report->tests()) {
+    if (t.verdict() == perfgate::v1alpha1::FAIL && first_failing.empty()) first_failing = t.name();
+  }
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  const std::string nsys = w::FindOnPath("nsys", path != nullptr ? path : "");
+  if (!diagnostics.profile()) {
+    in.profile.note = "skipped: spec.diagnostics.profile is not set";
+  } else if (nsys.empty()) {
+    in.profile.note = "skipped: nsys (Nsight Systems) is not on the worker's PATH";
+  } else if (dir.empty()) {
+    in.profile.note = "skipped: no diagnostics volume to keep the profile in";
+  } else {
+    fs::create_directories(dir, ec);
+    const std::string prefix = dir + "/profile";
+    in.profile = w::RunNsys(w::NsysCommand(nsys, fs::read_symlink("/proc/self/exe", ec).string(),
+                                           spec_path, first_failing, prefix, fixtures),
+                            prefix);
+  }
+  w::Bundle bundle = w::AssembleBundle(in);
+  if (!dir.empty()) bundle.summary.add_locations(dir);
+  if (!config_map.empty()) bundle.summary.add_locations("configmap " + config_map);
+  if (!dir.empty()) {
+    perfgate::Status st = w::WriteBundle(bundle, dir);
+    if (!st.ok()) {
+      std::cerr << "perfgate-worker: cannot write the diagnosis bundle: " << st.message() << "\n";
+      bundle.summary.mutable_locations()->erase(bundle.summary.locations().begin());
+    }
+  }
+  *report->mutable_diagnosis() = bundle.summary;
+  return bundle;
+}
+
 int Run(const std::vector<std::string>& args) {
-  std::string spec_path, report_json, junit, result_name;
+  std::string spec_path, report_json, junit, result_name, diagnostics_dir;
   std::vector<std::string> only, profile_dirs;
   bool quiet = false, fixtures = false;
   perfgate::worker::HistoryOptions history;
@@ -251,7 +357,7 @@ int Run(const std::vector<std::string>& args) {
       return &args[++i];
     };
     if (a == "--report-json" || a == "--junit" || a == "--only" || a == "--profiles" ||
-        a == "--result" || a == "--store") {
+        a == "--result" || a == "--store" || a == "--diagnostics") {
       const std::string* v = value(a.c_str());
       if (v == nullptr) return Fail(kExitInvalid, a + " needs a value");
       if (a == "--report-json") report_json = *v;
@@ -260,6 +366,7 @@ int Run(const std::vector<std::string>& args) {
       if (a == "--profiles") profile_dirs.push_back(*v);
       if (a == "--result") result_name = *v;
       if (a == "--store") history.store_url = *v;
+      if (a == "--diagnostics") diagnostics_dir = *v;
     } else if (a == "--no-store") {
       history.record = false;
     } else if (a == "--quiet") {
@@ -317,7 +424,35 @@ int Run(const std::vector<std::string>& args) {
                    "nodes; here the NCCL tests run over this machine's GPUs only\n";
     }
   }
+  const perfgate::v1alpha1::Diagnostics& diagnostics = loaded->doc.spec().diagnostics();
+  Capture capture = StartCapture(diagnostics);
+  run_options.timeline = capture.timeline.get();
   perfgate::v1alpha1::Report report = perfgate::worker::RunPlan(*plan, run_options);
+  perfgate::worker::Bundle bundle;
+  const bool captured = perfgate::worker::ShouldCapture(diagnostics, report);
+  if (captured) {
+    if (diagnostics_dir.empty()) {
+      const char* env = std::getenv("PERFGATE_DIAGNOSTICS_DIR");  // NOLINT(concurrency-mt-unsafe)
+      if (env != nullptr) diagnostics_dir = env;
+    }
+    // One folder per result (cluster) or per run (local).
+    if (!diagnostics_dir.empty()) {
+      diagnostics_dir +=
+          "/" + (in_cluster ? cluster.result_name : plan->validation + "-" + report.starttime());
+    }
+    const std::string config_map =
+        in_cluster ? cluster.name_space + "/" +
+                         perfgate::worker::DiagnosisConfigMapName(cluster.result_name)
+                   : "";
+    bundle = GatherDiagnosis(capture, diagnostics, spec_path, fixtures, diagnostics_dir, config_map,
+                             &report);
+    if (!quiet) {
+      std::cerr << "perfgate-worker: diagnosis gathered (" << report.diagnosis().bytes()
+                << " bytes)";
+      for (const auto& where : report.diagnosis().locations()) std::cerr << "; " << where;
+      std::cerr << "\n";
+    }
+  }
   std::cout << "\n" << perfgate::report::FormatTable(report);
 
   if (!report_json.empty()) {
@@ -335,12 +470,26 @@ int Run(const std::vector<std::string>& args) {
     // stays down past the write's retries or the pod is killed while retrying.
     perfgate::worker::WriteTerminationMessage(
         perfgate::worker::TerminationResult(cluster, report, ""));
-    Status st = perfgate::worker::WritePerfResult(cluster, report);
+    std::string result_uid;
+    Status st = perfgate::worker::WritePerfResult(cluster, report, &result_uid);
     if (!st.ok()) {
       const std::string message = "cannot write the PerfResult: " + st.message();
       perfgate::worker::WriteTerminationMessage(
           perfgate::worker::TerminationResult(cluster, report, message));
       return Fail(kExitError, message);
+    }
+    if (captured) {
+      std::map<std::string, std::string> files;
+      for (const auto& f : bundle.files) files[f.name] = f.content;
+      files["summary.json"] = perfgate::worker::DiagnosisJson(report.diagnosis());
+      auto object = perfgate::worker::DiagnosisConfigMapJson(cluster, files, result_uid);
+      Status written = object.ok() ? perfgate::worker::WriteDiagnosisConfigMap(cluster, *object)
+                                   : object.status();
+      // The result stands without its bundle: say so, and exit 0 as the result was written.
+      if (!written.ok()) {
+        std::cerr << "perfgate-worker: cannot write the diagnosis bundle's ConfigMap: "
+                  << written.message() << "\n";
+      }
     }
     return 0;
   }

@@ -18,6 +18,7 @@
 #include "common/time.h"
 #include "kernels/nvml/identity.h"
 #include "kernels/unmeasured.h"
+#include "worker/diagnostics.h"
 
 namespace perfgate::worker {
 namespace {
@@ -496,6 +497,14 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
     const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, checks);
     std::vector<v1alpha1::TestResult> results(targets[i].size());
     std::vector<std::thread> threads;
+    if (options.timeline != nullptr) {
+      std::vector<int> ordinals;
+      for (const auto& target : targets[i]) {
+        if (target.scope == kernels::Scope::kHost) continue;
+        ordinals.insert(ordinals.end(), target.devices.begin(), target.devices.end());
+      }
+      options.timeline->Begin(t.name, ordinals);
+    }
     for (std::size_t k = 0; k < targets[i].size(); ++k) {
       TargetContext ctx{&t, targets[i][k], budget, &options, &progress};
       if (targets[i].size() == 1) {
@@ -505,6 +514,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
       }
     }
     for (auto& th : threads) th.join();
+    if (options.timeline != nullptr) options.timeline->End();
     progress.EndTest(head + ": " + TestEndText(results, options.now_seconds() - test_start));
     for (auto& r : results) *report.add_tests() = std::move(r);
   }

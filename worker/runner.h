@@ -13,6 +13,8 @@
 
 namespace perfgate::worker {
 
+class TimelineRecorder;
+
 struct RunOptions {
   // Progress lines while it works (may be null). Written under a lock.
   std::ostream* progress = nullptr;
@@ -27,6 +29,9 @@ struct RunOptions {
   std::function<Result<std::vector<kernels::GpuDevice>>()> list_gpus = kernels::ListCudaDevices;
   // The identity block (host, CPU, GPUs); filled by FillIdentity() unless tests replace it.
   std::function<void(v1alpha1::Identity*)> identity;
+  // When set, samples the GPUs of each GPU test while it runs (capture on failure,
+  // worker/diagnostics.h).
+  TimelineRecorder* timeline = nullptr;
 };
 
 v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& options);
