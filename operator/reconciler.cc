@@ -1,6 +1,7 @@
 #include "operator/reconciler.h"
 
 #include "operator/decide.h"
+#include "operator/live_pods.h"
 
 namespace perfgate::op {
 
@@ -25,8 +26,14 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   snapshot->evictionRefused = actor_.EvictionsRefused(name);
   if (recorder_ != nullptr && !snapshot->deleting)
     recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
+  // A pod unscheduled for the scheduling timeout is judged from the API, not the cache.
+  const auto now = now_();
+  if (Status confirmed = ConfirmUnscheduled(*client_, config_, now, &*snapshot); !confirmed.ok()) {
+    metrics_.errors++;
+    return confirmed;
+  }
   // Decide: pure.
-  const Decision decision = Decide(*snapshot, config_, now_());
+  const Decision decision = Decide(*snapshot, config_, now);
   if (!decision.retry.ok()) {
     metrics_.errors++;
     return decision.retry;

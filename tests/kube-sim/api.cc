@@ -603,6 +603,15 @@ void KubeSim::Impl::ServeWatch(const HttpRequest& req, HttpResponder& resp, cons
         resp.EndChunked();
         return;
       }
+      if (watchesHeld) {  // a watch stream stalled: nothing is sent, nothing is lost
+        if (std::chrono::steady_clock::now() >= deadline) {
+          lock.unlock();
+          resp.EndChunked();
+          return;
+        }
+        cv.wait_for(lock, std::chrono::milliseconds(50));
+        continue;
+      }
       auto it = std::upper_bound(history.begin(), history.end(), cursor,
                                  [](uint64_t c, const WatchEvent& e) { return c < e.rv; });
       for (; it != history.end(); ++it) {

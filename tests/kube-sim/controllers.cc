@@ -490,6 +490,7 @@ void KubeSim::Impl::GarbageCollectLocked() {
 }
 
 void KubeSim::Impl::ScheduleLocked() {
+  if (schedulerPaused) return;
   const ResourceType podType = *FindType("", "pods");
   auto& pods = objects["/pods"];
   auto& nodes = objects["/nodes"];

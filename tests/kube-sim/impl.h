@@ -49,6 +49,8 @@ struct KubeSim::Impl {
   double failureFraction = 0;
   int failureFractionCode = 500;
   bool frozen = false;
+  bool watchesHeld = false;        // open watches send nothing until released (events kept)
+  bool schedulerPaused = false;    // pods stay Pending, with no PodScheduled condition
   std::condition_variable thawCv;  // frozen became false, or stopping
   std::mt19937 rng{42};
 

@@ -347,6 +347,17 @@ void KubeSim::ExpireWatchHistory() {
   impl_->historyFloor = impl_->rv;
   impl_->cv.notify_all();
 }
+void KubeSim::HoldWatches(bool held) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->watchesHeld = held;
+  impl_->cv.notify_all();
+}
+void KubeSim::PauseScheduler(bool paused) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->schedulerPaused = paused;
+  impl_->dirty = true;
+  impl_->controlCv.notify_all();
+}
 void KubeSim::SetFrozen(bool frozen) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->frozen = frozen;

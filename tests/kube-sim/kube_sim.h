@@ -158,6 +158,13 @@ class KubeSim {
   // answers each held one 504 Timeout without serving it (a write held is never stored): an
   // apiserver whose storage stalls. Watch streams already open keep streaming.
   void SetFrozen(bool frozen);
+  // Held watches: every open and new watch stream sends nothing (not even bookmarks) until
+  // released, then everything in order, as a client sees a watch whose connection stalls.
+  // Requests are served as usual.
+  void HoldWatches(bool held);
+  // A paused scheduler binds nothing (pods stay Pending without a PodScheduled condition)
+  // until resumed, as when kube-scheduler is slow or restarting.
+  void PauseScheduler(bool paused);
 
   // Every authenticated API request, in order. Thread-safe.
   std::vector<RequestRecord> Requests() const;
