@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
 #include <utility>
 
 #include "kube/log.h"
@@ -248,6 +249,10 @@ Client::Client(RestConfig config, std::shared_ptr<Transport> transport, ClientOp
       clock_(options.clock ? std::move(options.clock) : RealClock()),
       tokens_(config_),
       limiter_(config_.qps, config_.burst, clock_) {}
+
+std::shared_ptr<Client> Client::WithRetry(RetryOptions retry) const {
+  return std::make_shared<Client>(config_, transport_, ClientOptions{retry, clock_});
+}
 
 Status Client::AddAuth(HttpRequest& request) {
   ASSIGN_OR_RETURN(std::string token, tokens_.Token());

@@ -116,6 +116,12 @@ class Client {
 
   const RestConfig& config() const { return config_; }
 
+  // A client on the same server, transport and clock with other retries (and its
+  // own rate limiter): for callers whose requests must end within a bound, such
+  // as leader election, where a read retried for minutes is worse than a failed
+  // one tried again shortly.
+  std::shared_ptr<Client> WithRetry(RetryOptions retry) const;
+
   // All methods: blocking; thread-safe; errors as described at the top of this
   // file.
   Result<Json> Get(const GroupVersionResource& gvr, const std::string& ns, const std::string& name);

@@ -137,11 +137,27 @@ bool SameRecord(const LeaseRecord& a, const LeaseRecord& b) {
          a.resourceVersion == b.resourceVersion && a.leaseTransitions == b.leaseTransitions;
 }
 
+RetryOptions LeaseRetryOptions() {
+  RetryOptions r;
+  r.maxRetries = 4;
+  r.baseDelay = std::chrono::milliseconds(500);
+  r.maxDelay = std::chrono::milliseconds(1000);
+  r.maxRetryAfter = std::chrono::seconds(1);
+  return r;
+}
+
 }  // namespace
 
-std::shared_ptr<LeaseLock> NewLeaseLock(std::shared_ptr<Client> client, std::string ns,
+std::shared_ptr<LeaseLock> NewLeaseLock(const std::shared_ptr<Client>& client, std::string ns,
                                         std::string name) {
-  return std::make_shared<ApiLeaseLock>(std::move(client), std::move(ns), std::move(name));
+  // Each lease request gives up within about 4 s (at most 5 tries, 1 s apart at
+  // most, whatever Retry-After says), so a Get and an Update fit in one attempt's
+  // renew deadline: with the client's own retries (10, Retry-After honoured, 5xx
+  // backoff to 30 s) one failing read took 10 s to minutes, every attempt outlived
+  // its deadline and was abandoned, and a candidate never took over a dead
+  // leader's lease while the API server kept throttling.
+  return std::make_shared<ApiLeaseLock>(client->WithRetry(LeaseRetryOptions()), std::move(ns),
+                                        std::move(name));
 }
 
 struct LeaderElector::AttemptState {

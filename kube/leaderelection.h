@@ -57,8 +57,10 @@ class LeaseLock {
   virtual std::string Describe() const = 0;
 };
 
-// A LeaseLock on a real Lease through `client`.
-std::shared_ptr<LeaseLock> NewLeaseLock(std::shared_ptr<Client> client, std::string ns,
+// A LeaseLock on a real Lease through `client`. Its requests retry at most 4
+// times, at most 1 s apart (a longer Retry-After is cut to 1 s), so a read and a
+// write fit in one attempt's renew deadline whatever the API server answers.
+std::shared_ptr<LeaseLock> NewLeaseLock(const std::shared_ptr<Client>& client, std::string ns,
                                         std::string name);
 
 struct LeaderElectionConfig {

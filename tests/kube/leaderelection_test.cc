@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "kube/client.h"
+#include "kube/transport.h"
 #include "tests/kube/fakes.h"
 
 namespace perfgate::kube {
@@ -503,6 +505,137 @@ TEST(LeaderElectionTest, NeverTwoLeadersThroughAFrozenApiServer) {
       EXPECT_LT(w.at, frozen_at);
     }
   }
+}
+
+// A Lease behind an API server that answers like kube-sim under the soak's faults: armed at
+// simulated instants, "the next N requests 429 (Retry-After 1)" and "the next N requests 503"
+// (no Retry-After) last until that many requests have come, whenever that is. Thread-safe.
+class FaultyLeaseServer final : public Transport {
+ public:
+  FaultyLeaseServer(std::shared_ptr<Clock> clock, Json lease)
+      : clock_(std::move(clock)), lease_(std::move(lease)) {}
+  void ThrottleNextRequestsAt(SteadyTime at, int count) { schedule_.push_back({at, 429, count}); }
+  void FailNextRequestsAt(SteadyTime at, int count) { schedule_.push_back({at, 503, count}); }
+
+  Result<HttpResponse> Send(const HttpRequest& request) override {
+    std::lock_guard lock(mu_);
+    const SteadyTime now = clock_->Now();
+    for (auto& f : schedule_) {
+      if (f.count > 0 && f.at <= now) {
+        (f.code == 429 ? throttle_ : fail_) += f.count;
+        f.count = 0;
+      }
+    }
+    if (throttle_ > 0) {
+      --throttle_;
+      return HttpResponse{429, {{"Retry-After", "1"}}, StatusBody(429, "TooManyRequests")};
+    }
+    if (fail_ > 0) {
+      --fail_;
+      return HttpResponse{503, {}, StatusBody(503, "ServiceUnavailable")};
+    }
+    if (request.method == "GET") return HttpResponse{200, {}, lease_.dump()};
+    if (request.method != "PUT") return HttpResponse{405, {}, StatusBody(405, "MethodNotAllowed")};
+    Json next = Json::parse(request.body);
+    if (next["metadata"].value("resourceVersion", "") !=
+        lease_["metadata"].value("resourceVersion", "")) {
+      return HttpResponse{409, {}, StatusBody(409, "Conflict")};
+    }
+    next["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    lease_ = next;
+    return HttpResponse{200, {}, lease_.dump()};
+  }
+  Result<HttpResponse> Stream(const HttpRequest&, const ChunkCallback&,
+                              const Cancellation*) override {
+    return Unavailable("no watches here");
+  }
+  // Faults armed and not yet answered.
+  int pending_faults() {
+    std::lock_guard lock(mu_);
+    return throttle_ + fail_;
+  }
+  Json lease() {
+    std::lock_guard lock(mu_);
+    return lease_;
+  }
+
+ private:
+  struct Fault {
+    SteadyTime at;
+    int code;
+    int count;
+  };
+  static std::string StatusBody(int code, const std::string& reason) {
+    return Json{{"kind", "Status"}, {"status", "Failure"}, {"code", code}, {"reason", reason}}
+        .dump();
+  }
+  std::shared_ptr<Clock> clock_;
+  std::mutex mu_;
+  std::vector<Fault> schedule_;
+  Json lease_;
+  int throttle_ = 0;
+  int fail_ = 0;
+  int rv_ = 100;
+};
+
+// The chaos soak's stall: the leader was killed (its lease is never renewed again) and a new
+// operator starts while the API server throttles and fails whole runs of requests. It takes
+// over once it has seen the lease unchanged for the lease duration, failed reads in between
+// or not; before the fix each failing read sat in the client's retries (10 s with Retry-After,
+// minutes of 503 backoff), every attempt outlived its deadline and wrote nothing, and the
+// candidate was still not leading minutes later.
+TEST(LeaderElectionTest, ACandidateTakesOverADeadLeadersLeaseWhileTheApiServerThrottles) {
+  auto clock = std::make_shared<ManualClock>();
+  const SteadyTime start = clock->Now();
+  Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", "leader"}, {"namespace", "ops"}, {"resourceVersion", "7"}}},
+                {"spec",
+                 {{"holderIdentity", "killed"},
+                  {"leaseDurationSeconds", 15},
+                  {"acquireTime", FormatMicroTime(clock->WallNow() - 60s)},
+                  {"renewTime", FormatMicroTime(clock->WallNow() - 1s)},
+                  {"leaseTransitions", 3}}}};
+  auto server = std::make_shared<FaultyLeaseServer>(clock, lease);
+  // The soak's two counted episodes, 20 s apart, from the candidate's first request on.
+  server->ThrottleNextRequestsAt(start, 30);
+  server->FailNextRequestsAt(start + 20s, 20);
+  RestConfig rest;
+  rest.server = "https://api:6443";
+  rest.qps = 0;
+  auto client = std::make_shared<Client>(rest, server, ClientOptions{{}, clock});
+
+  LeaderElectionConfig config;
+  config.identity = "candidate";
+  Leadership leadership;
+  leadership.Configure(&config, clock.get());
+  auto elector =
+      std::make_unique<LeaderElector>(NewLeaseLock(client, "ops", "leader"), config, clock);
+  std::atomic<int> running{0};
+  auto candidate = std::make_unique<Candidate>(elector.get(), &running);
+  const bool led = Drive(
+      *clock, [] { return 1; }, [&] { return leadership.Started("candidate"); }, 120s);
+  const SteadyTime end = clock->Now();
+  // Stopping it: an attempt may sleep in a retry on the simulated clock, so keep time moving
+  // until the elector is gone.
+  std::atomic<bool> pumping{true};
+  std::thread pump([&] {
+    while (pumping) {
+      clock->Advance(500ms);
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  candidate.reset();
+  elector.reset();
+  pumping = false;
+  pump.join();
+
+  ASSERT_TRUE(led) << "not leading " << (end - start) / 1s << " s after the start, "
+                   << server->pending_faults() << " faulty answers still pending";
+  // It took over only after the lease had stood still for the lease duration.
+  EXPECT_GE(leadership.started["candidate"] - start, 15s);
+  const Json taken = server->lease();
+  EXPECT_EQ(taken["spec"]["leaseTransitions"], 4);
 }
 
 TEST(MicroTimeTest, RoundTripsWithMicroseconds) {
