@@ -156,9 +156,9 @@ std::vector<Figure> Figures(const std::vector<NodeReport>& reports) {
         f.verdict = th.verdict();
         if (auto it = metrics.find(f.metric); it != metrics.end()) {
           f.unit = it->second->unit();
-          f.higherIsBetter = it->second->higherisbetter();
+          f.higher_is_better = it->second->higherisbetter();
         } else {
-          f.higherIsBetter = f.op.find('>') != std::string::npos;
+          f.higher_is_better = f.op.find('>') != std::string::npos;
         }
         checked[f.metric] = true;
         if (std::isfinite(f.value)) out.push_back(std::move(f));
@@ -171,7 +171,7 @@ std::vector<Figure> Figures(const std::vector<NodeReport>& reports) {
         f.unit = m.unit();
         f.statistic = "median";
         f.value = m.summary().median();
-        f.higherIsBetter = m.higherisbetter();
+        f.higher_is_better = m.higherisbetter();
         if (std::isfinite(f.value)) out.push_back(std::move(f));
       }
     }
@@ -202,7 +202,7 @@ std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z, d
     const double median = stats::Quantile(values, 0.5);
     // The spread on the worse side only: figures such as a worst pair (a minimum over many
     // pairs) have a longer tail on that side, and it is the side a lagging node sits on.
-    const bool higher_better = members.front()->higherIsBetter;
+    const bool higher_better = members.front()->higher_is_better;
     std::vector<double> deviations;
     for (double v : values) {
       if (higher_better ? v <= median : v >= median) deviations.push_back(std::fabs(v - median));
@@ -212,7 +212,7 @@ std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z, d
     if (median == 0) continue;
     for (const Figure* f : members) {
       if (f->verdict == v1alpha1::FAIL) continue;  // already a failure, not a lag
-      const double worse = f->higherIsBetter ? median - f->value : f->value - median;
+      const double worse = f->higher_is_better ? median - f->value : f->value - median;
       if (worse <= 0 || worse < min_gap * std::fabs(median)) continue;
       // Identical peers (MAD 0) make any clear gap an outlier.
       const double robust_z = scale > 0 ? worse / scale : std::numeric_limits<double>::infinity();

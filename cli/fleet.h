@@ -48,7 +48,7 @@ struct Figure {
   std::string op;         // ">=", "<=", ... ("" without a threshold)
   double value = 0;
   double bound = 0;  // meaningful when op is set
-  bool higherIsBetter = true;
+  bool higher_is_better = true;
   v1alpha1::Verdict verdict = v1alpha1::VERDICT_UNSPECIFIED;  // the threshold's; unset without
 };
 std::vector<Figure> Figures(const std::vector<NodeReport>& reports);
@@ -67,7 +67,7 @@ std::string GroupKey(const Figure& f);
 // first.
 struct Lagging {
   Figure figure;
-  double peerMedian = 0;
+  double peer_median = 0;
   double ratio = 0;  // figure / peerMedian
   double z = 0;      // robust z, signed so that negative is worse
 };

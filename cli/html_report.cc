@@ -192,7 +192,7 @@ void LaggingTable(std::ostringstream& os, const std::vector<fleet::Lagging>& lag
     os << "<tr class=\"lag-row\"><td>" << Esc(f.node) << "</td><td>" << Esc(f.device) << "</td><td>"
        << Esc(f.test) << "</td><td>" << Esc(f.metric) << " (" << Esc(f.statistic)
        << ")</td><td class=\"num\">" << Esc(WithUnit(f.value, f.unit)) << "</td><td class=\"num\">"
-       << Esc(WithUnit(l.peerMedian, f.unit)) << "</td><td class=\"num\">" << FormatFigure(l.ratio)
+       << Esc(WithUnit(l.peer_median, f.unit)) << "</td><td class=\"num\">" << FormatFigure(l.ratio)
        << "</td><td class=\"num\">" << FormatFigure(l.z) << "</td><td class=\""
        << VerdictClass(f.verdict) << "\">" << report::VerdictName(f.verdict) << "</td></tr>\n";
   }

@@ -348,7 +348,7 @@ int Plan(const std::vector<std::string>& argv) {
   auto listed = (*client)->ListAll(kProfiles, "", {});
   if (!listed.ok()) return Fail("plan", listed.status().WithContext("perfprofiles").message());
   for (const auto& p : listed->value("items", nlohmann::json::array())) {
-    profiles.byName[p["metadata"].value("name", "")] = p;
+    profiles.by_name[p["metadata"].value("name", "")] = p;
   }
   profiles.listed = true;
   auto view = planview::Build(*loaded, by_name, profiles, false);

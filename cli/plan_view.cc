@@ -46,13 +46,13 @@ Result<View> Build(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
     if (auto it = nodes.find(name); it != nodes.end()) n.gpus = op::NodeGpus(it->second);
     view.nodes.push_back(n);
   }
-  view.gpuModels = op::DescribeModels(models.known);
+  view.gpu_models = op::DescribeModels(models.known);
   const int n = static_cast<int>(selected.size());
   view.parallelism = spec.policy().parallelism();
   if (view.parallelism <= 0 || view.parallelism > n || view.resolved.gang) view.parallelism = n;
-  view.typicalSeconds =
+  view.typical_seconds =
       op::RemainingSeconds(view.resolved.price.typical_seconds, {}, n, view.parallelism);
-  view.worstSeconds =
+  view.worst_seconds =
       op::RemainingSeconds(view.resolved.price.worst_seconds, {}, n, view.parallelism);
   return view;
 }
@@ -106,8 +106,8 @@ Json ToJson(const View& view) {
   }
   return {{"validation", view.validation},
           {"profile", r.profile},
-          {"profileVersion", r.profileVersion},
-          {"gpuModels", view.gpuModels},
+          {"profileVersion", r.profile_version},
+          {"gpuModels", view.gpu_models},
           {"gpusPerNode", r.gpus},
           {"statisticalChecksPerNode", r.price.checks},
           {"gang", r.gang},
@@ -117,8 +117,8 @@ Json ToJson(const View& view) {
           {"estimate",
            {{"perNodeTypicalSeconds", r.price.typical_seconds},
             {"perNodeWorstSeconds", r.price.worst_seconds},
-            {"typicalSeconds", view.typicalSeconds},
-            {"worstSeconds", view.worstSeconds}}}};
+            {"typicalSeconds", view.typical_seconds},
+            {"worstSeconds", view.worst_seconds}}}};
 }
 
 std::string Format(const View& view, const std::string& output) {
@@ -133,13 +133,13 @@ std::string Format(const View& view, const std::string& output) {
   head.push_back({view.validation.empty() ? "(unnamed)" : view.validation,
                   r.profile.empty()
                       ? "(inline tests)"
-                      : r.profile + (r.profileVersion.empty() ? "" : " v" + r.profileVersion),
+                      : r.profile + (r.profile_version.empty() ? "" : " v" + r.profile_version),
                   std::to_string(n), std::to_string(r.gpus),
                   r.gang ? "gangs" : std::to_string(view.parallelism),
                   "~" + FormatSeconds(r.price.typical_seconds),
-                  "~" + FormatSeconds(view.typicalSeconds), FormatSeconds(view.worstSeconds)});
+                  "~" + FormatSeconds(view.typical_seconds), FormatSeconds(view.worst_seconds)});
   out += report::FormatColumns(head);
-  if (!view.gpuModels.empty()) out += "GPU models: " + view.gpuModels + "\n";
+  if (!view.gpu_models.empty()) out += "GPU models: " + view.gpu_models + "\n";
 
   std::vector<std::vector<std::string>> tests = {{"TEST", "ON", wide ? "THRESHOLD" : "THRESHOLDS",
                                                   "SAMPLES", "PER SAMPLE", "TYPICAL", "WORST"}};

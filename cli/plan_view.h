@@ -26,11 +26,11 @@ struct PlannedNode {
 struct View {
   std::string validation;
   std::vector<PlannedNode> nodes;  // the nodes it selects, sorted
-  std::string gpuModels;           // each model with its nodes and how it was read
+  std::string gpu_models;          // each model with its nodes and how it was read
   int parallelism = 0;             // nodes at once (all of them for a gang)
   op::ResolvedPlan resolved;       // profile, tests, thresholds, price per node
-  double typicalSeconds = 0;       // every node done, `parallelism` at a time
-  double worstSeconds = 0;
+  double typical_seconds = 0;      // every node done, `parallelism` at a time
+  double worst_seconds = 0;
 };
 
 // The plan of `loaded` over `nodes` (the cluster's Node objects by name) with `profiles`; the

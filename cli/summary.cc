@@ -69,10 +69,10 @@ Json ToJson(const FleetSummary& s) {
                             {"validation", n.validation},
                             {"run", n.run},
                             {"why", n.why},
-                            {"lastValidated", n.lastValidated},
+                            {"lastValidated", n.last_validated},
                             {"stale", n.stale}});
   }
-  for (const auto& [model, counts] : s.byModel) out["byModel"][model] = counts;
+  for (const auto& [model, counts] : s.by_model) out["byModel"][model] = counts;
   for (const auto& l : s.lagging) {
     out["lagging"].push_back({{"node", l.figure.node},
                               {"device", l.figure.device},
@@ -80,7 +80,7 @@ Json ToJson(const FleetSummary& s) {
                               {"metric", l.figure.metric},
                               {"statistic", l.figure.statistic},
                               {"figure", l.figure.value},
-                              {"peerMedian", l.peerMedian},
+                              {"peerMedian", l.peer_median},
                               {"ratio", l.ratio},
                               {"robustZ", l.z}});
   }
@@ -111,8 +111,8 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
       line.validation = r.validation;
       line.run = r.run;
       line.why = WhyOf(r);
-      line.lastValidated = CompletedAt(r);
-      const auto at = ParseRfc3339(line.lastValidated);
+      line.last_validated = CompletedAt(r);
+      const auto at = ParseRfc3339(line.last_validated);
       line.stale = !at || now - *at > stale_after;
       current.push_back(r);
     }
@@ -120,7 +120,7 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
     std::replace(line.model.begin(), line.model.end(), '-', ' ');
     std::replace(line.model.begin(), line.model.end(), '_', ' ');
     if (line.model.empty()) line.model = "unknown";
-    auto& counts = s.byModel[line.model];
+    auto& counts = s.by_model[line.model];
     ++counts[line.verdict.empty() ? "NEVER" : line.verdict];
     if (line.stale) ++counts["STALE"];
     s.nodes.push_back(std::move(line));
@@ -140,7 +140,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   std::ostringstream os;
   std::vector<std::vector<std::string>> models = {
       {"GPU MODEL", "NODES", "PASS", "FAIL", "INCONCLUSIVE", "ERROR", "NEVER", "STALE"}};
-  for (const auto& entry : s.byModel) {
+  for (const auto& entry : s.by_model) {
     const std::string& model = entry.first;
     const std::map<std::string, int>& c = entry.second;
     int total = 0;
@@ -159,7 +159,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   for (const auto& n : s.nodes) {
     if (n.verdict.empty() || n.verdict == "PASS") continue;
     if (wide) {
-      bad.push_back({n.node, n.verdict, n.validation, n.run, n.model, n.lastValidated, n.why});
+      bad.push_back({n.node, n.verdict, n.validation, n.run, n.model, n.last_validated, n.why});
     } else {
       bad.push_back({n.node, n.verdict, n.validation, n.why});
     }
@@ -172,7 +172,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
     if (wide) lag[0].push_back("ROBUST Z");
     for (const auto& l : s.lagging) {
       lag.push_back({l.figure.node, l.figure.device, l.figure.test, l.figure.metric,
-                     report::FormatFigure(l.figure.value), report::FormatFigure(l.peerMedian),
+                     report::FormatFigure(l.figure.value), report::FormatFigure(l.peer_median),
                      report::FormatFigure(l.ratio)});
       if (wide) lag.back().push_back(report::FormatFigure(l.z));
     }
@@ -184,7 +184,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   std::vector<std::vector<std::string>> stale = {{"NODE", "VERDICT", "LAST VALIDATED"}};
   for (const auto& n : s.nodes) {
     if (n.verdict.empty()) never.push_back({n.node, n.model});
-    if (n.stale) stale.push_back({n.node, n.verdict, n.lastValidated});
+    if (n.stale) stale.push_back({n.node, n.verdict, n.last_validated});
   }
   if (never.size() > 1) os << "\nNever validated:\n" << report::FormatColumns(never);
   if (stale.size() > 1) os << "\nValidated too long ago:\n" << report::FormatColumns(stale);

@@ -21,15 +21,15 @@ struct NodeLine {
   std::string verdict;     // PASS, FAIL, INCONCLUSIVE, ERROR; "" when never validated
   std::string validation;  // of the latest result
   std::string run;
-  std::string why;            // the result's worst figure or reason
-  std::string lastValidated;  // RFC 3339 completion time of the latest result
-  bool stale = false;         // the latest result is older than the staleness limit
+  std::string why;             // the result's worst figure or reason
+  std::string last_validated;  // RFC 3339 completion time of the latest result
+  bool stale = false;          // the latest result is older than the staleness limit
 };
 
 struct FleetSummary {
   std::vector<NodeLine> nodes;  // by name
   // Model -> verdict word ("PASS", ..., "NEVER", "STALE") -> nodes.
-  std::map<std::string, std::map<std::string, int>> byModel;
+  std::map<std::string, std::map<std::string, int>> by_model;
   std::vector<fleet::Lagging> lagging;  // among the latest results
 };
 

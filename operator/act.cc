@@ -66,7 +66,7 @@ Actor::Actor(std::shared_ptr<kube::Client> client, const ReconcilerConfig& confi
     : client_(std::move(client)), config_(config), metrics_(metrics), now_(std::move(now)) {}
 
 Status Actor::Delete(const kube::GroupVersionResource& gvr, const std::string& name) {
-  auto st = client_->Delete(gvr, config_.nameSpace, name);
+  auto st = client_->Delete(gvr, config_.name_space, name);
   return st.ok() || st.status().code() == Code::kNotFound ? Status::Ok() : st.status();
 }
 
@@ -75,7 +75,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   for (const auto& r : s.results) expectations_.Observed("perfresults/" + Name(r));
   Json obj = s.validation;
   const Json finalizers = obj["metadata"].value("finalizers", Json::array());
-  if (d.addFinalizer) {
+  if (d.add_finalizer) {
     Json with = finalizers;
     with.push_back(kFinalizer);
     auto patched = client_->Patch(
@@ -86,25 +86,25 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
     if (!patched.ok()) return patched.status();
     obj = *patched;
   }
-  for (const auto& pod : d.deletePods) RETURN_IF_ERROR(Delete(kube::PodsResource(), pod));
-  for (const auto& r : d.deleteResults) RETURN_IF_ERROR(Delete(ResultsResource(), r));
-  if (!d.deletePlan.empty()) {
-    Status st = Delete(ConfigMapsResource(), d.deletePlan);
+  for (const auto& pod : d.delete_pods) RETURN_IF_ERROR(Delete(kube::PodsResource(), pod));
+  for (const auto& r : d.delete_results) RETURN_IF_ERROR(Delete(ResultsResource(), r));
+  if (!d.delete_plan.empty()) {
+    Status st = Delete(ConfigMapsResource(), d.delete_plan);
     // Refused (an older chart's Role grants no delete): the plan goes with its validation
     // anyway, and a new run must not wait on a clean-up.
     if (st.code() == Code::kPermissionDenied) {
-      Logger()->warn("{}: previous plan {} left for garbage collection: {}", s.name, d.deletePlan,
+      Logger()->warn("{}: previous plan {} left for garbage collection: {}", s.name, d.delete_plan,
                      st.message());
     } else {
       RETURN_IF_ERROR(st);
     }
   }
   SendEvents(s, d, /*after_status=*/false);
-  if (d.planConfigMap) {
-    const std::string cm = Name(*d.planConfigMap);
+  if (d.plan_config_map) {
+    const std::string cm = Name(*d.plan_config_map);
     std::lock_guard<std::mutex> lock(mu_);
     if (!config_maps_written_.contains(cm)) {
-      auto created = client_->Create(ConfigMapsResource(), config_.nameSpace, *d.planConfigMap);
+      auto created = client_->Create(ConfigMapsResource(), config_.name_space, *d.plan_config_map);
       if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
       config_maps_written_.insert(cm);
     }
@@ -113,32 +113,33 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
     // Written already; the cache is behind.
     const std::string key = "perfresults/" + Name(w.result);
     if (expectations_.Pending(key, Expectations::Clock::now())) continue;
-    auto created = client_->Create(ResultsResource(), config_.nameSpace, w.result);
+    auto created = client_->Create(ResultsResource(), config_.name_space, w.result);
     if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
     expectations_.Created(key, Expectations::Clock::now());
-    metrics_.resultsWrittenByOperator++;
+    metrics_.results_written_by_operator++;
   }
   // Every result first, then the pods they end.
   for (const auto& w : d.results) {
-    if (!w.deletePodAfter.empty()) RETURN_IF_ERROR(Delete(kube::PodsResource(), w.deletePodAfter));
+    if (!w.delete_pod_after.empty())
+      RETURN_IF_ERROR(Delete(kube::PodsResource(), w.delete_pod_after));
   }
-  for (const auto& pod : d.deletePodsAfterResults) (void)Delete(kube::PodsResource(), pod);
+  for (const auto& pod : d.delete_pods_after_results) (void)Delete(kube::PodsResource(), pod);
   for (const auto& svc : d.services) {
-    auto created = client_->Create(ServicesResource(), config_.nameSpace, svc);
+    auto created = client_->Create(ServicesResource(), config_.name_space, svc);
     if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
   }
   // Nodes whose test is over given back first (so the nodes under test never outnumber
   // maxUnavailable, even for a moment), then nodes made free for their test: labelled and
   // cordoned before anything else, so no new GPU pod lands while the old ones go.
-  RETURN_IF_ERROR(ForEachConcurrently(d.restoreNodes.size(), [&](size_t i) -> Status {
-    const NodeRestore& r = d.restoreNodes[i];
+  RETURN_IF_ERROR(ForEachConcurrently(d.restore_nodes.size(), [&](size_t i) -> Status {
+    const NodeRestore& r = d.restore_nodes[i];
     auto it = s.nodes.find(r.node);
     return EditNode(r.node, it == s.nodes.end() ? nullptr : &it->second,
-                    [&](Json* node_obj) { return GiveBack(node_obj, s.name, r.keepCordon); });
+                    [&](Json* node_obj) { return GiveBack(node_obj, s.name, r.keep_cordon); });
   }));
   const std::string now = FormatRfc3339(now_());
-  RETURN_IF_ERROR(ForEachConcurrently(d.disruptNodes.size(), [&](size_t i) -> Status {
-    const NodeDisruption& n = d.disruptNodes[i];
+  RETURN_IF_ERROR(ForEachConcurrently(d.disrupt_nodes.size(), [&](size_t i) -> Status {
+    const NodeDisruption& n = d.disrupt_nodes[i];
     auto it = s.nodes.find(n.node);
     return EditNode(n.node, it == s.nodes.end() ? nullptr : &it->second,
                     [&](Json* node_obj) { return MarkUnderTest(node_obj, s.name, n.cordon, now); });
@@ -150,13 +151,13 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   } else {
     RETURN_IF_ERROR(CreatePods(PodsOnClaimedNodes(d.pods, unclaimed)));
   }
-  RETURN_IF_ERROR(ForEachConcurrently(d.nodeVerdicts.size(), [&](size_t i) -> Status {
-    const NodeVerdict& v = d.nodeVerdicts[i];
+  RETURN_IF_ERROR(ForEachConcurrently(d.node_verdicts.size(), [&](size_t i) -> Status {
+    const NodeVerdict& v = d.node_verdicts[i];
     auto it = s.nodes.find(v.node);
-    return MarkNode(v.node, v.verdict, s.name, d.onFailure,
-                    it == s.nodes.end() ? nullptr : &it->second, v.repeatedFailure);
+    return MarkNode(v.node, v.verdict, s.name, d.on_failure,
+                    it == s.nodes.end() ? nullptr : &it->second, v.repeated_failure);
   }));
-  for (const auto& node : d.releaseNodes) ReleaseNode(node);
+  for (const auto& node : d.release_nodes) ReleaseNode(node);
   RETURN_IF_ERROR(ForEachConcurrently(d.provisioning.size(), [&](size_t i) -> Status {
     const ProvisioningAction& a = d.provisioning[i];
     // Read again: the verdict above may have just updated the node.
@@ -164,8 +165,8 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
                     [&](Json* node_obj) { return ApplyProvisioning(node_obj, a); });
   }));
 
-  ReleaseClaims(s.name, d.releaseClaims);
-  if (d.removeFinalizer) {
+  ReleaseClaims(s.name, d.release_claims);
+  if (d.remove_finalizer) {
     Json kept = Json::array();
     for (const auto& f : finalizers) {
       if (f != kFinalizer) kept.push_back(f);
@@ -189,10 +190,10 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
     // Created already; the cache is behind: no second POST.
     if (expectations_.Pending("pods/" + Name(p.pod), Expectations::Clock::now())) continue;
     Json pod = p.pod;
-    if (!p.rendezvousGang.empty()) {
-      auto [it, fresh] = addresses.emplace(p.rendezvousGang, "");
+    if (!p.rendezvous_gang.empty()) {
+      auto [it, fresh] = addresses.emplace(p.rendezvous_gang, "");
       if (fresh) {
-        it->second = config_.gangRendezvousHost + ":" + std::to_string(FreeLoopbackPort());
+        it->second = config_.gang_rendezvous_host + ":" + std::to_string(FreeLoopbackPort());
       }
       for (auto& e : pod["spec"]["containers"][0]["env"]) {
         if (e.value("name", "") == "NCCL_COMM_ID") e["value"] = it->second;
@@ -202,13 +203,13 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
   }
   // Concurrently (a few at a time): one at a time, 1,000 nodes wait ~1,000 round trips.
   return ForEachConcurrently(ready.size(), [&](size_t i) -> Status {
-    auto created = client_->Create(kube::PodsResource(), config_.nameSpace, ready[i]);
+    auto created = client_->Create(kube::PodsResource(), config_.name_space, ready[i]);
     if (!Ignorable(created.status(), Code::kAlreadyExists)) {
       metrics_.errors++;
       return created.status();
     }
     expectations_.Created("pods/" + Name(ready[i]), Expectations::Clock::now());
-    if (created.ok()) metrics_.podsCreated++;
+    if (created.ok()) metrics_.pods_created++;
     return Status::Ok();
   });
 }
@@ -245,9 +246,9 @@ Status Actor::EditNode(const std::string& node, const Json* cached,
 void Actor::Evict(const std::string& validation, const std::vector<PodEviction>& evictions) {
   std::map<std::string, std::string> refused;
   for (const auto& e : evictions) {
-    auto r = client_->Evict(e.nameSpace, e.name);
+    auto r = client_->Evict(e.name_space, e.name);
     if (r.ok() || r.status().code() == Code::kNotFound) {
-      Logger()->info("{}: evicted pod {}/{}", validation, e.nameSpace, e.name);
+      Logger()->info("{}: evicted pod {}/{}", validation, e.name_space, e.name);
       continue;
     }
     // A PodDisruptionBudget's 429 (or anything else): asked again at the next look; the pod is
@@ -256,8 +257,8 @@ void Actor::Evict(const std::string& validation, const std::vector<PodEviction>&
     if (auto colon = msg.find(": 429 TooManyRequests: "); colon != std::string::npos) {
       msg = msg.substr(colon + 23);
     }
-    Logger()->info("{}: eviction of pod {}/{} refused: {}", validation, e.nameSpace, e.name, msg);
-    refused[e.nameSpace + "/" + e.name] = msg;
+    Logger()->info("{}: eviction of pod {}/{} refused: {}", validation, e.name_space, e.name, msg);
+    refused[e.name_space + "/" + e.name] = msg;
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (refused.empty()) {
@@ -298,10 +299,10 @@ Status Actor::Report(const Json& validation, const Json& status) {
 
 void Actor::SendEvents(const Snapshot& s, const Decision& d, bool after_status) {
   for (const auto& e : d.events) {
-    if (e.afterStatus != after_status) continue;
-    if (!e.onceKey.empty()) {
+    if (e.after_status != after_status) continue;
+    if (!e.once_key.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!sent_once_.insert(e.onceKey).second) continue;
+      if (!sent_once_.insert(e.once_key).second) continue;
     }
     if (e.reason == "Started") Logger()->info("{}: {}", s.name, e.message);
     if (e.reason == "Completed") {
@@ -313,7 +314,7 @@ void Actor::SendEvents(const Snapshot& s, const Decision& d, bool after_status) 
                {"metadata",
                 {{"name", s.name + "." +
                               HashHex(now + e.reason + e.message + std::to_string(++event_seq_))},
-                 {"namespace", config_.eventNamespace}}},
+                 {"namespace", config_.event_namespace}}},
                {"involvedObject",
                 {{"apiVersion", "perfgate.io/v1alpha1"},
                  {"kind", "PerfValidation"},
@@ -327,7 +328,7 @@ void Actor::SendEvents(const Snapshot& s, const Decision& d, bool after_status) 
                {"firstTimestamp", now},
                {"lastTimestamp", now},
                {"count", 1}};
-    auto created = client_->Create(kube::EventsResource(), config_.eventNamespace, ev);
+    auto created = client_->Create(kube::EventsResource(), config_.event_namespace, ev);
     if (!created.ok()) {
       Logger()->warn("{}: event {}: {}", s.name, e.reason, created.status().message());
     }

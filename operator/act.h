@@ -26,8 +26,8 @@ namespace perfgate::op {
 struct ReconcileMetrics {
   std::atomic<uint64_t> reconciles{0};
   std::atomic<uint64_t> errors{0};
-  std::atomic<uint64_t> podsCreated{0};
-  std::atomic<uint64_t> resultsWrittenByOperator{0};
+  std::atomic<uint64_t> pods_created{0};
+  std::atomic<uint64_t> results_written_by_operator{0};
 };
 
 // The pods of `pods` whose node is not in `unclaimed`; a gang's pods only if none of its nodes

@@ -23,7 +23,7 @@ struct NodeOutcome {
   std::string figure;
   std::string reason;
   // The operator wrote its result (never scheduled, crashed, timed out): no worker of it runs.
-  bool byOperator = false;
+  bool by_operator = false;
 };
 
 // A PerfResult the operator writes itself (an ERROR it decided).
@@ -33,14 +33,14 @@ struct ResultWrite {
   // peer is gone: without this it would wait in NCCL until its watchdog fires). Not before:
   // a deleted rank breaks its peers' rendezvous, and a peer whose worker then wrote its own
   // ERROR would keep that instead of the gang's reason). "" for none.
-  std::string deletePodAfter;
+  std::string delete_pod_after;
 };
 
 struct PodCreate {
   Json pod;
   // Non-empty: a gang rank whose NCCL_COMM_ID is still to be chosen at
   // --gang-rendezvous-host; Act gives every rank of this gang id the same free port.
-  std::string rendezvousGang;
+  std::string rendezvous_gang;
 };
 
 struct NodeVerdict {
@@ -48,7 +48,7 @@ struct NodeVerdict {
   std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR
   // Whether the node fails repeatedly (label perfgate.io/repeated-failure set or removed);
   // nullopt: not known (no results store), the label is left as it is.
-  std::optional<bool> repeatedFailure;
+  std::optional<bool> repeated_failure;
 };
 
 // A node being made free for its test or given back (spec.disruption; docs/operator.md).
@@ -64,7 +64,7 @@ struct NodeDisruption {
 // undone, or kept as the FAIL cordon of policy.onFailure taintAndCordon.
 struct NodeRestore {
   std::string node;
-  bool keepCordon = false;
+  bool keep_cordon = false;
 };
 
 // spec.provisioningTaint on a node with a verdict: a PASS removes the taint and the
@@ -80,7 +80,7 @@ struct ProvisioningAction {
 };
 
 struct PodEviction {
-  std::string nameSpace;
+  std::string name_space;
   std::string name;
 };
 
@@ -89,28 +89,28 @@ struct EventAction {
   std::string reason;
   std::string message;
   // Sent only once the status is written (so a failed write does not announce twice).
-  bool afterStatus = false;
+  bool after_status = false;
   // Non-empty: sent at most once per key by this operator process (a retried reconcile must
   // not announce the same run again).
-  std::string onceKey;
+  std::string once_key;
 };
 
 struct Decision {
   // Metadata.
-  bool addFinalizer = false;
-  bool removeFinalizer = false;  // after the deletions and node releases below
+  bool add_finalizer = false;
+  bool remove_finalizer = false;  // after the deletions and node releases below
 
   // Clean-up, first: pods of other runs (or all, when the validation is deleted), results of
   // runs past policy.keepResults, the previous run's plan (a refused delete is tolerated).
-  std::vector<std::string> deletePods;
-  std::vector<std::string> deleteResults;
-  std::string deletePlan;
+  std::vector<std::string> delete_pods;
+  std::vector<std::string> delete_results;
+  std::string delete_plan;
 
   // The run's plan ConfigMap (created once; an existing one is kept).
-  std::optional<Json> planConfigMap;
+  std::optional<Json> plan_config_map;
   std::vector<ResultWrite> results;
   // Deleted after the results are written, failures ignored (a pod unscheduled too long).
-  std::vector<std::string> deletePodsAfterResults;
+  std::vector<std::string> delete_pods_after_results;
   std::vector<Json> services;  // gangs' headless Services, before their pods
   // Node claims made, taken over or renewed before the pods, in node order; a pod (a gang:
   // every pod of it) whose node's claim fails is not created this time.
@@ -118,25 +118,25 @@ struct Decision {
   std::vector<PodCreate> pods;
   // Claims given up after the pods and node verdicts: nodes done, the run complete, the
   // validation deleted.
-  std::vector<ClaimRelease> releaseClaims;
+  std::vector<ClaimRelease> release_claims;
 
   // Node labels and taints (docs/operator.md, "Node actions"), with the policy's onFailure.
-  std::vector<NodeVerdict> nodeVerdicts;
-  std::string onFailure = "none";
+  std::vector<NodeVerdict> node_verdicts;
+  std::string on_failure = "none";
   // Nodes whose verdict label this (deleted) validation set: label and annotation removed.
-  std::vector<std::string> releaseNodes;
+  std::vector<std::string> release_nodes;
   // spec.provisioningTaint, after the node verdicts.
   std::vector<ProvisioningAction> provisioning;
 
   // Safe disruption, before the claims and pods: nodes labelled and cordoned, GPU pods evicted
   // (a refused eviction is remembered for the next snapshot, never retried by deleting); after
   // the node verdicts: nodes given back.
-  std::vector<NodeDisruption> disruptNodes;
+  std::vector<NodeDisruption> disrupt_nodes;
   std::vector<PodEviction> evictions;
-  std::vector<NodeRestore> restoreNodes;
+  std::vector<NodeRestore> restore_nodes;
   // The nodes this validation keeps under test (its live workers, the workers it starts, the
   // nodes it is making free); its other under-test labels are given back.
-  std::set<std::string> underTest;
+  std::set<std::string> under_test;
 
   std::vector<EventAction> events;
   // The status to write; nullopt: leave it as it is.
@@ -145,7 +145,7 @@ struct Decision {
   std::vector<NodeOutcome> outcomes;
   // Why the run waits, if it waits (also in the status message).
   std::vector<std::string> waiting;
-  std::chrono::milliseconds requeueAfter{0};
+  std::chrono::milliseconds requeue_after{0};
   // Not OK: nothing is applied; the reconcile fails and is retried with backoff.
   Status retry;
 };

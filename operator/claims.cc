@@ -25,19 +25,19 @@ std::optional<NodeClaim> ClaimOfLease(const Json& lease) {
   c.node = ann.value(kClaimNodeAnnotation, "");
   if (c.node.empty()) return std::nullopt;
   c.name = meta.value("name", "");
-  c.resourceVersion = meta.value("resourceVersion", "");
+  c.resource_version = meta.value("resourceVersion", "");
   c.holder = {ann.value(kClaimValidationAnnotation, ""), ann.value(kClaimUidAnnotation, ""),
               ann.value(kClaimRunAnnotation, "")};
   const Json spec = lease.value("spec", Json::object());
-  c.leaseDurationSeconds = spec.value("leaseDurationSeconds", 0);
-  if (auto t = kube::ParseMicroTime(spec.value("renewTime", "")); t.ok()) c.renewTime = *t;
-  if (auto t = kube::ParseMicroTime(spec.value("acquireTime", "")); t.ok()) c.acquireTime = *t;
+  c.lease_duration_seconds = spec.value("leaseDurationSeconds", 0);
+  if (auto t = kube::ParseMicroTime(spec.value("renewTime", "")); t.ok()) c.renew_time = *t;
+  if (auto t = kube::ParseMicroTime(spec.value("acquireTime", "")); t.ok()) c.acquire_time = *t;
   return c;
 }
 
 bool ClaimStale(const NodeClaim& claim, std::chrono::system_clock::time_point now) {
-  return claim.holderGone || claim.holder.validation.empty() ||
-         now > claim.renewTime + std::chrono::seconds(claim.leaseDurationSeconds);
+  return claim.holder_gone || claim.holder.validation.empty() ||
+         now > claim.renew_time + std::chrono::seconds(claim.lease_duration_seconds);
 }
 
 Json BuildClaimLease(const std::string& nameSpace, const std::string& node,
@@ -91,7 +91,7 @@ Result<std::set<std::string>> Actor::MakeClaims(const std::string& validation,
   std::set<std::string> unclaimed;
   for (const auto& c : claims) {
     if (c.kind == ClaimAction::Kind::kRenew) {
-      auto renewed = client_->Update(LeasesResource(), config_.nameSpace, c.lease);
+      auto renewed = client_->Update(LeasesResource(), config_.name_space, c.lease);
       if (!renewed.ok()) {
         Logger()->warn("{}: cannot renew the claim of node {}: {}", validation, c.node,
                        renewed.status().message());
@@ -103,8 +103,8 @@ Result<std::set<std::string>> Actor::MakeClaims(const std::string& validation,
       continue;
     }
     auto made = c.kind == ClaimAction::Kind::kCreate
-                    ? client_->Create(LeasesResource(), config_.nameSpace, c.lease)
-                    : client_->Update(LeasesResource(), config_.nameSpace, c.lease);
+                    ? client_->Create(LeasesResource(), config_.name_space, c.lease)
+                    : client_->Update(LeasesResource(), config_.name_space, c.lease);
     if (made.ok()) {
       Logger()->info("{}: claimed node {}{}", validation, c.node,
                      c.kind == ClaimAction::Kind::kTakeOver ? " (stale claim taken over)" : "");
@@ -135,8 +135,8 @@ void Actor::ReleaseClaims(const std::string& validation,
                           const std::vector<ClaimRelease>& releases) {
   for (const auto& r : releases) {
     kube::DeleteOptions o;
-    o.preconditionResourceVersion = r.resourceVersion;
-    auto deleted = client_->Delete(LeasesResource(), config_.nameSpace, r.name, o);
+    o.preconditionResourceVersion = r.resource_version;
+    auto deleted = client_->Delete(LeasesResource(), config_.name_space, r.name, o);
     if (deleted.ok()) {
       Logger()->info("{}: released node {}", validation, r.node);
     } else if (deleted.status().code() != Code::kNotFound &&

@@ -45,15 +45,15 @@ struct ClaimHolder {
 // A node's claim as observed.
 struct NodeClaim {
   std::string node;
-  std::string name;             // the Lease's name
-  std::string resourceVersion;  // the precondition for a takeover or a release
+  std::string name;              // the Lease's name
+  std::string resource_version;  // the precondition for a takeover or a release
   ClaimHolder holder;
-  std::chrono::system_clock::time_point acquireTime{};
-  std::chrono::system_clock::time_point renewTime{};
-  int leaseDurationSeconds = 0;
+  std::chrono::system_clock::time_point acquire_time{};
+  std::chrono::system_clock::time_point renew_time{};
+  int lease_duration_seconds = 0;
   // The holder is gone: its validation was deleted (or re-created, another uid), moved on to
   // another run, or completed the claimed run. Observed through the API.
-  bool holderGone = false;
+  bool holder_gone = false;
 };
 
 // The claim as read from a Lease; nullopt for a Lease that is not a node claim.
@@ -83,7 +83,7 @@ struct ClaimAction {
 struct ClaimRelease {
   std::string node;
   std::string name;
-  std::string resourceVersion;  // deleted only if unchanged: never someone else's claim
+  std::string resource_version;  // deleted only if unchanged: never someone else's claim
 };
 
 }  // namespace perfgate::op

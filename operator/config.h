@@ -7,28 +7,28 @@
 namespace perfgate::op {
 
 struct ReconcilerConfig {
-  std::string nameSpace = "perfgate-system";
-  std::string workerImage = "ghcr.io/perfgate/perfgate-worker:latest";
-  std::string workerServiceAccount = "perfgate-worker";
-  bool enableFixtures = false;
+  std::string name_space = "perfgate-system";
+  std::string worker_image = "ghcr.io/perfgate/perfgate-worker:latest";
+  std::string worker_service_account = "perfgate-worker";
+  bool enable_fixtures = false;
   // A worker pod still unscheduled after this long gives its node ERROR.
-  std::chrono::seconds schedulingTimeout{60};
+  std::chrono::seconds scheduling_timeout{60};
   // Default per-node timeout when the policy gives none.
-  int defaultNodeTimeoutSeconds = 3600;
+  int default_node_timeout_seconds = 3600;
   // Non-empty: NCCL gangs meet at this host on a port free on the operator's machine, not at
   // rank 0's headless Service (kube-sim: every pod is a local process and there is no DNS).
-  std::string gangRendezvousHost;
+  std::string gang_rendezvous_host;
   // Non-empty: a volume source (JSON) mounted into every worker pod at kDiagnosticsMountPath,
   // where a node with a failing test keeps its diagnosis bundle (docs/diagnostics.md).
-  std::string diagnosticsVolume;
+  std::string diagnostics_volume;
   // Where events about cluster-scoped validations go.
-  std::string eventNamespace = "default";
+  std::string event_namespace = "default";
   // A node claim not renewed for this long may be taken over (operator/claims.h); renewed every
   // third of it while its run goes on.
-  int claimDurationSeconds = 60;
+  int claim_duration_seconds = 60;
   // With a results store (--store): how often a validation whose results wait for the store is
   // looked at again.
-  std::chrono::seconds storeRetry{30};
+  std::chrono::seconds store_retry{30};
 };
 
 }  // namespace perfgate::op

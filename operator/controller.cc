@@ -58,7 +58,7 @@ void Controller::Start(std::vector<kube::Informer*> caches) {
 void Controller::Run(const std::vector<kube::Informer*>& caches) {
   for (auto* cache : caches) cache->Start();
   for (auto* cache : caches) {
-    while (!cache->WaitForSync(options_.syncPollInterval)) {
+    while (!cache->WaitForSync(options_.sync_poll_interval)) {
       // A stopped informer answers at once: wait here, so that this never spins.
       if (cancel_.WaitFor(std::chrono::milliseconds(10))) return;
     }
@@ -102,7 +102,7 @@ void Controller::Handle(const std::string& key) {
     return;
   }
   queue_.Forget(key);
-  if (r->requeueAfter.count() > 0) queue_.AddAfter(key, r->requeueAfter);
+  if (r->requeue_after.count() > 0) queue_.AddAfter(key, r->requeue_after);
 }
 
 void Controller::Stop() {

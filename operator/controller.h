@@ -41,7 +41,7 @@ struct ControllerOptions {
   kube::WorkQueueOptions queue;
   std::shared_ptr<kube::Clock> clock;
   // How often the wait for the caches re-checks whether Stop was called.
-  std::chrono::milliseconds syncPollInterval{200};
+  std::chrono::milliseconds sync_poll_interval{200};
 };
 
 class Controller {

@@ -39,7 +39,7 @@ const NodeClaim* ClaimedByOther(const Snapshot& s, const std::string& node, Cloc
 
 // This validation's claims given up: released only if unchanged since they were read.
 void ReleaseClaim(const NodeClaim& c, Decision* d) {
-  d->releaseClaims.push_back({c.node, c.name, c.resourceVersion});
+  d->release_claims.push_back({c.node, c.name, c.resource_version});
 }
 
 // Node claims (operator/claims.h): made for every node a pod is about to start on (in node
@@ -48,18 +48,18 @@ void ReleaseClaim(const NodeClaim& c, Decision* d) {
 void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now,
                   bool gang, Decision* d) {
   const ClaimHolder me{s.name, s.uid, s.run};
-  const int duration = config.claimDurationSeconds;
+  const int duration = config.claim_duration_seconds;
   std::map<std::string, ClaimAction> make;  // by node: the order claims are made in
   for (const auto& p : d->pods) {
     const std::string node = ViewOfPod(p.pod).node;
     auto it = s.claims.find(node);
     if (it == s.claims.end()) {
       make[node] = {ClaimAction::Kind::kCreate, node,
-                    BuildClaimLease(config.nameSpace, node, me, duration, now)};
+                    BuildClaimLease(config.name_space, node, me, duration, now)};
     } else if (it->second.holder != me) {
       make[node] = {
           ClaimAction::Kind::kTakeOver, node,
-          BuildClaimLease(config.nameSpace, node, me, duration, now, it->second.resourceVersion)};
+          BuildClaimLease(config.name_space, node, me, duration, now, it->second.resource_version)};
     }
   }
   const bool complete = d->status && !d->status->value("completionTime", "").empty();
@@ -74,7 +74,7 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
         (gang || !done.contains(p.node))) {
       make.emplace(p.node,
                    ClaimAction{ClaimAction::Kind::kCreate, p.node,
-                               BuildClaimLease(config.nameSpace, p.node, me, duration, now)});
+                               BuildClaimLease(config.name_space, p.node, me, duration, now)});
     }
   }
   bool holding = !make.empty();
@@ -90,10 +90,10 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
     }
     if (c.holder != me) continue;
     holding = true;
-    if (now - c.renewTime >= std::chrono::seconds(duration) / 3) {
+    if (now - c.renew_time >= std::chrono::seconds(duration) / 3) {
       renew.push_back({ClaimAction::Kind::kRenew, node,
-                       BuildClaimLease(config.nameSpace, node, me, duration, now, c.resourceVersion,
-                                       c.acquireTime)});
+                       BuildClaimLease(config.name_space, node, me, duration, now,
+                                       c.resource_version, c.acquire_time)});
     }
   }
   for (auto& [node, a] : make) d->claims.push_back(std::move(a));
@@ -103,22 +103,22 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
   // the next look sooner: Reconciler).
   const std::chrono::milliseconds every =
       std::chrono::milliseconds(std::chrono::seconds(duration)) / 3;
-  if (d->requeueAfter.count() == 0 || d->requeueAfter > every) d->requeueAfter = every;
+  if (d->requeue_after.count() == 0 || d->requeue_after > every) d->requeue_after = every;
 }
 
 // The validation is being deleted: its pods go, the verdict labels it set go (its taints
 // stay), its node claims go, then the finalizer.
 Decision DecideDeletion(const Snapshot& s) {
   Decision d;
-  if (!s.hasFinalizer) return d;
-  for (const auto& p : s.pods) d.deletePods.push_back(p.name);
-  d.releaseNodes = NodesToRelease(s.nodes, s.name);
+  if (!s.has_finalizer) return d;
+  for (const auto& p : s.pods) d.delete_pods.push_back(p.name);
+  d.release_nodes = NodesToRelease(s.nodes, s.name);
   for (const auto& [node, c] : s.claims) {
     if (c.holder.validation == s.name && c.holder.uid == s.uid) ReleaseClaim(c, &d);
   }
   // Whatever the run was doing, the nodes it had under test are given back.
-  d.restoreNodes = NodesToGiveBack(s.nodes, s.name, {}, {});
-  d.removeFinalizer = true;
+  d.restore_nodes = NodesToGiveBack(s.nodes, s.name, {}, {});
+  d.remove_finalizer = true;
   return d;
 }
 
@@ -126,7 +126,7 @@ Decision DecideDeletion(const Snapshot& s) {
 // previous run's plan, no longer read by anyone.
 void DecideCleanUp(const Snapshot& s, int keep_results, Decision* d) {
   for (const auto& p : s.pods) {
-    if (BaseRun(p.run) != s.run) d->deletePods.push_back(p.name);
+    if (BaseRun(p.run) != s.run) d->delete_pods.push_back(p.name);
   }
   std::map<std::string, std::string> newest;  // run -> newest creationTimestamp
   std::vector<const Json*> old;
@@ -145,11 +145,11 @@ void DecideCleanUp(const Snapshot& s, int keep_results, Decision* d) {
     keep.insert(runs[i].second);
   }
   for (const Json* r : old) {
-    if (!keep.contains(BaseRun(Label(*r, kRunLabel)))) d->deleteResults.push_back(Name(*r));
+    if (!keep.contains(BaseRun(Label(*r, kRunLabel)))) d->delete_results.push_back(Name(*r));
   }
   const std::string previous = Str(s.validation, "/status/run"_json_pointer);
   if (!previous.empty() && previous != s.run) {
-    d->deletePlan = ObjectName({s.name, previous, "plan"});
+    d->delete_plan = ObjectName({s.name, previous, "plan"});
   }
 }
 
@@ -160,7 +160,7 @@ NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
   NodeOutcome o{node, report.value("verdict", "ERROR"), "", spec.value("worst", ""),
                 report.value("reason", "")};
   if (o.verdict == "VERDICT_UNSPECIFIED" || o.verdict.empty()) o.verdict = "ERROR";
-  o.byOperator = spec.value("writtenBy", "") == "operator";
+  o.by_operator = spec.value("writtenBy", "") == "operator";
   for (const auto& t : report.value("tests", Json::array())) {
     if (t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED") {
       o.test = t.value("name", "");
@@ -182,8 +182,8 @@ std::string WhyNoResult(const PodView& pod, int timeout_seconds) {
   if (!pod.terminated.value("reason", "").empty()) {
     reason += " (" + pod.terminated.value("reason", "") + ")";
   }
-  std::string message = pod.terminationMessage;
-  if (message.empty() && pod.logTail) message = *pod.logTail;
+  std::string message = pod.termination_message;
+  if (message.empty() && pod.log_tail) message = *pod.log_tail;
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   if (!message.empty()) {
     if (message.size() > 600) message = "..." + message.substr(message.size() - 600);
@@ -201,10 +201,11 @@ RunContext ContextOf(const Snapshot& s, const ReconcilerConfig& config, Clock::t
   ctx.owner = {s.name, s.uid};
   ctx.spec = &spec;
   ctx.run = s.run;
-  ctx.configMap = ObjectName({s.name, s.run, "plan"});
-  ctx.specGpus = spec.gpuspernode();
-  ctx.timeoutSeconds = spec.policy().nodetimeoutseconds() > 0 ? spec.policy().nodetimeoutseconds()
-                                                              : config.defaultNodeTimeoutSeconds;
+  ctx.config_map = ObjectName({s.name, s.run, "plan"});
+  ctx.spec_gpus = spec.gpuspernode();
+  ctx.timeout_seconds = spec.policy().nodetimeoutseconds() > 0
+                            ? spec.policy().nodetimeoutseconds()
+                            : config.default_node_timeout_seconds;
   ctx.port = spec.gang().port() > 0 ? spec.gang().port() : 29500;
   ctx.suspended = spec.suspend();
   ctx.now = now;
@@ -222,10 +223,10 @@ std::map<std::string, const PodView*> PodsOfRun(const Snapshot& s) {
 
 // Where the nodes stand before gangs are considered.
 struct NodeStates {
-  std::vector<std::string> toStart;  // neither a result nor a pod, and free
-  int claimWaits = 0;                // nodes another validation's claim keeps this one off
-  int busyWaits = 0;                 // nodes another validation's live worker keeps this one off
-  int active = 0;                    // pods running or waiting to be scheduled
+  std::vector<std::string> to_start;  // neither a result nor a pod, and free
+  int claim_waits = 0;                // nodes another validation's claim keeps this one off
+  int busy_waits = 0;                 // nodes another validation's live worker keeps this one off
+  int active = 0;                     // pods running or waiting to be scheduled
   std::chrono::milliseconds requeue{0};
 };
 
@@ -250,7 +251,8 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
   auto record_error = [&](const std::string& node, const std::string& pod_name,
                           const std::string& reason) {
     d->results.push_back(
-        {BuildOperatorResult(ctx.owner, config.nameSpace, s.run, node, pod_name, reason, now), ""});
+        {BuildOperatorResult(ctx.owner, config.name_space, s.run, node, pod_name, reason, now),
+         ""});
     outcomes.push_back({node, "ERROR", "", "", reason, true});
   };
   for (const auto& node : selected) {
@@ -265,45 +267,45 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       continue;
     }
     const int have = NodeGpus(node_it->second);
-    if (ctx.specGpus > 0 && have < ctx.specGpus) {
+    if (ctx.spec_gpus > 0 && have < ctx.spec_gpus) {
       record_error(node, pod_name,
-                   "expected " + std::to_string(ctx.specGpus) +
+                   "expected " + std::to_string(ctx.spec_gpus) +
                        " GPUs (spec.gpusPerNode), node has " + std::to_string(have) +
                        " allocatable nvidia.com/gpu");
       continue;
     }
     auto pod_it = pods.find(node);
     if (pod_it == pods.end()) {
-      if (auto busy = s.busyWith.find(node); busy != s.busyWith.end()) {
+      if (auto busy = s.busy_with.find(node); busy != s.busy_with.end()) {
         d->waiting.push_back(node + " (busy with validation " + busy->second + ")");
-        st.busyWaits++;
+        st.busy_waits++;
       } else if (const NodeClaim* c = ClaimedByOther(s, node, ctx.now)) {
         d->waiting.push_back(node + " (claimed by validation " + c->holder.validation + ")");
-        st.claimWaits++;
+        st.claim_waits++;
       } else {
-        st.toStart.push_back(node);
+        st.to_start.push_back(node);
       }
       outcomes.push_back({node, "", "", "", ""});
       continue;
     }
     const PodView& pod = *pod_it->second;
     if (pod.terminal) {
-      if (pod.resultInApi) {
+      if (pod.result_in_api) {
         st.requeue = std::chrono::milliseconds(200);
         outcomes.push_back({node, "", "", "", ""});
         continue;
       }
       // A worker that measured but could not write its result (the API server down past its
       // retries) left the verdict in its termination message: that is the node's result.
-      if (auto decoded = termination::Decode(pod.terminationMessage);
+      if (auto decoded = termination::Decode(pod.termination_message);
           decoded.ok() && decoded->node_name == node && decoded->run == s.run) {
         Json result =
-            BuildRecoveredResult(ctx.owner, config.nameSpace, s.run, node, pod_name, *decoded);
+            BuildRecoveredResult(ctx.owner, config.name_space, s.run, node, pod_name, *decoded);
         outcomes.push_back(OutcomeOfResult(node, result));
         d->results.push_back({std::move(result), ""});
         continue;
       }
-      record_error(node, pod_name, WhyNoResult(pod, ctx.timeoutSeconds));
+      record_error(node, pod_name, WhyNoResult(pod, ctx.timeout_seconds));
       continue;
     }
     // Not finished: never scheduled for too long is an ERROR (a scheduling problem, not a bad GPU).
@@ -315,16 +317,16 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
            pod.object.value("status", Json::object()).value("conditions", Json::array())) {
         if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
       }
-      if (age >= config.schedulingTimeout) {
+      if (age >= config.scheduling_timeout) {
         record_error(node, pod_name,
                      "worker pod not scheduled within " +
-                         std::to_string(config.schedulingTimeout.count()) + "s" +
+                         std::to_string(config.scheduling_timeout.count()) + "s" +
                          (why.empty() ? "" : ": " + why));
-        d->deletePodsAfterResults.push_back(pod_name);
+        d->delete_pods_after_results.push_back(pod_name);
         continue;
       }
       auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(config.schedulingTimeout - age);
+          std::chrono::duration_cast<std::chrono::milliseconds>(config.scheduling_timeout - age);
       if (st.requeue.count() == 0 || left < st.requeue) {
         st.requeue = left + std::chrono::milliseconds(100);
       }
@@ -343,8 +345,8 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
                       const std::string& now, const RegressionCheck& regressions, Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::vector<NodeOutcome>& outcomes = d->outcomes;
-  for (const auto& o : outcomes) d->nodeVerdicts.push_back({o.node, o.verdict, std::nullopt});
-  d->onFailure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
+  for (const auto& o : outcomes) d->node_verdicts.push_back({o.node, o.verdict, std::nullopt});
+  d->on_failure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
   const bool fresh = status.value("completionTime", "").empty();
   status = CompleteStatus(status, old_status, outcomes, s.generation, now);
   SetRegressedCondition(&status, old_status, regressions, s.generation, now);
@@ -408,8 +410,8 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::string now = FormatRfc3339(now_tp);
   const RunContext ctx = ContextOf(s, config, now_tp);
-  d->planConfigMap =
-      BuildPlanConfigMap(ctx.owner, config.nameSpace, s.run, ctx.configMap, plan.text);
+  d->plan_config_map =
+      BuildPlanConfigMap(ctx.owner, config.name_space, s.run, ctx.config_map, plan.text);
   const std::map<std::string, const PodView*> pods = PodsOfRun(s);
   std::set<std::string> nodes_with_pods;
   for (const auto& [node, pod] : pods) nodes_with_pods.insert(node);
@@ -428,22 +430,22 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   int disruption_waits = 0;
   bool draining = false;
   if (!plan.gang && !ctx.suspended) {
-    DisruptionPlan dp = PlanDisruption(s, disruption, selected, st.toStart, live, now_tp);
-    st.toStart = dp.start;
+    DisruptionPlan dp = PlanDisruption(s, disruption, selected, st.to_start, live, now_tp);
+    st.to_start = dp.start;
     disruption_waits = static_cast<int>(dp.waiting.size());
     draining = !dp.evictions.empty();
     for (auto& w : dp.waiting) d->waiting.push_back(std::move(w));
-    for (const auto& [node, reason] : dp.timedOut) {
-      d->results.push_back({BuildOperatorResult(ctx.owner, config.nameSpace, s.run, node,
+    for (const auto& [node, reason] : dp.timed_out) {
+      d->results.push_back({BuildOperatorResult(ctx.owner, config.name_space, s.run, node,
                                                 WorkerName(s, node), reason, now),
                             ""});
       for (auto& o : outcomes) {
         if (o.node == node) o = {node, "ERROR", "", "", reason, true};
       }
     }
-    d->disruptNodes = std::move(dp.disrupt);
+    d->disrupt_nodes = std::move(dp.disrupt);
     d->evictions = std::move(dp.evictions);
-    d->underTest = std::move(dp.held);
+    d->under_test = std::move(dp.held);
   }
   int parallelism = spec.policy().parallelism();
   if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
@@ -475,7 +477,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
 
   if (!ctx.suspended) {
-    std::set<std::string> starting(st.toStart.begin(), st.toStart.end());
+    std::set<std::string> starting(st.to_start.begin(), st.to_start.end());
     std::set<std::string> services;
     // Gangs under spec.disruption.maxUnavailable: a gang none of whose members started yet
     // starts only when all its nodes fit beside the selected nodes under test.
@@ -497,11 +499,11 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
         }
         ready[g] = fresh;
       }
-      turns = GangsInTurn(gangs, ready, in_use, disruption.maxUnavailable);
+      turns = GangsInTurn(gangs, ready, in_use, disruption.max_unavailable);
       disruption_waits += static_cast<int>(turns.waiting.size());
       for (auto& w : turns.waiting) d->waiting.push_back(std::move(w));
     }
-    for (const auto& node : st.toStart) {
+    for (const auto& node : st.to_start) {
       const std::string pod_name = WorkerName(s, node);
       if (plan.gang) {
         if (!outcomes[outcome_of[node]].verdict.empty()) continue;
@@ -520,20 +522,20 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
         // Not started yet: its turn under maxUnavailable.
         if (!started && !turns.start.contains(node)) continue;
         const GangMember& m = members[node];
-        if (m.headlessService) services.insert(m.gangId);
+        if (m.headless_service) services.insert(m.gang_id);
         d->pods.push_back(GangPod(ctx, s.run, node, pod_name, m));
         continue;
       }
       if (st.active >= parallelism) break;
       const PodParams p{
-          s.run, node, pod_name, ctx.configMap, PodGpus(ctx, node), ctx.timeoutSeconds};
+          s.run, node, pod_name, ctx.config_map, PodGpus(ctx, node), ctx.timeout_seconds};
       d->pods.push_back({BuildPod(ctx.owner, spec, config, p), ""});
       st.active++;
     }
     // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
     // worker is Ready before the rendezvous.
     for (const auto& id : services) {
-      d->services.push_back(BuildGangService(ctx.owner, config.nameSpace, s.run, id, ctx.port));
+      d->services.push_back(BuildGangService(ctx.owner, config.name_space, s.run, id, ctx.port));
     }
   }
   // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
@@ -554,7 +556,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     if (!narrowing.running.empty()) {
       d->status =
           RunningStatus(status, old_status, ctx.suspended, narrowing.running, s.generation, now);
-      d->requeueAfter = std::chrono::seconds(1);
+      d->requeue_after = std::chrono::seconds(1);
       return;
     }
   }
@@ -586,7 +588,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
   d->status = RunningStatus(status, old_status, ctx.suspended,
                             ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
-  if (st.claimWaits > 0 && !ctx.suspended) {
+  if (st.claim_waits > 0 && !ctx.suspended) {
     // A released claim wakes nobody: look again soon.
     if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2)) {
       st.requeue = std::chrono::seconds(2);
@@ -596,7 +598,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     // A refused eviction (a PodDisruptionBudget) is asked again, as kubectl drain does.
     st.requeue = std::chrono::seconds(2);
   }
-  if (st.claimWaits + st.busyWaits + disruption_waits > 0 && !ctx.suspended) {
+  if (st.claim_waits + st.busy_waits + disruption_waits > 0 && !ctx.suspended) {
     // Waiting for nodes other validations hold (their claim, or their worker still running
     // there), for other pods to give up a node's GPUs, or for a node's turn under
     // maxUnavailable: not an error, not yet running everywhere.
@@ -606,7 +608,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       }
     }
   }
-  d->requeueAfter = st.requeue;
+  d->requeue_after = st.requeue;
 }
 
 // The results store's condition on the status, the event when it changes, and a look again
@@ -631,8 +633,8 @@ void DecideStore(const Snapshot& s, const ReconcilerConfig& config, const std::s
                          true, ""});
   }
   if (!s.store->available &&
-      (d->requeueAfter.count() == 0 || d->requeueAfter > config.storeRetry)) {
-    d->requeueAfter = config.storeRetry;
+      (d->requeue_after.count() == 0 || d->requeue_after > config.store_retry)) {
+    d->requeue_after = config.store_retry;
   }
   d->status = std::move(status);
 }
@@ -640,7 +642,7 @@ void DecideStore(const Snapshot& s, const ReconcilerConfig& config, const std::s
 Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
                           Clock::time_point now_tp) {
   Decision d;
-  d.addFinalizer = !s.hasFinalizer;
+  d.add_finalizer = !s.has_finalizer;
   const std::string now = FormatRfc3339(now_tp);
   const Json old_status = s.validation.value("status", Json::object());
   Json status = old_status;
@@ -676,9 +678,9 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
     models = ModelsOf(selected, s.nodes);
   }
   Result<ResolvedPlan> plan =
-      s.spec ? ResolvePlan(*s.spec, s.profiles, config.enableFixtures, selected, s.nodes, models,
+      s.spec ? ResolvePlan(*s.spec, s.profiles, config.enable_fixtures, selected, s.nodes, models,
                            s.store ? &*s.store : nullptr, &s.baselines)
-             : Result<ResolvedPlan>(s.specError);
+             : Result<ResolvedPlan>(s.spec_error);
   {
     // Which model each node has and how it was read (GFD's label or the cloud's), once per run;
     // an invalid spec's status keeps it too, to show what the message is about.
@@ -704,7 +706,7 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
   }
   if (!plan->profile.empty()) {
     status["profile"] = plan->profile;
-    status["profileVersion"] = plan->profileVersion;
+    status["profileVersion"] = plan->profile_version;
   }
   if (selected.empty()) {
     const std::string msg =
@@ -730,7 +732,7 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
     // A gang needs all its nodes at once: one larger than maxUnavailable never starts.
     const std::string& value = s.spec->doc.spec().disruption().maxunavailable();
     Status fit = CheckGangsFit(GangsOf(selected, s.spec->doc.spec().gang().shape()), value,
-                               disruption->maxUnavailable);
+                               disruption->max_unavailable);
     if (!fit.ok()) {
       d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", fit.message(),
                                s.generation, now);
@@ -747,8 +749,8 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
 // carries the label; once the run is complete none is.
 void MarkWorkingNodes(const Snapshot& s, Decision* d) {
   if (d->status && !d->status->value("completionTime", "").empty()) {
-    d->underTest.clear();
-    d->disruptNodes.clear();
+    d->under_test.clear();
+    d->disrupt_nodes.clear();
     d->evictions.clear();
     return;
   }
@@ -765,14 +767,14 @@ void MarkWorkingNodes(const Snapshot& s, Decision* d) {
   }
   for (const auto& p : d->pods) working.insert(ViewOfPod(p.pod).node);
   std::set<std::string> labelled;
-  for (const auto& n : d->disruptNodes) labelled.insert(n.node);
+  for (const auto& n : d->disrupt_nodes) labelled.insert(n.node);
   const std::string own = LabelValue(s.name);
   for (const auto& node : working) {
-    d->underTest.insert(node);
+    d->under_test.insert(node);
     auto it = s.nodes.find(node);
     if (it != s.nodes.end() && Label(it->second, kUnderTestLabel) != own &&
         !labelled.contains(node)) {
-      d->disruptNodes.push_back({node, true, false});
+      d->disrupt_nodes.push_back({node, true, false});
     }
   }
 }
@@ -799,7 +801,7 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
         if (o.verdict == "FAIL") keep_cordon.insert(o.node);
       }
     }
-    d.restoreNodes = NodesToGiveBack(s.nodes, s.name, d.underTest, keep_cordon);
+    d.restore_nodes = NodesToGiveBack(s.nodes, s.name, d.under_test, keep_cordon);
   }
   if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
   return d;

@@ -63,8 +63,8 @@ Result<DisruptionSettings> ParseDisruption(const v1alpha1::Disruption& spec, siz
   if (spec.timeoutseconds() < 0) {
     return InvalidArgument("spec.disruption.timeoutSeconds: must be at least 0");
   }
-  out.timeoutSeconds = spec.timeoutseconds();
-  ASSIGN_OR_RETURN(out.maxUnavailable, MaxUnavailable(spec.maxunavailable(), selected));
+  out.timeout_seconds = spec.timeoutseconds();
+  ASSIGN_OR_RETURN(out.max_unavailable, MaxUnavailable(spec.maxunavailable(), selected));
   return out;
 }
 
@@ -85,7 +85,7 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
     const std::string holder = Label(it->second, kUnderTestLabel);
     if (!holder.empty() && (holder != own || pending.contains(node))) in_use.insert(node);
   }
-  const size_t limit = static_cast<size_t>(settings.maxUnavailable);
+  const size_t limit = static_cast<size_t>(settings.max_unavailable);
   for (const auto& node : candidates) {
     auto it = s.nodes.find(node);
     if (it == s.nodes.end()) continue;
@@ -102,8 +102,8 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
           ", " + Plural(in_use.size(), "selected node") + " under test)");
       continue;
     }
-    auto pods_it = s.gpuPods.find(node);
-    if (pods_it == s.gpuPods.end() || pods_it->second.empty()) {
+    auto pods_it = s.gpu_pods.find(node);
+    if (pods_it == s.gpu_pods.end() || pods_it->second.empty()) {
       plan.start.push_back(node);
       in_use.insert(node);
       continue;
@@ -116,11 +116,11 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
     // cordon or drain: the node is out of service from now on.
     in_use.insert(node);
     const Json ann = Annotations(obj);
-    if (mine && settings.timeoutSeconds > 0) {
+    if (mine && settings.timeout_seconds > 0) {
       auto since = ParseRfc3339(ann.value(kDisruptionSinceAnnotation, ""));
-      if (since && now - *since >= std::chrono::seconds(settings.timeoutSeconds)) {
-        plan.timedOut.emplace_back(
-            node, "GPU pods still on the node " + std::to_string(settings.timeoutSeconds) +
+      if (since && now - *since >= std::chrono::seconds(settings.timeout_seconds)) {
+        plan.timed_out.emplace_back(
+            node, "GPU pods still on the node " + std::to_string(settings.timeout_seconds) +
                       "s after it was " + (settings.policy == "drain" ? "drained" : "cordoned") +
                       " (spec.disruption.timeoutSeconds): " + PodList(pods));
         continue;
@@ -134,9 +134,9 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
     }
     std::string refused;
     for (const auto& p : pods) {
-      if (!p.terminating) plan.evictions.push_back({p.nameSpace, p.name});
-      if (auto r = s.evictionRefused.find(p.Key());
-          r != s.evictionRefused.end() && refused.empty()) {
+      if (!p.terminating) plan.evictions.push_back({p.name_space, p.name});
+      if (auto r = s.eviction_refused.find(p.Key());
+          r != s.eviction_refused.end() && refused.empty()) {
         refused = p.Key() + ": " + r->second;
       }
     }

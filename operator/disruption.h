@@ -20,8 +20,8 @@ namespace perfgate::op {
 
 struct DisruptionSettings {
   std::string policy = "wait";  // wait | cordon | drain
-  int timeoutSeconds = 0;       // 0: no limit
-  int maxUnavailable = 0;       // nodes under test at once among the selected; 0: no limit
+  int timeout_seconds = 0;      // 0: no limit
+  int max_unavailable = 0;      // nodes under test at once among the selected; 0: no limit
 };
 
 // `value` ("2", "25%", "" for all) of `selected` nodes: a count, or a percentage rounded down
@@ -35,7 +35,7 @@ struct DisruptionPlan {
   std::vector<std::string> start;    // free of other GPU pods and within maxUnavailable
   std::vector<std::string> waiting;  // "node (why)", for the status message
   // Nodes whose GPU pods outlived spec.disruption.timeoutSeconds: node -> the ERROR's reason.
-  std::vector<std::pair<std::string, std::string>> timedOut;
+  std::vector<std::pair<std::string, std::string>> timed_out;
   std::vector<NodeDisruption> disrupt;
   std::vector<PodEviction> evictions;
   // Nodes this validation keeps under test while they are made free.

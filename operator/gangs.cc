@@ -28,7 +28,7 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
     if (p.run == stage_run) pods[p.name] = &p;
   }
   const std::string now = FormatRfc3339(ctx.now);
-  const auto timeout = ctx.config->schedulingTimeout;
+  const auto timeout = ctx.config->scheduling_timeout;
   std::vector<std::string> verdicts(groups.size());
   std::set<std::string> services;
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -58,7 +58,7 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
       if (pod == pods.end()) {
         missing.push_back(n);
       } else if (pod->second->terminal) {
-        if (!pod->second->resultInApi) {
+        if (!pod->second->result_in_api) {
           error = "pod on " + n + " ended (" + pod->second->phase + ") without a result";
         }
       } else if (!pod->second->scheduled) {
@@ -82,7 +82,7 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
       for (const auto& n : group) {
         const std::string pod_name = ObjectName({id, n});
         if (results.contains(pod_name)) continue;
-        d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->nameSpace, stage_run, n,
+        d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->name_space, stage_run, n,
                                                   pod_name, reason, now),
                               pods.contains(pod_name) ? pod_name : ""});
       }
@@ -96,20 +96,20 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
     if (ctx.suspended || missing.empty()) continue;
     // A round starts whole, on nodes no other validation is using (as the main run does).
     const bool busy = std::any_of(group.begin(), group.end(),
-                                  [&](const std::string& n) { return s.busyWith.contains(n); });
+                                  [&](const std::string& n) { return s.busy_with.contains(n); });
     if (busy && missing.size() == group.size()) continue;
     // Every member at once (a create that failed last time is made now, at the same address).
     for (size_t r = 0; r < group.size(); ++r) {
       if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
       const GangMember m =
           MemberOf(ctx, id, static_cast<int>(r), static_cast<int>(group.size()), comm);
-      if (m.headlessService) services.insert(id);
+      if (m.headless_service) services.insert(id);
       d->pods.push_back(GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m));
     }
   }
   for (const auto& id : services) {
     d->services.push_back(
-        BuildGangService(ctx.owner, ctx.config->nameSpace, ctx.run, id, ctx.port));
+        BuildGangService(ctx.owner, ctx.config->name_space, ctx.run, id, ctx.port));
   }
   return verdicts;
 }
@@ -169,7 +169,7 @@ Status CheckGangsFit(const std::vector<std::vector<std::string>>& gangs, const s
 }
 
 int PodGpus(const RunContext& ctx, const std::string& node) {
-  if (ctx.specGpus > 0) return ctx.specGpus;
+  if (ctx.spec_gpus > 0) return ctx.spec_gpus;
   auto it = ctx.snapshot->nodes.find(node);
   return it != ctx.snapshot->nodes.end() ? NodeGpus(it->second) : 0;
 }
@@ -185,20 +185,20 @@ std::string CommIdOf(const Json& pod) {
 
 GangMember MemberOf(const RunContext& ctx, const std::string& gang_id, int rank, int size,
                     const std::string& comm) {
-  GangMember m{gang_id, rank, size, comm, ctx.config->gangRendezvousHost.empty()};
-  if (m.commId.empty() && m.headlessService) {
-    m.commId = ObjectName({gang_id, "r0"}) + "." + gang_id + "." + ctx.config->nameSpace +
-               ".svc:" + std::to_string(ctx.port);
+  GangMember m{gang_id, rank, size, comm, ctx.config->gang_rendezvous_host.empty()};
+  if (m.comm_id.empty() && m.headless_service) {
+    m.comm_id = ObjectName({gang_id, "r0"}) + "." + gang_id + "." + ctx.config->name_space +
+                ".svc:" + std::to_string(ctx.port);
   }
   return m;
 }
 
 PodCreate GangPod(const RunContext& ctx, const std::string& run_label, const std::string& node,
                   const std::string& pod_name, const GangMember& member) {
-  const PodParams p{run_label,         node, pod_name, ctx.configMap, PodGpus(ctx, node),
-                    ctx.timeoutSeconds};
+  const PodParams p{run_label,          node, pod_name, ctx.config_map, PodGpus(ctx, node),
+                    ctx.timeout_seconds};
   return {BuildGangPod(ctx.owner, *ctx.spec, *ctx.config, p, member),
-          member.commId.empty() ? member.gangId : ""};
+          member.comm_id.empty() ? member.gang_id : ""};
 }
 
 void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
@@ -232,11 +232,11 @@ void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string
       if (o.verdict.empty()) {
         // A peer that finished on its own may be a moment ahead of this one: let it finish
         // (its own watchdog bounds the wait if it is stuck in NCCL).
-        if (!cause->byOperator) continue;
+        if (!cause->by_operator) continue;
         // Its peer never ran or is gone: without this it would wait in NCCL until its
         // watchdog fires.
         const std::string pod_name = ObjectName({ctx.owner.name, ctx.run, n});
-        d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->nameSpace, ctx.run, n,
+        d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->name_space, ctx.run, n,
                                                   pod_name, gang_reason, now),
                               nodes_with_pods.contains(n) ? pod_name : ""});
       }

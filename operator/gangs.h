@@ -47,9 +47,9 @@ struct RunContext {
   Owner owner;
   const v1alpha1::PerfValidationSpec* spec = nullptr;
   std::string run;
-  std::string configMap;
-  int specGpus = 0;  // spec.gpusPerNode; 0: each node's allocatable
-  int timeoutSeconds = 0;
+  std::string config_map;
+  int spec_gpus = 0;  // spec.gpusPerNode; 0: each node's allocatable
+  int timeout_seconds = 0;
   int port = 29500;  // the gangs' rendezvous port
   bool suspended = false;
   std::chrono::system_clock::time_point now;

@@ -23,7 +23,7 @@ struct NodeGpuModel {
   std::string label;  // the label it was read from
   // How it was found, for status and events:
   // "GKE label cloud.google.com/gke-accelerator=nvidia-h100-80gb".
-  std::string foundBy;
+  std::string found_by;
 };
 
 // One row of the managed clouds' table: a label value that names a GPU model.

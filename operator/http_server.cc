@@ -82,7 +82,7 @@ void HttpServer::Loop() {
     }
     std::string status = reply.code == 200 ? "OK" : reply.code == 404 ? "Not Found" : "Error";
     std::string out = "HTTP/1.0 " + std::to_string(reply.code) + " " + status +
-                      "\r\nContent-Type: " + reply.contentType +
+                      "\r\nContent-Type: " + reply.content_type +
                       "\r\nContent-Length: " + std::to_string(reply.body.size()) +
                       "\r\nConnection: close\r\n\r\n" + reply.body;
     size_t off = 0;

@@ -14,7 +14,7 @@ namespace perfgate::op {
 
 struct HttpReply {
   int code = 200;
-  std::string contentType = "text/plain; charset=utf-8";
+  std::string content_type = "text/plain; charset=utf-8";
   std::string body;
 };
 

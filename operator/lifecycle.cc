@@ -136,21 +136,21 @@ Json NewRunStatus(const Json& old_status, const std::string& run, int64_t genera
 }
 
 void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision* d) {
-  if (!s.store || !s.spec || d->nodeVerdicts.empty() || !d->status) return;
+  if (!s.store || !s.spec || d->node_verdicts.empty() || !d->status) return;
   const auto& policy = s.spec->doc.spec().policy();
   const RepeatedFailureRule rule =
       RuleOrDefaults(policy.repeatedfailurethreshold(), policy.repeatedfailurewindow());
   Json flagged = Json::array();
   int read = 0;
   std::string names;
-  for (auto& v : d->nodeVerdicts) {
-    auto earlier = s.store->recentVerdicts.find(v.node);
-    if (earlier == s.store->recentVerdicts.end()) continue;  // not read: label left alone
+  for (auto& v : d->node_verdicts) {
+    auto earlier = s.store->recent_verdicts.find(v.node);
+    if (earlier == s.store->recent_verdicts.end()) continue;  // not read: label left alone
     read++;
     std::vector<std::string> verdicts = {v.verdict};
     verdicts.insert(verdicts.end(), earlier->second.begin(), earlier->second.end());
-    v.repeatedFailure = FailsRepeatedly(verdicts, rule);
-    if (!*v.repeatedFailure) continue;
+    v.repeated_failure = FailsRepeatedly(verdicts, rule);
+    if (!*v.repeated_failure) continue;
     const int failures = RecentFailures(verdicts, rule);
     const int seen =
         static_cast<int>(std::min<size_t>(verdicts.size(), static_cast<size_t>(rule.window)));
@@ -230,7 +230,7 @@ void DecideLifecycle(const Snapshot& s, Clock::time_point now, Decision* d) {
     status["missedSchedules"] = status.value("missedSchedules", 0) + step->missed;
   }
   auto look_again = [d](std::chrono::milliseconds after) {
-    if (d->requeueAfter.count() == 0 || d->requeueAfter > after) d->requeueAfter = after;
+    if (d->requeue_after.count() == 0 || d->requeue_after > after) d->requeue_after = after;
   };
   if (step->skipped) {
     const std::string t = FormatRfc3339(*step->skipped);

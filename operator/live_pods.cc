@@ -9,9 +9,9 @@ Status ConfirmUnscheduled(kube::Client& client, const ReconcilerConfig& config,
   for (PodView& p : s->pods) {
     if (p.terminal || p.scheduled) continue;
     const auto created = ParseRfc3339(Str(p.object, "/metadata/creationTimestamp"_json_pointer));
-    if (!created || now - *created + std::chrono::seconds(1) < config.schedulingTimeout) continue;
+    if (!created || now - *created + std::chrono::seconds(1) < config.scheduling_timeout) continue;
     const std::string ns = Str(p.object, "/metadata/namespace"_json_pointer);
-    auto live = client.Get(kube::PodsResource(), ns.empty() ? config.nameSpace : ns, p.name);
+    auto live = client.Get(kube::PodsResource(), ns.empty() ? config.name_space : ns, p.name);
     if (!live.ok()) {
       if (live.status().code() == Code::kNotFound) {
         return Unavailable("pod " + p.name +

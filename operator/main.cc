@@ -88,27 +88,27 @@ void OnSignal(int) { g_stop = true; }
 
 struct Flags {
   std::string kubeconfig;
-  std::string nameSpace = "perfgate-system";
-  std::string workerImage = "ghcr.io/perfgate/perfgate-worker:latest";
-  std::string workerServiceAccount = "perfgate-worker";
-  bool leaderElect = false;
-  std::string metricsAddress = ":8080";
-  std::string healthAddress = ":8081";
-  std::string logFormat = "text";
+  std::string name_space = "perfgate-system";
+  std::string worker_image = "ghcr.io/perfgate/perfgate-worker:latest";
+  std::string worker_service_account = "perfgate-worker";
+  bool leader_elect = false;
+  std::string metrics_address = ":8080";
+  std::string health_address = ":8081";
+  std::string log_format = "text";
   int workers = 4;
-  int schedulingTimeoutSeconds = 300;
-  double kubeApiQps = 50;
-  int kubeApiBurst = 100;
-  bool enableFixtures = false;
-  std::string gangRendezvousHost;
-  std::string diagnosticsVolume;
-  bool metricsPerNode = false;
+  int scheduling_timeout_seconds = 300;
+  double kube_api_qps = 50;
+  int kube_api_burst = 100;
+  bool enable_fixtures = false;
+  std::string gang_rendezvous_host;
+  std::string diagnostics_volume;
+  bool metrics_per_node = false;
   std::string store = "off";
-  std::string clusterName = "default";
-  std::string storeSpoolDir;
-  int storeRetrySeconds = 30;
+  std::string cluster_name = "default";
+  std::string store_spool_dir;
+  int store_retry_seconds = 30;
   // Rehearsal only: the reconciler's clock starts at this time.
-  std::string clockStart;
+  std::string clock_start;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -129,36 +129,36 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       return true;
     };
     if (a == "--leader-elect") {
-      f->leaderElect = !has_value || value == "true";
+      f->leader_elect = !has_value || value == "true";
     } else if (a == "--enable-fixtures") {
-      f->enableFixtures = true;
+      f->enable_fixtures = true;
     } else if (a == "--metrics-per-node") {
-      f->metricsPerNode = !has_value || value == "true";
+      f->metrics_per_node = !has_value || value == "true";
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       std::exit(0);
     } else if (a == "--kubeconfig" && next()) {
       f->kubeconfig = value;
     } else if (a == "--namespace" && next()) {
-      f->nameSpace = value;
+      f->name_space = value;
     } else if (a == "--worker-image" && next()) {
-      f->workerImage = value;
+      f->worker_image = value;
     } else if (a == "--worker-service-account" && next()) {
-      f->workerServiceAccount = value;
+      f->worker_service_account = value;
     } else if (a == "--metrics-bind-address" && next()) {
-      f->metricsAddress = value;
+      f->metrics_address = value;
     } else if (a == "--health-probe-bind-address" && next()) {
-      f->healthAddress = value;
+      f->health_address = value;
     } else if (a == "--log-format" && next() && (value == "json" || value == "text")) {
-      f->logFormat = value;
+      f->log_format = value;
     } else if (a == "--workers" && next()) {
       f->workers = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--kube-api-qps" && next()) {
-      f->kubeApiQps = std::max(1.0, std::atof(value.c_str()));
+      f->kube_api_qps = std::max(1.0, std::atof(value.c_str()));
     } else if (a == "--kube-api-burst" && next()) {
-      f->kubeApiBurst = std::max(1, std::atoi(value.c_str()));
+      f->kube_api_burst = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--gang-rendezvous-host" && next()) {
-      f->gangRendezvousHost = value;
+      f->gang_rendezvous_host = value;
     } else if (a == "--diagnostics-volume" && next()) {
       // One volume source, as in a pod's volumes[] entry without its name.
       const Json source = Json::parse(value, nullptr, false);
@@ -168,19 +168,19 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
                   << value << "\n";
         return false;
       }
-      f->diagnosticsVolume = value;
+      f->diagnostics_volume = value;
     } else if (a == "--store" && next()) {
       f->store = value;
     } else if (a == "--cluster-name" && next() && !value.empty()) {
-      f->clusterName = value;
+      f->cluster_name = value;
     } else if (a == "--store-spool-dir" && next()) {
-      f->storeSpoolDir = value;
+      f->store_spool_dir = value;
     } else if (a == "--store-retry-seconds" && next()) {
-      f->storeRetrySeconds = std::max(1, std::atoi(value.c_str()));
+      f->store_retry_seconds = std::max(1, std::atoi(value.c_str()));
     } else if (a == "--clock-start" && next() && ParseRfc3339(value)) {
-      f->clockStart = value;
+      f->clock_start = value;
     } else if (a == "--scheduling-timeout-seconds" && next()) {
-      f->schedulingTimeoutSeconds = std::max(1, std::atoi(value.c_str()));
+      f->scheduling_timeout_seconds = std::max(1, std::atoi(value.c_str()));
     } else {
       std::cerr << "perfgate-operator: bad flag " << args[i] << "\n\n" << kUsage;
       return false;
@@ -252,7 +252,7 @@ kube::Informer* MakeInformer(std::shared_ptr<kube::Client> client, kube::GroupVe
 int main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, &flags)) return 2;
-  SetUpLogging(flags.logFormat);
+  SetUpLogging(flags.log_format);
   auto log = op::Logger();
 
   auto config = kube::LoadDefaultConfig(flags.kubeconfig);
@@ -260,8 +260,8 @@ int main(int argc, char** argv) {
     log->error("cannot load the cluster config: {}", config.status().message());
     return 1;
   }
-  config->qps = flags.kubeApiQps;
-  config->burst = flags.kubeApiBurst;
+  config->qps = flags.kube_api_qps;
+  config->burst = flags.kube_api_burst;
   config->userAgent = "perfgate-operator";
   auto client_or = kube::NewClient(*config);
   if (!client_or.ok()) {
@@ -279,11 +279,11 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<kube::Informer>> informers;
   auto* validations =
       MakeInformer(client, op::ValidationsResource(), "", "", op::StripValidation, &informers);
-  auto* pods = MakeInformer(client, kube::PodsResource(), flags.nameSpace, "perfgate.io/validation",
-                            op::StripWorkerPod, &informers);
+  auto* pods = MakeInformer(client, kube::PodsResource(), flags.name_space,
+                            "perfgate.io/validation", op::StripWorkerPod, &informers);
   auto* results = MakeInformer(
-      client, op::ResultsResource(), flags.nameSpace, "",
-      [per_node = flags.metricsPerNode](Json& r) { op::StripResult(r, per_node); }, &informers);
+      client, op::ResultsResource(), flags.name_space, "",
+      [per_node = flags.metrics_per_node](Json& r) { op::StripResult(r, per_node); }, &informers);
   auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", op::StripNode, &informers);
 
   // The indexes first: handlers run in order, and a reconcile queued by the next handler
@@ -296,13 +296,13 @@ int main(int argc, char** argv) {
   results->AddHandlers(results_by_validation.Handlers());
 
   op::ReconcilerConfig rc;
-  rc.nameSpace = flags.nameSpace;
-  rc.workerImage = flags.workerImage;
-  rc.workerServiceAccount = flags.workerServiceAccount;
-  rc.enableFixtures = flags.enableFixtures;
-  rc.schedulingTimeout = std::chrono::seconds(flags.schedulingTimeoutSeconds);
-  rc.gangRendezvousHost = flags.gangRendezvousHost;
-  rc.diagnosticsVolume = flags.diagnosticsVolume;
+  rc.name_space = flags.name_space;
+  rc.worker_image = flags.worker_image;
+  rc.worker_service_account = flags.worker_service_account;
+  rc.enable_fixtures = flags.enable_fixtures;
+  rc.scheduling_timeout = std::chrono::seconds(flags.scheduling_timeout_seconds);
+  rc.gang_rendezvous_host = flags.gang_rendezvous_host;
+  rc.diagnostics_volume = flags.diagnostics_volume;
   op::Caches caches{
       [nodes] { return nodes->List(); },
       [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(LabelValue(v)); },
@@ -310,19 +310,19 @@ int main(int argc, char** argv) {
       [&results_by_validation](const std::string& v) {
         return results_by_validation.Get(LabelValue(v));
       }};
-  rc.storeRetry = std::chrono::seconds(flags.storeRetrySeconds);
+  rc.store_retry = std::chrono::seconds(flags.store_retry_seconds);
   std::function<std::chrono::system_clock::time_point()> now;
-  if (!flags.clockStart.empty()) {
+  if (!flags.clock_start.empty()) {
     // Schedules rehearsed: the time the validations see starts at --clock-start and runs at
     // the real pace from there.
-    const auto start = *ParseRfc3339(flags.clockStart);
+    const auto start = *ParseRfc3339(flags.clock_start);
     const auto origin = std::chrono::steady_clock::now();
     now = [start, origin] {
       return start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                          std::chrono::steady_clock::now() - origin);
     };
     log->warn("--clock-start: validations see the time from {} on, not the real time",
-              flags.clockStart);
+              flags.clock_start);
   }
   op::Reconciler reconciler(client, caches, rc, now);
   if (flags.store != "off" && !flags.store.empty()) {
@@ -337,11 +337,11 @@ int main(int argc, char** argv) {
       }
       ro.url = dsn;
     }
-    ro.cluster = flags.clusterName;
-    ro.spoolDir = flags.storeSpoolDir;
-    ro.reopenAfter = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), rc.storeRetry);
+    ro.cluster = flags.cluster_name;
+    ro.spool_dir = flags.store_spool_dir;
+    ro.reopen_after = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), rc.store_retry);
     reconciler.SetRecorder(std::make_shared<op::Recorder>(ro));
-    log->info("recording results of cluster {} in the results store", flags.clusterName);
+    log->info("recording results of cluster {} in the results store", flags.cluster_name);
   }
 
   op::ControllerOptions co;
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
   all_informers.reserve(informers.size());
   for (auto& inf : informers) all_informers.push_back(inf.get());
 
-  std::atomic<bool> leading{!flags.leaderElect};
+  std::atomic<bool> leading{!flags.leader_elect};
 
   // /healthz, /readyz, /metrics.
   auto handler = [&](const std::string& path) -> op::HttpReply {
@@ -366,20 +366,20 @@ int main(int argc, char** argv) {
     auto& m = reconciler.metrics();
     op::MetricsSnapshot snapshot;
     snapshot.reconciles = m.reconciles.load();
-    snapshot.reconcileErrors = m.errors.load();
-    snapshot.podsCreated = m.podsCreated.load();
-    snapshot.resultsWrittenByOperator = m.resultsWrittenByOperator.load();
-    snapshot.queueDepth = controller.QueueDepth();
+    snapshot.reconcile_errors = m.errors.load();
+    snapshot.pods_created = m.pods_created.load();
+    snapshot.results_written_by_operator = m.results_written_by_operator.load();
+    snapshot.queue_depth = controller.QueueDepth();
     snapshot.leading = leading;
     snapshot.validations = validations->List();
     snapshot.nodes = nodes->List();
-    snapshot.perNode = flags.metricsPerNode;
-    if (flags.metricsPerNode) snapshot.results = results->List();
+    snapshot.per_node = flags.metrics_per_node;
+    if (flags.metrics_per_node) snapshot.results = results->List();
     const std::string out = op::RenderMetrics(snapshot);
     return {200, "text/plain; version=0.0.4; charset=utf-8", out};
   };
   std::vector<std::unique_ptr<op::HttpServer>> servers;
-  for (const auto& addr : {flags.metricsAddress, flags.healthAddress}) {
+  for (const auto& addr : {flags.metrics_address, flags.health_address}) {
     if (addr.empty() || addr == "0") continue;
     servers.push_back(std::make_unique<op::HttpServer>(handler));
     Status st = servers.back()->Start(addr);
@@ -394,7 +394,7 @@ int main(int argc, char** argv) {
   kube::Cancellation stop_electing;
   std::thread elector_thread;
   std::unique_ptr<kube::LeaderElector> elector;
-  if (flags.leaderElect) {
+  if (flags.leader_elect) {
     kube::LeaderElectionConfig lc;
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
@@ -417,7 +417,7 @@ int main(int argc, char** argv) {
       std::_Exit(1);
     };
     elector = std::make_unique<kube::LeaderElector>(
-        kube::NewLeaseLock(client, flags.nameSpace, "perfgate-operator-leader"), lc);
+        kube::NewLeaseLock(client, flags.name_space, "perfgate-operator-leader"), lc);
     elector_thread = std::thread([&] { elector->Run(stop_electing); });
   } else {
     controller.Start(all_informers);

@@ -233,12 +233,12 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
   };
   counter("perfgate_reconcile_total", "Reconciles run.", s.reconciles);
   counter("perfgate_reconcile_errors_total", "Reconciles that returned an error.",
-          s.reconcileErrors);
-  counter("perfgate_worker_pods_created_total", "Worker pods created.", s.podsCreated);
+          s.reconcile_errors);
+  counter("perfgate_worker_pods_created_total", "Worker pods created.", s.pods_created);
   counter("perfgate_operator_results_total", "PerfResults the operator wrote itself (ERROR nodes).",
-          s.resultsWrittenByOperator);
+          s.results_written_by_operator);
   header("perfgate_workqueue_depth", "gauge", "Keys ready in the work queue.");
-  out += "perfgate_workqueue_depth " + std::to_string(s.queueDepth) + "\n";
+  out += "perfgate_workqueue_depth " + std::to_string(s.queue_depth) + "\n";
 
   std::map<std::string, int> by_verdict = {{"Running", 0},  {"Passed", 0},       {"Failed", 0},
                                            {"Error", 0},    {"Inconclusive", 0}, {"InvalidSpec", 0},
@@ -267,7 +267,7 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
     if (it == labels.end() || !it->is_string()) continue;
     const std::string verdict = it->get<std::string>();
     nodes_by[verdict]++;
-    if (s.perNode) {
+    if (s.per_node) {
       const std::string by =
           meta.value("annotations", nlohmann::json::object()).value(kVerdictByAnnotation, "");
       per_node += "perfgate_node_verdict{node=\"" + EscapeLabelValue(meta.value("name", "")) +
@@ -283,14 +283,14 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
          "1 for each node labelled perfgate.io/repeated-failure=true: it failed too many of its "
          "latest validations.");
   out += repeated;
-  if (s.perNode) {
+  if (s.per_node) {
     header("perfgate_node_verdict", "gauge",
            "1 for each node's perfgate.io/verdict label, and the validation that set it.");
     out += per_node;
   }
   RenderValidations(s.validations, &out);
   RenderRegressions(s.validations, &out);
-  if (s.perNode) RenderNodeResults(s.results, &out);
+  if (s.per_node) RenderNodeResults(s.results, &out);
   header("perfgate_leader", "gauge", "Whether this replica leads.");
   out += std::string("perfgate_leader ") + (s.leading ? "1" : "0") + "\n";
   return out;

@@ -14,10 +14,10 @@ namespace perfgate::op {
 
 struct MetricsSnapshot {
   uint64_t reconciles = 0;
-  uint64_t reconcileErrors = 0;
-  uint64_t podsCreated = 0;
-  uint64_t resultsWrittenByOperator = 0;
-  size_t queueDepth = 0;
+  uint64_t reconcile_errors = 0;
+  uint64_t pods_created = 0;
+  uint64_t results_written_by_operator = 0;
+  size_t queue_depth = 0;
   bool leading = false;
   std::vector<nlohmann::json> validations;  // PerfValidation objects
   std::vector<nlohmann::json> nodes;        // Node objects
@@ -28,7 +28,7 @@ struct MetricsSnapshot {
   // their bounds, the test verdicts per device, the figures lagging their peers, when it was
   // validated. Off by default: a fleet of thousands of nodes would make thousands of series per
   // threshold (--metrics-per-node).
-  bool perNode = false;
+  bool per_node = false;
 };
 
 std::string RenderMetrics(const MetricsSnapshot& s);

@@ -120,8 +120,8 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
   options.enable_fixtures = fixtures;
   options.profile_lookup =
       [&](const std::string& p) -> Result<spec::Loaded<v1alpha1::PerfProfile>> {
-    auto it = cluster.byName.find(p);
-    if (it == cluster.byName.end()) {
+    auto it = cluster.by_name.find(p);
+    if (it == cluster.by_name.end()) {
       return NotFound("PerfProfile \"" + p + "\" not found in the cluster");
     }
     ASSIGN_OR_RETURN(auto found, ProfileFromObject(it->second));
@@ -131,7 +131,7 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
   options.profile_list = [&]() -> Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> {
     if (!cluster.listed) return Internal("the cluster's PerfProfiles were not read");
     std::vector<spec::Loaded<v1alpha1::PerfProfile>> out;
-    for (const auto& [name, item] : cluster.byName) {
+    for (const auto& [name, item] : cluster.by_name) {
       ASSIGN_OR_RETURN(auto p, ProfileFromObject(item));
       out.push_back(std::move(p));
     }
@@ -196,11 +196,11 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     const store::Baseline* b = nullptr;
     if (auto known = from_cluster.find(name); known != from_cluster.end()) {
       b = &known->second;
-    } else if (baselines != nullptr && baselines->byName.contains(name)) {
+    } else if (baselines != nullptr && baselines->by_name.contains(name)) {
       v1alpha1::PerfBaseline object;
       google::protobuf::util::JsonParseOptions o;
       o.ignore_unknown_fields = true;
-      if (!google::protobuf::util::JsonStringToMessage(baselines->byName.at(name).dump(), &object,
+      if (!google::protobuf::util::JsonStringToMessage(baselines->by_name.at(name).dump(), &object,
                                                        o)
                .ok()) {
         return InvalidArgument("PerfBaseline \"" + name + "\" cannot be read as a PerfBaseline");
@@ -211,12 +211,12 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     } else if (store != nullptr) {
       auto it = store->baselines.find(name);
       if (it == store->baselines.end()) {
-        auto why = store->baselineErrors.find(name);
-        if (why != store->baselineErrors.end() && why->second.code() != Code::kNotFound) {
+        auto why = store->baseline_errors.find(name);
+        if (why != store->baseline_errors.end() && why->second.code() != Code::kNotFound) {
           return why->second;
         }
         return NotFound("no PerfBaseline \"" + name + "\" in the cluster, and " +
-                        (why != store->baselineErrors.end()
+                        (why != store->baseline_errors.end()
                              ? why->second.message()
                              : "baseline \"" + name + "\" not found in the results store"));
       }
@@ -293,7 +293,7 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     return Internal("cannot write the resolved plan as JSON");
   }
   out.profile = plan.profile;
-  out.profileVersion = plan.profile_version;
+  out.profile_version = plan.profile_version;
   return out;
 }
 
@@ -318,7 +318,7 @@ std::set<std::string> BaselinesNamed(const v1alpha1::PerfValidationSpec& spec,
       if (!th.baseline().empty()) names.insert(th.baseline());
     }
   }
-  for (const auto& [name, profile] : profiles.byName) {
+  for (const auto& [name, profile] : profiles.by_name) {
     for (const char* level : {"quick", "full"}) {
       const Json spec_json = profile.value("spec", Json::object());
       for (const auto& t : spec_json.value(level, Json::object()).value("tests", Json::array())) {
@@ -340,8 +340,8 @@ Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& l
   // A baseline the store could not give now (and the cluster has no PerfBaseline of that name):
   // try again, rather than call the spec invalid.
   if (store != nullptr) {
-    for (const auto& [name, why] : store->baselineErrors) {
-      if (baselines != nullptr && baselines->byName.contains(name)) continue;
+    for (const auto& [name, why] : store->baseline_errors) {
+      if (baselines != nullptr && baselines->by_name.contains(name)) continue;
       if (why.code() == Code::kUnavailable || why.code() == Code::kResourceExhausted) {
         return Status(why.code(), "reading baseline " + name + ": " + why.message());
       }

@@ -19,7 +19,7 @@ namespace perfgate::op {
 
 // The PerfProfile objects read from the cluster, by name.
 struct ClusterProfiles {
-  std::map<std::string, Json> byName;
+  std::map<std::string, Json> by_name;
   bool listed = false;  // every profile was listed (not only the one the spec names)
 };
 
@@ -34,7 +34,7 @@ ProfilesNeeded ProfilesToRead(const v1alpha1::PerfValidationSpec& spec);
 struct ResolvedPlan {
   std::string text;  // a PerfValidation document as JSON, tests inline
   std::string profile;
-  std::string profileVersion;
+  std::string profile_version;
   // The plan runs NCCL tests across nodes and the spec asks for gangs: its sampling is fixed.
   bool gang = false;
   // The plan as its workers will read it (the text, planned again) and its price on a node of
@@ -47,7 +47,7 @@ struct ResolvedPlan {
 // The PerfBaseline objects the thresholds name, read from the cluster by name (a name without
 // an object is absent).
 struct ClusterBaselines {
-  std::map<std::string, Json> byName;
+  std::map<std::string, Json> by_name;
 };
 
 // Validates the spec as the worker will (BuildPlan), checks a named profile against each

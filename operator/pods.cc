@@ -81,21 +81,21 @@ Json WorkerResources(int gpus) {
 }
 
 Json WorkerContainer(const Owner& owner, const ReconcilerConfig& config, const PodParams& p) {
-  Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", p.podName};
-  if (config.enableFixtures) command.push_back("--enable-fixtures");
+  Json command = {"perfgate-worker", "run", "/etc/perfgate/plan.yaml", "--result", p.pod_name};
+  if (config.enable_fixtures) command.push_back("--enable-fixtures");
   Json capabilities = {{"drop", {"ALL"}}};
   Json security = {{"allowPrivilegeEscalation", false}, {"capabilities", std::move(capabilities)}};
   Json plan_mount = {{"name", "plan"}, {"mountPath", "/etc/perfgate"}, {"readOnly", true}};
   Json container = Json::object();
   container["name"] = "worker";
-  container["image"] = config.workerImage;
+  container["image"] = config.worker_image;
   container["command"] = std::move(command);
   container["env"] = WorkerEnv(owner, p);
   container["resources"] = WorkerResources(p.gpus);
   container["terminationMessagePolicy"] = "FallbackToLogsOnError";
   container["securityContext"] = std::move(security);
   container["volumeMounts"] = Json::array({std::move(plan_mount)});
-  if (!config.diagnosticsVolume.empty()) {
+  if (!config.diagnostics_volume.empty()) {
     container["volumeMounts"].push_back(
         {{"name", "diagnostics"}, {"mountPath", kDiagnosticsMountPath}});
     container["env"].push_back(ValueEnv("PERFGATE_DIAGNOSTICS_DIR", kDiagnosticsMountPath));
@@ -120,8 +120,8 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
                  {kValidationLabel, LabelValue(owner.name)},
                  {kNodeLabel, LabelValue(p.node)},
                  {kRunLabel, p.run}};
-  Json metadata = {{"name", p.podName},
-                   {"namespace", config.nameSpace},
+  Json metadata = {{"name", p.pod_name},
+                   {"namespace", config.name_space},
                    {"labels", std::move(labels)},
                    {"ownerReferences", OwnerReferences(owner, /*controller=*/true)}};
   // Pod Security "restricted" (docs/operator.md): what a gang adds on top is named there.
@@ -130,20 +130,20 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
                    {"runAsGroup", 65532},
                    {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   // The bundle volume is written as the worker's group (a PVC's root is root's otherwise).
-  if (!config.diagnosticsVolume.empty()) security["fsGroup"] = 65532;
-  Json plan_volume = {{"name", "plan"}, {"configMap", {{"name", p.configMap}}}};
+  if (!config.diagnostics_volume.empty()) security["fsGroup"] = 65532;
+  Json plan_volume = {{"name", "plan"}, {"configMap", {{"name", p.config_map}}}};
   Json pod_spec = Json::object();
   pod_spec["restartPolicy"] = "Never";
-  pod_spec["serviceAccountName"] = config.workerServiceAccount;
-  pod_spec["activeDeadlineSeconds"] = p.timeoutSeconds;
+  pod_spec["serviceAccountName"] = config.worker_service_account;
+  pod_spec["activeDeadlineSeconds"] = p.timeout_seconds;
   pod_spec["terminationGracePeriodSeconds"] = 10;
   pod_spec["affinity"] = PinToNode(p.node);
   pod_spec["tolerations"] = Tolerations(spec);
   pod_spec["securityContext"] = std::move(security);
   pod_spec["containers"] = Json::array({WorkerContainer(owner, config, p)});
   pod_spec["volumes"] = Json::array({std::move(plan_volume)});
-  if (!config.diagnosticsVolume.empty()) {
-    Json volume = Json::parse(config.diagnosticsVolume, nullptr, false);
+  if (!config.diagnostics_volume.empty()) {
+    Json volume = Json::parse(config.diagnostics_volume, nullptr, false);
     if (volume.is_object()) {
       volume["name"] = "diagnostics";
       pod_spec["volumes"].push_back(std::move(volume));
@@ -158,12 +158,12 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
 Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
                   const ReconcilerConfig& config, const PodParams& p, const GangMember& member) {
   Json pod = BuildPod(owner, spec, config, p);
-  pod["metadata"]["labels"][kGangLabel] = member.gangId;
+  pod["metadata"]["labels"][kGangLabel] = member.gang_id;
   Json& container = pod["spec"]["containers"][0];
   container["env"].push_back(ValueEnv("PERFGATE_GANG_SIZE", std::to_string(member.size)));
   container["env"].push_back(ValueEnv("PERFGATE_GANG_RANK", std::to_string(member.rank)));
-  container["env"].push_back(ValueEnv("PERFGATE_GANG_ID", member.gangId));
-  container["env"].push_back(ValueEnv("NCCL_COMM_ID", member.commId));
+  container["env"].push_back(ValueEnv("PERFGATE_GANG_ID", member.gang_id));
+  container["env"].push_back(ValueEnv("NCCL_COMM_ID", member.comm_id));
   if (p.gpus > 0) {
     container["env"].push_back(ValueEnv("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(p.gpus)));
   }
@@ -176,9 +176,9 @@ Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   container["volumeMounts"].push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
   // RDMA registration pins memory; without IPC_LOCK NCCL drops the IB/RoCE/EFA transport.
   container["securityContext"]["capabilities"]["add"] = {"IPC_LOCK"};
-  if (member.rank == 0 && member.headlessService) {
-    pod["spec"]["hostname"] = ObjectName({member.gangId, "r0"});
-    pod["spec"]["subdomain"] = member.gangId;
+  if (member.rank == 0 && member.headless_service) {
+    pod["spec"]["hostname"] = ObjectName({member.gang_id, "r0"});
+    pod["spec"]["subdomain"] = member.gang_id;
   }
   // spec.gang.network (docs/nccl.md, "Pod spec for NCCL"): how this cloud's fast network
   // reaches the pod. BuildPlan has checked the names.

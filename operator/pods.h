@@ -23,23 +23,23 @@ struct Owner {
 
 // A node's place in an NCCL gang.
 struct GangMember {
-  std::string gangId;  // e.g. "pval-x-g1-gang0": names the headless Service and the pods' label
+  std::string gang_id;  // e.g. "pval-x-g1-gang0": names the headless Service and the pods' label
   int rank = 0;
   int size = 1;
   // NCCL_COMM_ID: <rank-0 host>:<port>; "" while the act step still has to pick a free port
   // at --gang-rendezvous-host.
-  std::string commId;
-  bool headlessService = true;
+  std::string comm_id;
+  bool headless_service = true;
 };
 
 // What one worker pod runs.
 struct PodParams {
   std::string run;  // the pod's run label: the run, or a narrowing round "<run>-<stage>"
   std::string node;
-  std::string podName;
-  std::string configMap;
+  std::string pod_name;
+  std::string config_map;
   int gpus = 0;
-  int timeoutSeconds = 0;
+  int timeout_seconds = 0;
 };
 
 // The ownerReferences of an object owned by the validation (garbage-collected with it): a pod,

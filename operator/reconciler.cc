@@ -23,9 +23,9 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   }
   if (!snapshot->exists) return ReconcileResult{};
   FreezeBaselines(&*snapshot);
-  snapshot->evictionRefused = actor_.EvictionsRefused(name);
+  snapshot->eviction_refused = actor_.EvictionsRefused(name);
   if (recorder_ != nullptr && !snapshot->deleting)
-    recorder_->Observe(*client_, config_.nameSpace, &*snapshot);
+    recorder_->Observe(*client_, config_.name_space, &*snapshot);
   // A pod unscheduled for the scheduling timeout is judged from the API, not the cache.
   const auto now = now_();
   if (Status confirmed = ConfirmUnscheduled(*client_, config_, now, &*snapshot); !confirmed.ok()) {
@@ -45,18 +45,18 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (decision.status) RETURN_IF_ERROR(actor_.Report(validation, *decision.status));
   actor_.SendEvents(*snapshot, decision, /*after_status=*/true);
   if (store_changed) return ReconcileResult{std::chrono::milliseconds(100)};
-  ReconcileResult result{decision.requeueAfter};
+  ReconcileResult result{decision.requeue_after};
   // A node claimed by a faster validation: the next look shows it waiting (or free again).
   if (actor_.TakeClaimLost(name) &&
-      (result.requeueAfter.count() == 0 || result.requeueAfter > std::chrono::seconds(1))) {
-    result.requeueAfter = std::chrono::seconds(1);
+      (result.requeue_after.count() == 0 || result.requeue_after > std::chrono::seconds(1))) {
+    result.requeue_after = std::chrono::seconds(1);
   }
   return result;
 }
 
 void Reconciler::FreezeBaselines(Snapshot* s) {
   std::lock_guard<std::mutex> lock(baselines_mu_);
-  if (s->runComplete || s->deleting) {
+  if (s->run_complete || s->deleting) {
     baselines_.erase(s->name);
     return;
   }
@@ -65,8 +65,8 @@ void Reconciler::FreezeBaselines(Snapshot* s) {
     run = s->run;
     known.clear();
   }
-  for (const auto& [name, object] : s->baselines.byName) known.emplace(name, object);
-  s->baselines.byName = known;
+  for (const auto& [name, object] : s->baselines.by_name) known.emplace(name, object);
+  s->baselines.by_name = known;
 }
 
 void Reconciler::SetRecorder(std::shared_ptr<Recorder> recorder) {

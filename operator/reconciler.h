@@ -28,7 +28,7 @@ namespace perfgate::op {
 
 struct ReconcileResult {
   // 0: nothing to wait for (events will trigger the next reconcile).
-  std::chrono::milliseconds requeueAfter{0};
+  std::chrono::milliseconds requeue_after{0};
 };
 
 class Reconciler {

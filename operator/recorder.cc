@@ -36,8 +36,8 @@ Recorder::Recorder(RecorderOptions options,
                    std::function<std::chrono::steady_clock::time_point()> now)
     : options_(std::move(options)),
       now_(now ? std::move(now) : [] { return std::chrono::steady_clock::now(); }),
-      spool_(options_.spoolDir.empty() ? store::DefaultSpoolDir(options_.url) : options_.spoolDir) {
-}
+      spool_(options_.spool_dir.empty() ? store::DefaultSpoolDir(options_.url)
+                                        : options_.spool_dir) {}
 
 void Recorder::EnsureOpen() {
   if (store_ != nullptr || now_() < next_open_) return;
@@ -57,7 +57,7 @@ void Recorder::Failed(const Status& st) {
   error_ = st.message();
   if (Recoverable(st) || store_ == nullptr) {
     store_.reset();
-    next_open_ = now_() + options_.reopenAfter;
+    next_open_ = now_() + options_.reopen_after;
   }
 }
 
@@ -95,7 +95,7 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
   view.error = error_;
   view.spooled = spool_.Pending();
 
-  if (s->spec && !s->runComplete) {
+  if (s->spec && !s->run_complete) {
     auto& [baseline_run, known] = baselines_[s->name];
     if (baseline_run != s->run) {
       baseline_run = s->run;
@@ -104,7 +104,7 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     for (const auto& name : BaselinesNamed(s->spec->doc.spec(), s->profiles)) {
       if (known.contains(name)) continue;
       if (store_ == nullptr) {
-        view.baselineErrors[name] = Unavailable("results store unavailable: " + error_);
+        view.baseline_errors[name] = Unavailable("results store unavailable: " + error_);
         continue;
       }
       auto got = store_->GetBaseline(name);
@@ -113,17 +113,17 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
         continue;
       }
       if (Recoverable(got.status())) Failed(got.status());
-      view.baselineErrors[name] =
+      view.baseline_errors[name] =
           got.status().code() == Code::kNotFound
               ? NotFound("baseline \"" + name + "\" not found in " + view.describe)
               : got.status();
     }
     view.baselines = known;
   }
-  if (s->runComplete) baselines_.erase(s->name);
+  if (s->run_complete) baselines_.erase(s->name);
 
   auto& [run, by_node] = history_[s->name];
-  if (run != s->run || s->runComplete) {
+  if (run != s->run || s->run_complete) {
     run = s->run;
     by_node.clear();
   }
@@ -140,7 +140,7 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
       q.profile = report.profile();
     }
     // One more than wanted: this run's own result may be among them already.
-    q.latest_results = options_.historyRuns + 1;
+    q.latest_results = options_.history_runs + 1;
     auto got = store_->Metrics(q);
     if (!got.ok()) {
       Failed(got.status());
@@ -153,7 +153,7 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     for (auto& m : *got) {
       if (m.key.validation == s->name && m.key.run == s->run) continue;
       runs.insert(m.key.validation + "/" + m.key.run);
-      if (static_cast<int>(runs.size()) > options_.historyRuns) break;
+      if (static_cast<int>(runs.size()) > options_.history_runs) break;
       before.push_back(std::move(m));
     }
     by_node[node] = std::move(before);
@@ -192,9 +192,9 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     }
     verdicts[node] = std::move(earlier);
   }
-  view.recentVerdicts = verdicts;
+  view.recent_verdicts = verdicts;
   view.reports = full;
-  if (s->runComplete) {
+  if (s->run_complete) {
     history_.erase(s->name);
     reports_.erase(s->name);
     verdicts_.erase(s->name);

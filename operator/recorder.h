@@ -21,12 +21,12 @@
 namespace perfgate::op {
 
 struct RecorderOptions {
-  std::string url;       // store::Open's URL
-  std::string cluster;   // --cluster-name: the cluster column of every result
-  std::string spoolDir;  // empty: store::DefaultSpoolDir(url)
-  int historyRuns = 3;   // earlier results of a node its new one is compared with
+  std::string url;        // store::Open's URL
+  std::string cluster;    // --cluster-name: the cluster column of every result
+  std::string spool_dir;  // empty: store::DefaultSpoolDir(url)
+  int history_runs = 3;   // earlier results of a node its new one is compared with
   // A store that could not be opened is not tried again sooner than this.
-  std::chrono::milliseconds reopenAfter{std::chrono::seconds(10)};
+  std::chrono::milliseconds reopen_after{std::chrono::seconds(10)};
 };
 
 class Recorder {

@@ -63,7 +63,7 @@ RegressionCheck FindRegressions(const Snapshot& s, const std::vector<NodeOutcome
   if (spec.policy().regressionmargin() > 0) check.margin = spec.policy().regressionmargin();
   const double confidence =
       spec.sampling().confidence() > 0 ? spec.sampling().confidence() : kDefaultConfidence;
-  check.historyRead = s.store && s.store->available;
+  check.history_read = s.store && s.store->available;
   // The reports of the nodes that passed, by node, and by GPU model for the peer comparison.
   std::map<std::string, bool> passed;
   for (const auto& o : outcomes) passed[o.node] = o.verdict == "PASS";

@@ -29,7 +29,7 @@ struct RegressionCheck {
   std::vector<Regression> found;  // worst ratio first
   int compared = 0;               // metric comparisons made
   double margin = 0.03;
-  bool historyRead = false;  // the store's history was available to compare with
+  bool history_read = false;  // the store's history was available to compare with
 };
 
 // Compares the passing nodes of `outcomes` (the current run of `s`, every node decided).

@@ -120,12 +120,12 @@ int64_t RuleDay(const TimeZone::RuleDate& d, int year) {
 }
 
 int RuleOffsetAt(const TimeZone::PosixRule& r, int64_t utc) {
-  if (!r.hasDst) return r.stdOffset;
-  const int year = static_cast<int>(CivilOf(FloorDiv(utc + r.stdOffset, kDay)).year());
-  const int64_t start = RuleDay(r.start, year) * kDay + r.start.time - r.stdOffset;
-  const int64_t end = RuleDay(r.end, year) * kDay + r.end.time - r.dstOffset;
+  if (!r.has_dst) return r.std_offset;
+  const int year = static_cast<int>(CivilOf(FloorDiv(utc + r.std_offset, kDay)).year());
+  const int64_t start = RuleDay(r.start, year) * kDay + r.start.time - r.std_offset;
+  const int64_t end = RuleDay(r.end, year) * kDay + r.end.time - r.dst_offset;
   const bool dst = start < end ? (utc >= start && utc < end) : !(utc >= end && utc < start);
-  return dst ? r.dstOffset : r.stdOffset;
+  return dst ? r.dst_offset : r.std_offset;
 }
 
 Result<TimeZone::PosixRule> ParsePosix(const std::string& text) {
@@ -136,15 +136,15 @@ Result<TimeZone::PosixRule> ParsePosix(const std::string& text) {
   };
   int off = 0;
   if (!ParseZoneName(c) || !ParseHms(c, &off)) return bad();
-  r.stdOffset = -off;
-  r.dstOffset = r.stdOffset;
+  r.std_offset = -off;
+  r.dst_offset = r.std_offset;
   if (c.done()) return r;
   if (!ParseZoneName(c)) return bad();
-  r.hasDst = true;
-  r.dstOffset = r.stdOffset + 3600;
+  r.has_dst = true;
+  r.dst_offset = r.std_offset + 3600;
   if (c.peek() != ',' && !c.done()) {
     if (!ParseHms(c, &off)) return bad();
-    r.dstOffset = -off;
+    r.dst_offset = -off;
   }
   if (c.done()) {
     // No rule: POSIX leaves it to the implementation; the US rule is the usual one.
@@ -179,7 +179,7 @@ struct FieldSpec {
   int min;
   int max;
   const std::array<const char*, 12>* names;  // names[i] is min + i
-  int nameCount;
+  int name_count;
 };
 
 constexpr std::array<const char*, 12> kMonthNames = {"jan", "feb", "mar", "apr", "may", "jun",
@@ -197,7 +197,7 @@ Result<int> FieldValue(const FieldSpec& f, const std::string& text) {
   if (f.names != nullptr) {
     std::string lower = text;
     for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    for (int i = 0; i < f.nameCount; ++i) {
+    for (int i = 0; i < f.name_count; ++i) {
       if (lower == (*f.names)[static_cast<size_t>(i)]) return f.min + i;
     }
   }
@@ -344,7 +344,7 @@ Result<TimeZone> TimeZone::FromPosix(const std::string& rule) {
   if (!r.ok()) return r.status();
   TimeZone z;
   z.name_ = rule;
-  z.initial_ = r->stdOffset;
+  z.initial_ = r->std_offset;
   z.rule_ = *r;
   return z;
 }
@@ -448,11 +448,11 @@ Result<CronSchedule> CronSchedule::Parse(const std::string& expr, const std::str
   if (bits[4][7]) bits[4][0] = true;  // 7 is Sunday too
   s.minutes_ = ToBits<60>(bits[0]);
   s.hours_ = ToBits<24>(bits[1]);
-  s.daysOfMonth_ = ToBits<32>(bits[2]);
+  s.days_of_month_ = ToBits<32>(bits[2]);
   s.months_ = ToBits<13>(bits[3]);
-  s.daysOfWeek_ = ToBits<7>(bits[4]);
-  s.domStar_ = star[2];
-  s.dowStar_ = star[4];
+  s.days_of_week_ = ToBits<7>(bits[4]);
+  s.dom_star_ = star[2];
+  s.dow_star_ = star[4];
   auto z = TimeZone::Load(zone);
   if (!z.ok()) return bad(z.status().message());
   s.zone_ = *z;
@@ -461,10 +461,11 @@ Result<CronSchedule> CronSchedule::Parse(const std::string& expr, const std::str
 
 bool CronSchedule::DayMatches(int64_t days) const {
   const std::chrono::year_month_day ymd = CivilOf(days);
-  const bool dom = daysOfMonth_[static_cast<unsigned>(ymd.day())];
-  const bool dow = daysOfWeek_[std::chrono::weekday(std::chrono::sys_days(std::chrono::days(days)))
-                                   .c_encoding()];
-  if (domStar_ || dowStar_) return dom && dow;
+  const bool dom = days_of_month_[static_cast<unsigned>(ymd.day())];
+  const bool dow =
+      days_of_week_[std::chrono::weekday(std::chrono::sys_days(std::chrono::days(days)))
+                        .c_encoding()];
+  if (dom_star_ || dow_star_) return dom && dow;
   return dom || dow;
 }
 

@@ -44,9 +44,9 @@ class TimeZone {
     int time = 7200;  // seconds after local midnight
   };
   struct PosixRule {
-    int stdOffset = 0;
-    int dstOffset = 0;
-    bool hasDst = false;
+    int std_offset = 0;
+    int dst_offset = 0;
+    bool has_dst = false;
     RuleDate start, end;
   };
 
@@ -85,12 +85,12 @@ class CronSchedule {
 
   std::bitset<60> minutes_;
   std::bitset<24> hours_;
-  std::bitset<32> daysOfMonth_;
+  std::bitset<32> days_of_month_;
   std::bitset<13> months_;
-  std::bitset<7> daysOfWeek_;
+  std::bitset<7> days_of_week_;
   // The day fields as "*" (or "?"): with both restricted a day matches either (cron's OR rule).
-  bool domStar_ = false;
-  bool dowStar_ = false;
+  bool dom_star_ = false;
+  bool dow_star_ = false;
   TimeZone zone_;
 };
 

@@ -101,18 +101,18 @@ std::string ModelKey(const std::string& model) {
 std::string DescribeModels(const std::map<std::string, NodeGpuModel>& known) {
   struct Group {
     std::string model;
-    std::map<std::string, std::vector<std::string>> nodesByWay;
+    std::map<std::string, std::vector<std::string>> nodes_by_way;
   };
   std::map<std::string, Group> groups;
   for (const auto& [node, m] : known) {
     Group& g = groups[ModelKey(m.model)];
     if (g.model.empty()) g.model = m.model;
-    g.nodesByWay[m.foundBy].push_back(node);
+    g.nodes_by_way[m.found_by].push_back(node);
   }
   std::string out;
   for (const auto& [key, g] : groups) {
     std::string part;
-    for (const auto& [way, nodes] : g.nodesByWay) {
+    for (const auto& [way, nodes] : g.nodes_by_way) {
       std::string names;
       for (size_t i = 0; i < nodes.size() && i < 10; ++i) names += (i ? ", " : "") + nodes[i];
       if (nodes.size() > 10) names += " and " + std::to_string(nodes.size() - 10) + " more";

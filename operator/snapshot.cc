@@ -19,14 +19,14 @@ Status ObserveProfiles(kube::Client& client, const v1alpha1::PerfValidationSpec&
   if (!need.named.empty()) {
     auto got = client.Get(ProfilesResource(), "", need.named);
     if (got.ok()) {
-      out->byName[need.named] = *got;
+      out->by_name[need.named] = *got;
     } else if (got.status().code() != Code::kNotFound) {
       return got.status();
     }
   }
   if (need.list) {
     ASSIGN_OR_RETURN(Json list, client.ListAll(ProfilesResource(), "", kube::ListOptions{}));
-    for (const auto& item : list.value("items", Json::array())) out->byName[Name(item)] = item;
+    for (const auto& item : list.value("items", Json::array())) out->by_name[Name(item)] = item;
     out->listed = true;
   }
   return Status::Ok();
@@ -39,7 +39,7 @@ Status ObserveBaselines(kube::Client& client, const v1alpha1::PerfValidationSpec
   for (const auto& name : BaselinesNamed(spec, profiles)) {
     auto got = client.Get(BaselinesResource(), "", name);
     if (got.ok()) {
-      out->byName[name] = *got;
+      out->by_name[name] = *got;
     } else if (got.status().code() != Code::kNotFound) {
       return got.status();
     }
@@ -78,7 +78,7 @@ bool HolderGone(const NodeClaim& claim, const Json* holder) {
 Status ObserveClaims(kube::Client& client, const ReconcilerConfig& config, Snapshot* s) {
   kube::ListOptions o;
   o.labelSelector = std::string(kClaimLabel) + "=node";
-  ASSIGN_OR_RETURN(Json list, client.ListAll(LeasesResource(), config.nameSpace, o));
+  ASSIGN_OR_RETURN(Json list, client.ListAll(LeasesResource(), config.name_space, o));
   std::map<std::string, std::optional<Json>> holders;  // by name; nullopt: not found
   holders[s->name] = s->validation;
   for (const auto& item : list.value("items", Json::array())) {
@@ -93,7 +93,7 @@ Status ObserveClaims(kube::Client& client, const ReconcilerConfig& config, Snaps
                  .emplace(c->holder.validation, got.ok() ? std::optional<Json>(*got) : std::nullopt)
                  .first;
       }
-      c->holderGone = HolderGone(*c, it->second ? &*it->second : nullptr);
+      c->holder_gone = HolderGone(*c, it->second ? &*it->second : nullptr);
     }
     s->claims[c->node] = std::move(*c);
   }
@@ -144,10 +144,10 @@ Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
     if (!wanted.contains(node) || phase == "Succeeded" || phase == "Failed") continue;
     const std::string ns = Str(p, "/metadata/namespace"_json_pointer);
     // perfgate's own workers: claims and busyWith speak for them.
-    if (ns == config.nameSpace && !Label(p, kValidationLabel).empty()) continue;
+    if (ns == config.name_space && !Label(p, kValidationLabel).empty()) continue;
     const int gpus = GpusOf(p);
     if (gpus <= 0) continue;
-    s->gpuPods[node].push_back(
+    s->gpu_pods[node].push_back(
         {ns, Name(p), gpus, !Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()});
   }
   return Status::Ok();
@@ -180,7 +180,7 @@ PodView ViewOfPod(const Json& pod) {
   if (!cs.empty() && cs[0].is_object()) {
     v.terminated = cs[0].value("state", Json::object()).value("terminated", Json::object());
   }
-  v.terminationMessage = v.terminated.value("message", "");
+  v.termination_message = v.terminated.value("message", "");
   return v;
 }
 
@@ -202,22 +202,22 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   s.run = RunOf(obj);
   s.deleting = !Str(obj, "/metadata/deletionTimestamp"_json_pointer).empty();
   const Json finalizers = meta.value("finalizers", Json::array());
-  s.hasFinalizer = std::find(finalizers.begin(), finalizers.end(), kFinalizer) != finalizers.end();
+  s.has_finalizer = std::find(finalizers.begin(), finalizers.end(), kFinalizer) != finalizers.end();
   const Json status = obj.value("status", Json::object());
-  s.runComplete = status.value("run", "") == s.run && !status.value("completionTime", "").empty();
+  s.run_complete = status.value("run", "") == s.run && !status.value("completionTime", "").empty();
   if (auto parsed = ParseValidationObject(obj); parsed.ok()) {
     s.spec = std::move(*parsed);
   } else {
-    s.specError = parsed.status();
+    s.spec_error = parsed.status();
   }
   const bool watching = s.spec && WatchesNodes(s.spec->doc.spec());
-  if (s.runComplete && !s.deleting && !watching) return s;
+  if (s.run_complete && !s.deleting && !watching) return s;
 
   for (auto& n : caches.nodes()) s.nodes[Name(n)] = n;
-  for (auto& p : caches.podsOf(name)) s.pods.push_back(ViewOfPod(p));
-  s.results = caches.resultsOf(name);
+  for (auto& p : caches.pods_of(name)) s.pods.push_back(ViewOfPod(p));
+  s.results = caches.results_of(name);
   // Complete, watching for nodes that join or change: the caches are enough to tell.
-  if (s.runComplete && !s.deleting) return s;
+  if (s.run_complete && !s.deleting) return s;
   RETURN_IF_ERROR(ObserveClaims(client, config, &s));
   if (s.deleting || !s.spec) return s;
 
@@ -235,15 +235,15 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
     if (p.run == s.run) nodes_with_pods.insert(p.node);
     if (!p.terminal || BaseRun(p.run) != s.run || cached_results.contains(p.name)) continue;
     // The result may be written but not yet in the cache: ask the API.
-    p.resultInApi = client.Get(ResultsResource(), config.nameSpace, p.name).ok();
-    if (p.resultInApi || p.run != s.run || p.phase != "Failed" ||
+    p.result_in_api = client.Get(ResultsResource(), config.name_space, p.name).ok();
+    if (p.result_in_api || p.run != s.run || p.phase != "Failed" ||
         Str(p.object, "/status/reason"_json_pointer) == "DeadlineExceeded" ||
-        !p.terminationMessage.empty()) {
+        !p.termination_message.empty()) {
       continue;
     }
     kube::LogOptions lo;
     lo.tailLines = 5;
-    if (auto logs = client.Logs(config.nameSpace, p.name, lo); logs.ok()) p.logTail = *logs;
+    if (auto logs = client.Logs(config.name_space, p.name, lo); logs.ok()) p.log_tail = *logs;
   }
 
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
@@ -257,17 +257,17 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
       continue;
     }
     if (!gang && !spec.suspend()) free_nodes.push_back(node);
-    for (const auto& p : caches.podsOn(node)) {
+    for (const auto& p : caches.pods_on(node)) {
       const std::string v = Label(p, kValidationLabel);
       const std::string phase = Str(p, "/status/phase"_json_pointer);
       if (v != own && phase != "Succeeded" && phase != "Failed" &&
           Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
-        s.busyWith[node] = v;
+        s.busy_with[node] = v;
         break;
       }
     }
   }
-  std::erase_if(free_nodes, [&](const std::string& n) { return s.busyWith.contains(n); });
+  std::erase_if(free_nodes, [&](const std::string& n) { return s.busy_with.contains(n); });
   RETURN_IF_ERROR(ObserveGpuPods(client, config, free_nodes, &s));
   RETURN_IF_ERROR(ObserveProfiles(client, spec, &s.profiles));
   RETURN_IF_ERROR(ObserveBaselines(client, spec, s.profiles, &s.baselines));

@@ -26,10 +26,10 @@ namespace perfgate::op {
 struct Caches {
   std::function<std::vector<Json>()> nodes;
   // Worker pods in the operator's namespace by label perfgate.io/validation, by perfgate.io/node.
-  std::function<std::vector<Json>(const std::string& validation)> podsOf;
-  std::function<std::vector<Json>(const std::string& node)> podsOn;
+  std::function<std::vector<Json>(const std::string& validation)> pods_of;
+  std::function<std::vector<Json>(const std::string& node)> pods_on;
   // PerfResults in the operator's namespace by label perfgate.io/validation.
-  std::function<std::vector<Json>(const std::string& validation)> resultsOf;
+  std::function<std::vector<Json>(const std::string& validation)> results_of;
 };
 
 // A worker pod of the validation, with what decide reads of it.
@@ -44,20 +44,20 @@ struct PodView {
   // status.containerStatuses[0].state.terminated ({} while it runs): exitCode, reason, message.
   Json terminated = Json::object();
   // The terminated worker's termination message ("" when none).
-  std::string terminationMessage;
+  std::string termination_message;
   // A failed worker without a termination message: its last log lines, when they could be read.
-  std::optional<std::string> logTail;
+  std::optional<std::string> log_tail;
   // Terminal without a cached result, but the API has the result: the cache is behind.
-  bool resultInApi = false;
+  bool result_in_api = false;
 };
 
 // A pod of someone else's that holds GPUs (requests nvidia.com/gpu) on a node.
 struct GpuPod {
-  std::string nameSpace;
+  std::string name_space;
   std::string name;
   int gpus = 0;
   bool terminating = false;  // deletionTimestamp set: going, but its GPUs are not free yet
-  std::string Key() const { return nameSpace + "/" + name; }
+  std::string Key() const { return name_space + "/" + name; }
 };
 
 struct Snapshot {
@@ -68,18 +68,18 @@ struct Snapshot {
   int64_t generation = 1;
   std::string run;  // RunId(generation, the rerun annotation)
   bool deleting = false;
-  bool hasFinalizer = false;
+  bool has_finalizer = false;
   // status.run is `run` and has a completionTime: nothing below is read.
-  bool runComplete = false;
+  bool run_complete = false;
   // The spec, parsed once as the loader reads a file; `specError` when it does not parse.
   std::optional<spec::Loaded<v1alpha1::PerfValidation>> spec;
-  Status specError;
+  Status spec_error;
   std::map<std::string, Json> nodes;  // every node in the cache, by name
   std::vector<PodView> pods;          // the validation's worker pods, every run
   std::vector<Json> results;          // the validation's PerfResults, every run
   // Nodes where another validation's worker is live: node -> that validation's label value.
   // Read for the selected nodes this validation may still start a pod on.
-  std::map<std::string, std::string> busyWith;
+  std::map<std::string, std::string> busy_with;
   ClusterProfiles profiles;
   // The PerfBaselines the thresholds of the spec and its profiles name (not read once the run
   // is complete).
@@ -91,10 +91,10 @@ struct Snapshot {
   std::map<std::string, NodeClaim> claims;
   // Other pods holding GPUs (not terminal), by node, read for the selected nodes this
   // validation may start a worker on or is making free (operator/disruption.h).
-  std::map<std::string, std::vector<GpuPod>> gpuPods;
+  std::map<std::string, std::vector<GpuPod>> gpu_pods;
   // Evictions the API server refused at this operator's last try, by "namespace/name": its
   // message (e.g. a PodDisruptionBudget's 429).
-  std::map<std::string, std::string> evictionRefused;
+  std::map<std::string, std::string> eviction_refused;
 };
 
 // Reads the snapshot of validation `name`. Blocking; an error means "retry with backoff".

@@ -90,7 +90,7 @@ void SetRegressedCondition(Json* status, const Json& old_status, const Regressio
   char margin[32];
   std::snprintf(margin, sizeof margin, "%g%%", check.margin * 100);
   const std::string history =
-      check.historyRead ? "" : " (not with history: the results store is unavailable)";
+      check.history_read ? "" : " (not with history: the results store is unavailable)";
   if (check.found.empty()) {
     SetCondition(status, old_status, "Regressed", "False", "NoRegressions",
                  std::to_string(check.compared) + " figures compared with history and peers" +

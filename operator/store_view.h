@@ -25,11 +25,11 @@ struct StoreView {
   // The verdicts of the earlier validations of this run's nodes (this cluster, any validation,
   // not this run), newest first, as many as the repeated-failure window; a node without an
   // entry could not be read.
-  std::map<std::string, std::vector<std::string>> recentVerdicts;
+  std::map<std::string, std::vector<std::string>> recent_verdicts;
   // The baselines the spec's (and its profiles') thresholds name, by name, read once per run;
   // a name that could not be read is in `baselineErrors` with why.
   std::map<std::string, store::Baseline> baselines;
-  std::map<std::string, Status> baselineErrors;
+  std::map<std::string, Status> baseline_errors;
 };
 
 }  // namespace perfgate::op

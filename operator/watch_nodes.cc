@@ -172,8 +172,8 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
   Json retests = out.value("retests", Json::object());
   for (const auto& node : changed) {
     const std::string old = Name(*results.at(node));
-    d->deleteResults.push_back(old);
-    d->deletePods.push_back(old);  // the worker is named as its result
+    d->delete_results.push_back(old);
+    d->delete_pods.push_back(old);  // the worker is named as its result
     retests[node] = retests.value(node, 0) + 1;
     identities.erase(node);
   }
@@ -197,7 +197,7 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
   out["message"] = msg;
   d->status = std::move(out);
   // The next look starts their workers.
-  d->requeueAfter = std::chrono::milliseconds(10);
+  d->requeue_after = std::chrono::milliseconds(10);
   return true;
 }
 
@@ -237,7 +237,7 @@ void DecideProvisioning(const Snapshot& s, Decision* d) {
   for (const auto& o : d->outcomes) {
     reason_of[o.node] = o.verdict + (o.reason.empty() ? "" : ": " + o.reason);
   }
-  for (const auto& v : d->nodeVerdicts) {
+  for (const auto& v : d->node_verdicts) {
     auto it = s.nodes.find(v.node);
     if (it == s.nodes.end()) continue;
     ProvisioningAction a{v.node, t.key(), t.value(), EffectOf(t), v.verdict == "PASS", ""};

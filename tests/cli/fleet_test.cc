@@ -146,7 +146,7 @@ TEST(FindLagging, NeedsEightPeersAndAClearGap) {
   for (int i = 0; i < 10; ++i) {
     counts[i].node = "n" + std::to_string(i);
     counts[i].metric = "latencyUs";
-    counts[i].higherIsBetter = false;
+    counts[i].higher_is_better = false;
     counts[i].value = i == 4 ? 12 : 10;
   }
   const auto lag = FindLagging(counts);

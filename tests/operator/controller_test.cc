@@ -99,7 +99,7 @@ Status Failed() { return Status(Code::kUnavailable, "api server unavailable"); }
 
 ReconcileResult RequeueAfter(milliseconds after) {
   ReconcileResult r;
-  r.requeueAfter = after;
+  r.requeue_after = after;
   return r;
 }
 
@@ -305,7 +305,7 @@ TEST(ControllerTest, StopWhileCachesHaveNotSyncedReturnsAndNothingIsReconciled) 
 
   std::atomic<int> calls{0};
   ControllerOptions o;
-  o.syncPollInterval = milliseconds(10);
+  o.sync_poll_interval = milliseconds(10);
   Controller c(
       [&](const std::string&) -> Result<ReconcileResult> {
         ++calls;
@@ -342,7 +342,7 @@ TEST(ControllerTest, WorkersStartOnceTheCachesHaveSynced) {
 
   std::atomic<int> calls{0};
   ControllerOptions o;
-  o.syncPollInterval = milliseconds(10);
+  o.sync_poll_interval = milliseconds(10);
   Controller c(
       [&](const std::string&) -> Result<ReconcileResult> {
         ++calls;
@@ -458,7 +458,7 @@ TEST(ControllerTest, ANodeEventEnqueuesOnlyTheValidationsStillRunning) {
     return calls[key];
   };
   ControllerOptions o;
-  o.syncPollInterval = milliseconds(10);
+  o.sync_poll_interval = milliseconds(10);
   Controller c(
       [&](const std::string& key) -> Result<ReconcileResult> {
         std::lock_guard lock(mu);

@@ -63,8 +63,8 @@ const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:0
 
 ReconcilerConfig Config() {
   ReconcilerConfig c;
-  c.schedulingTimeout = seconds(3);
-  c.workerImage = "ghcr.io/perfgate/perfgate-worker:test";
+  c.scheduling_timeout = seconds(3);
+  c.worker_image = "ghcr.io/perfgate/perfgate-worker:test";
   return c;
 }
 
@@ -146,23 +146,23 @@ struct World {
         validation["metadata"].value("annotations", Json::object()).value(kRerunAnnotation, ""));
     s.deleting = validation["metadata"].contains("deletionTimestamp");
     const Json f = validation["metadata"].value("finalizers", Json::array());
-    s.hasFinalizer = std::find(f.begin(), f.end(), kFinalizer) != f.end();
+    s.has_finalizer = std::find(f.begin(), f.end(), kFinalizer) != f.end();
     const Json st = validation.value("status", Json::object());
-    s.runComplete = st.value("run", "") == s.run && !st.value("completionTime", "").empty();
+    s.run_complete = st.value("run", "") == s.run && !st.value("completionTime", "").empty();
     if (auto parsed = ParseValidationObject(validation); parsed.ok()) {
       s.spec = *parsed;
     } else {
-      s.specError = parsed.status();
+      s.spec_error = parsed.status();
     }
     for (const auto& n : nodes) s.nodes[Name(n)] = n;
     for (const auto& p : pods) {
       PodView v = ViewOfPod(p);
-      v.resultInApi = resultsInApi.count(v.name) != 0;
-      if (auto l = logs.find(v.name); l != logs.end()) v.logTail = l->second;
+      v.result_in_api = resultsInApi.count(v.name) != 0;
+      if (auto l = logs.find(v.name); l != logs.end()) v.log_tail = l->second;
       s.pods.push_back(v);
     }
     s.results = results;
-    s.busyWith = busyWith;
+    s.busy_with = busyWith;
     s.claims = claims;
     s.profiles = profiles;
     s.baselines = baselines;
@@ -173,13 +173,13 @@ struct World {
 
   // Applies what a decision creates and the status it writes, as the API server would.
   void Apply(const Decision& d) {
-    for (const auto& name : d.deletePods) Remove(&pods, name);
-    for (const auto& name : d.deleteResults) Remove(&results, name);
+    for (const auto& name : d.delete_pods) Remove(&pods, name);
+    for (const auto& name : d.delete_results) Remove(&results, name);
     for (const auto& w : d.results) {
-      if (!w.deletePodAfter.empty()) Remove(&pods, w.deletePodAfter);
+      if (!w.delete_pod_after.empty()) Remove(&pods, w.delete_pod_after);
       results.push_back(w.result);
     }
-    for (const auto& name : d.deletePodsAfterResults) Remove(&pods, name);
+    for (const auto& name : d.delete_pods_after_results) Remove(&pods, name);
     for (const auto& p : d.pods) {
       Json pod = p.pod;
       pod["metadata"]["creationTimestamp"] = FormatRfc3339(now);
@@ -189,17 +189,17 @@ struct World {
     }
     for (const auto& c : d.claims) {
       if (auto made = ClaimOfLease(c.lease)) {
-        made->resourceVersion = std::to_string(++claimVersion);
+        made->resource_version = std::to_string(++claimVersion);
         claims[c.node] = *made;
       }
     }
-    for (const auto& r : d.releaseClaims) {
-      if (claims.contains(r.node) && claims[r.node].resourceVersion == r.resourceVersion) {
+    for (const auto& r : d.release_claims) {
+      if (claims.contains(r.node) && claims[r.node].resource_version == r.resource_version) {
         claims.erase(r.node);
       }
     }
     if (d.status) validation["status"] = *d.status;
-    if (d.addFinalizer) validation["metadata"]["finalizers"].push_back(kFinalizer);
+    if (d.add_finalizer) validation["metadata"]["finalizers"].push_back(kFinalizer);
   }
   static void Remove(std::vector<Json>* v, const std::string& name) {
     v->erase(std::remove_if(v->begin(), v->end(), [&](const Json& o) { return Name(o) == name; }),
@@ -295,7 +295,7 @@ std::map<std::string, std::string> ResultReasons(const Decision& d) {
 
 bool HasEvent(const Decision& d, const std::string& reason, bool after_status) {
   return std::any_of(d.events.begin(), d.events.end(), [&](const EventAction& e) {
-    return e.reason == reason && e.afterStatus == after_status;
+    return e.reason == reason && e.after_status == after_status;
   });
 }
 
@@ -324,10 +324,10 @@ TEST(DecideScenario, FourNodesPass) {
   World w("smoke", StreamSpec());
   Decision d = w.Decide();
   ASSERT_TRUE(d.retry.ok()) << d.retry.message();
-  EXPECT_FALSE(d.addFinalizer);
+  EXPECT_FALSE(d.add_finalizer);
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
-  ASSERT_TRUE(d.planConfigMap);
-  EXPECT_EQ(Name(*d.planConfigMap), "smoke-g1-plan");
+  ASSERT_TRUE(d.plan_config_map);
+  EXPECT_EQ(Name(*d.plan_config_map), "smoke-g1-plan");
   EXPECT_TRUE(HasEvent(d, "Started", false));
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Running");
@@ -350,8 +350,8 @@ TEST(DecideScenario, FourNodesPass) {
   EXPECT_EQ(Condition(*d.status, "Passed").value("status", ""), "True");
   EXPECT_EQ(Condition(*d.status, "Ready").value("status", ""), "True");
   EXPECT_FALSE(d.status->value("completionTime", "").empty());
-  ASSERT_EQ(d.nodeVerdicts.size(), 4u);
-  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
+  ASSERT_EQ(d.node_verdicts.size(), 4u);
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
   EXPECT_TRUE(HasEvent(d, "Completed", true));
   EXPECT_FALSE(HasEvent(d, "NodeNotPassed", true));
 }
@@ -409,11 +409,11 @@ TEST(DecideScenario, OneSlowNodeFailsAndOnlyItIsTainted) {
   EXPECT_NE(Condition(*d.status, "Passed").value("message", "").find("node-2 FAIL: hbm-stream"),
             std::string::npos);
   EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
-  EXPECT_EQ(d.onFailure, "taint");
-  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS");
+  EXPECT_EQ(d.on_failure, "taint");
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS");
   EXPECT_TRUE(HasEvent(d, "NodeNotPassed", true));
   Json node = NodeObj("node-2");
-  EXPECT_TRUE(MarkNode(&node, "FAIL", "slow", d.onFailure));
+  EXPECT_TRUE(MarkNode(&node, "FAIL", "slow", d.on_failure));
   EXPECT_EQ(node["spec"]["taints"][0].value("key", ""), kFailedTaint);
   EXPECT_EQ(node["metadata"]["labels"].value(kVerdictLabel, ""), "failed");
 }
@@ -427,7 +427,7 @@ TEST(DecideScenario, OperatorRestartMidRunCreatesNothingTwice) {
   const Decision d = w.Decide();
   EXPECT_TRUE(d.pods.empty());
   EXPECT_TRUE(d.results.empty());
-  EXPECT_TRUE(d.deletePods.empty());
+  EXPECT_TRUE(d.delete_pods.empty());
   EXPECT_FALSE(HasEvent(d, "Started", false));
   EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
 }
@@ -461,7 +461,7 @@ TEST(DecideScenario, BrokenWorkersGiveErrorNotTaint) {
   EXPECT_NE(d.status->value("message", "").find("node-4 (unscheduled: 0/6 nodes"),
             std::string::npos)
       << d.status->value("message", "");
-  EXPECT_EQ(d.requeueAfter, std::chrono::milliseconds(2100));
+  EXPECT_EQ(d.requeue_after, std::chrono::milliseconds(2100));
   // The rest end: node-0 crashes, node-1 hangs past its deadline, node-2 and -3 pass.
   Json* crashed = w.PodOn("node-0");
   (*crashed)["spec"]["nodeName"] = "node-0";
@@ -485,7 +485,7 @@ TEST(DecideScenario, BrokenWorkersGiveErrorNotTaint) {
             "DeadlineExceeded)");
   EXPECT_NE(reasons.at("node-4").find("worker pod not scheduled within 3s: 0/6 nodes"),
             std::string::npos);
-  EXPECT_EQ(d.deletePodsAfterResults, std::vector<std::string>{"broken-g1-node-4"});
+  EXPECT_EQ(d.delete_pods_after_results, std::vector<std::string>{"broken-g1-node-4"});
   for (const auto& r : d.results) {
     EXPECT_EQ(r.result["spec"].value("writtenBy", ""), "operator");
     EXPECT_EQ(r.result["spec"]["report"].value("verdict", ""), "ERROR");
@@ -494,7 +494,7 @@ TEST(DecideScenario, BrokenWorkersGiveErrorNotTaint) {
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "NodeErrors");
-  for (const auto& v : d.nodeVerdicts) EXPECT_NE(v.verdict, "FAIL") << v.node;
+  for (const auto& v : d.node_verdicts) EXPECT_NE(v.verdict, "FAIL") << v.node;
 }
 
 // InvalidSpecIsRefusedOrCompletesInvalid: an unknown test type completes InvalidSpec with the
@@ -505,7 +505,7 @@ TEST(DecideScenario, InvalidSpecCompletesBeforeAnyPod) {
   World w("badtype", spec);
   const Decision d = w.Decide();
   EXPECT_TRUE(d.pods.empty());
-  EXPECT_FALSE(d.planConfigMap);
+  EXPECT_FALSE(d.plan_config_map);
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "InvalidSpec");
@@ -542,8 +542,8 @@ TEST(DecideScenario, LaterPassRemovesOnlyPerfgateTaint) {
   w.Apply(w.Decide());
   w.Finish("node-1", "PASS");
   const Decision d = w.Decide();
-  ASSERT_EQ(d.nodeVerdicts.size(), 1u);
-  EXPECT_TRUE(MarkNode(&node, d.nodeVerdicts[0].verdict, "second", d.onFailure));
+  ASSERT_EQ(d.node_verdicts.size(), 1u);
+  EXPECT_TRUE(MarkNode(&node, d.node_verdicts[0].verdict, "second", d.on_failure));
   ASSERT_EQ(node["spec"]["taints"].size(), 1u);
   EXPECT_EQ(node["spec"]["taints"][0].value("key", ""), "team");
   EXPECT_EQ(node["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
@@ -570,10 +570,10 @@ TEST(DecideScenario, NamesLongerThan63Characters) {
     EXPECT_EQ(Env(p.pod, "PERFGATE_VALIDATION"), name);  // the full name, not the label
   }
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{node, "node-0"}));
-  EXPECT_LE(Name(*d.planConfigMap).size(), 63u);
+  EXPECT_LE(Name(*d.plan_config_map).size(), 63u);
   for (const auto& e : d.events) {
     if (e.reason == "Started") {
-      EXPECT_EQ(e.onceKey, name + "/g1");
+      EXPECT_EQ(e.once_key, name + "/g1");
     }
   }
 }
@@ -612,9 +612,9 @@ TEST(DecideScenario, DeletionReleasesLabelsThenTheFinalizer) {
   w.Apply(w.Decide());
   w.validation["metadata"]["deletionTimestamp"] = "2026-12-01T12:01:00Z";
   const Decision d = w.Decide();
-  EXPECT_EQ(d.deletePods.size(), 4u);
-  EXPECT_EQ(d.releaseNodes, std::vector<std::string>{"node-0"});
-  EXPECT_TRUE(d.removeFinalizer);
+  EXPECT_EQ(d.delete_pods.size(), 4u);
+  EXPECT_EQ(d.release_nodes, std::vector<std::string>{"node-0"});
+  EXPECT_TRUE(d.remove_finalizer);
   EXPECT_FALSE(d.status);
   ReleaseNode(&nodes[0]);
   EXPECT_FALSE(nodes[0]["metadata"]["labels"].contains(kVerdictLabel));
@@ -682,10 +682,10 @@ TEST(DecideScenario, RerunKeepsResultsOfTheNewestRuns) {
   w.validation["metadata"]["annotations"][kRerunAnnotation] = "2";
   w.now += seconds(10);
   d = w.Decide();
-  EXPECT_EQ(d.deletePlan, ObjectName({"life", run2, "plan"}));
-  EXPECT_EQ(d.deleteResults.size(), 4u);
-  for (const auto& r : d.deleteResults) EXPECT_NE(r.find(run1), std::string::npos) << r;
-  EXPECT_EQ(d.deletePods.size(), 4u);  // run2's finished pods
+  EXPECT_EQ(d.delete_plan, ObjectName({"life", run2, "plan"}));
+  EXPECT_EQ(d.delete_results.size(), 4u);
+  for (const auto& r : d.delete_results) EXPECT_NE(r.find(run1), std::string::npos) << r;
+  EXPECT_EQ(d.delete_pods.size(), 4u);  // run2's finished pods
   EXPECT_TRUE(HasEvent(d, "Started", false));
   EXPECT_EQ(d.status->value("run", ""), w.Run());
   EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
@@ -709,10 +709,10 @@ TEST(DecideScenario, ProfileFromClusterIsResolvedIntoThePlan) {
   spec.erase("sampling");
   spec["profile"] = "sim-gpu";
   World w("profiled", spec);
-  w.profiles.byName["sim-gpu"] = Profile("sim-gpu", "NVIDIA H200");
+  w.profiles.by_name["sim-gpu"] = Profile("sim-gpu", "NVIDIA H200");
   const Decision d = w.Decide();
-  ASSERT_TRUE(d.planConfigMap) << d.status->dump(2);
-  const std::string plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  ASSERT_TRUE(d.plan_config_map) << d.status->dump(2);
+  const std::string plan = (*d.plan_config_map)["data"]["plan.yaml"];
   EXPECT_NE(plan.find("hbm-stream"), std::string::npos) << plan;
   EXPECT_NE(plan.find("2026.11-1"), std::string::npos) << plan;
   EXPECT_EQ(d.status->value("profile", ""), "sim-gpu");
@@ -750,7 +750,7 @@ TEST(DecideScenario, NamedProfileOfAnotherModelIsInvalidSpec) {
   spec.erase("sampling");
   spec["profile"] = "b200";
   World w("othermodel", spec);
-  w.profiles.byName["b200"] = Profile("b200", "NVIDIA B200");
+  w.profiles.by_name["b200"] = Profile("b200", "NVIDIA B200");
   const Decision d = w.Decide();
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   const std::string msg = d.status->value("message", "");
@@ -766,8 +766,8 @@ TEST(DecideScenario, AutoPicksTheProfileOfTheNodesModel) {
   spec.erase("sampling");
   spec["profile"] = "auto";
   World w("auto", spec);
-  w.profiles.byName["h200"] = Profile("h200", "NVIDIA H200");
-  w.profiles.byName["b200"] = Profile("b200", "NVIDIA B200");
+  w.profiles.by_name["h200"] = Profile("h200", "NVIDIA H200");
+  w.profiles.by_name["b200"] = Profile("b200", "NVIDIA B200");
   w.profiles.listed = true;
   const Decision d = w.Decide();
   ASSERT_TRUE(d.retry.ok()) << d.retry.message();
@@ -807,13 +807,13 @@ TEST(DecideScenario, GangOfFourPasses) {
     EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_SIZE"), "4");
     EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_RANK"), node.substr(node.size() - 1));
     comm.insert(Env(p.pod, "NCCL_COMM_ID"));
-    EXPECT_TRUE(p.rendezvousGang.empty());
+    EXPECT_TRUE(p.rendezvous_gang.empty());
   }
   ASSERT_EQ(comm.size(), 1u);
   EXPECT_EQ(*comm.begin(), "gang-g1-gang0-r0.gang-g1-gang0.perfgate-system.svc:29500");
   ASSERT_EQ(d.services.size(), 1u);
   EXPECT_EQ(Name(d.services[0]), "gang-g1-gang0");
-  EXPECT_NE((*d.planConfigMap)["data"].value("plan.yaml", "").find("\"method\":\"fixed\""),
+  EXPECT_NE((*d.plan_config_map)["data"].value("plan.yaml", "").find("\"method\":\"fixed\""),
             std::string::npos);
   w.Apply(d);
   for (int i = 0; i < 4; ++i) w.Finish("node-" + std::to_string(i), "PASS");
@@ -868,14 +868,14 @@ TEST(DecideScenario, GangPairsUnderMaxUnavailableStartOneGangAtATime) {
 // With --gang-rendezvous-host the ranks meet at an address Act picks, the same for the gang.
 TEST(DecideScenario, GangAtRendezvousHostLeavesThePortToAct) {
   World w("gang", GangSpec("pairs"));
-  w.config.gangRendezvousHost = "127.0.0.1";
+  w.config.gang_rendezvous_host = "127.0.0.1";
   const Decision d = w.Decide();
   ASSERT_EQ(d.pods.size(), 4u);
   EXPECT_TRUE(d.services.empty());
   std::set<std::string> gangs;
   for (const auto& p : d.pods) {
     EXPECT_EQ(Env(p.pod, "NCCL_COMM_ID"), "");
-    gangs.insert(p.rendezvousGang);
+    gangs.insert(p.rendezvous_gang);
   }
   EXPECT_EQ(gangs, (std::set<std::string>{"gang-g1-gang0", "gang-g1-gang1"}));
 }
@@ -898,11 +898,11 @@ TEST(DecideScenario, GangWithUnschedulablePodFailsAsOne) {
   }
   for (const auto& r : d.results) {
     const std::string node = r.result["spec"]["nodeName"];
-    EXPECT_EQ(r.deletePodAfter.empty(), node == "node-4") << node;
+    EXPECT_EQ(r.delete_pod_after.empty(), node == "node-4") << node;
   }
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
   EXPECT_NE(d.status->value("message", "").find("gang of 5: node-4 ERROR"), std::string::npos);
-  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, "ERROR");
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, "ERROR");
 }
 
 // GangPairsFailOnlyTheirOwnPair: five nodes make (0,1) and (2,3,4); a scheduling ERROR names
@@ -948,7 +948,7 @@ TEST(DecideScenario, GangPairsNameTheSlowNodeAsSuspect) {
   EXPECT_EQ(gang_of["node-1"], gang_of["node-3"]);
   EXPECT_EQ(d.status->value("verdict", ""), "Running");
   EXPECT_EQ(d.status->value("message", "").rfind("narrowing down: 2 suspect node(s)", 0), 0u);
-  EXPECT_EQ(d.requeueAfter, seconds(1));
+  EXPECT_EQ(d.requeue_after, seconds(1));
   w.Apply(d);
   // A probe pairs a suspect with a passing node: the pair's verdict is both members'.
   w.FinishRound("g1-probe", [&](const std::string& n) {
@@ -1105,8 +1105,8 @@ TEST(DecideEdge, ResultOfAStaleRunIsIgnored) {
   w.validation["status"] = {{"run", "g1"}, {"completionTime", "2026-12-01T11:00:00Z"}};
   const Decision d = w.Decide();
   EXPECT_EQ(PodNodes(d).count("node-0"), 1u);  // node-0 is tested again
-  EXPECT_EQ(d.deleteResults, std::vector<std::string>{"stale-g1-node-0"});  // keepResults 0
-  EXPECT_EQ(d.deletePlan, "stale-g1-plan");
+  EXPECT_EQ(d.delete_results, std::vector<std::string>{"stale-g1-node-0"});  // keepResults 0
+  EXPECT_EQ(d.delete_plan, "stale-g1-plan");
   EXPECT_EQ(d.status->value("pending", 0), 4);
   EXPECT_FALSE(d.status->contains("completionTime"));
 }
@@ -1119,12 +1119,12 @@ TEST(DecideEdge, PodThatNeverStartsTimesOut) {
   w.now = kT0 + seconds(1);
   Decision d = w.Decide();
   EXPECT_TRUE(d.results.empty());
-  EXPECT_EQ(d.requeueAfter, std::chrono::milliseconds(2100));
+  EXPECT_EQ(d.requeue_after, std::chrono::milliseconds(2100));
   w.now = kT0 + seconds(3);
   d = w.Decide();
   ASSERT_EQ(d.results.size(), 1u);
   EXPECT_EQ(ResultReasons(d).at("node-0"), "worker pod not scheduled within 3s");
-  EXPECT_EQ(d.deletePodsAfterResults, std::vector<std::string>{"never-g1-node-0"});
+  EXPECT_EQ(d.delete_pods_after_results, std::vector<std::string>{"never-g1-node-0"});
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
 }
 
@@ -1136,8 +1136,8 @@ TEST(DecideEdge, SpecChangeMidRunStartsANewRun) {
   w.validation["metadata"]["generation"] = 2;
   w.validation["spec"]["policy"]["parallelism"] = 1;
   const Decision d = w.Decide();
-  EXPECT_EQ(d.deletePods.size(), 4u);
-  EXPECT_EQ(d.deletePlan, "change-g1-plan");
+  EXPECT_EQ(d.delete_pods.size(), 4u);
+  EXPECT_EQ(d.delete_plan, "change-g1-plan");
   ASSERT_EQ(d.pods.size(), 1u);  // parallelism 1
   EXPECT_EQ(Label(d.pods[0].pod, kRunLabel), "g2");
   EXPECT_EQ(d.status->value("run", ""), "g2");
@@ -1182,7 +1182,7 @@ TEST(DecideEdge, ResultInTheApiButNotTheCacheIsAwaited) {
   w.resultsInApi.insert(Name(*pod));
   Decision d = w.Decide();
   EXPECT_TRUE(d.results.empty());
-  EXPECT_EQ(d.requeueAfter, std::chrono::milliseconds(200));
+  EXPECT_EQ(d.requeue_after, std::chrono::milliseconds(200));
   // Without it: exited 0 without a result.
   w.resultsInApi.clear();
   d = w.Decide();
@@ -1261,7 +1261,7 @@ TEST(DecideEdge, BusyNodeWaitsForTheOtherValidation) {
       EXPECT_EQ(c.value("reason", ""), "Waiting") << c.dump();
     }
   }
-  EXPECT_EQ(d.requeueAfter, seconds(5));
+  EXPECT_EQ(d.requeue_after, seconds(5));
 }
 
 // A node claimed by another validation's run: no pod there, the status says Waiting and names
@@ -1277,11 +1277,11 @@ TEST(DecideEdge, ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased) {
 
   World w("second", StreamSpec(), Nodes(2));
   w.claims = other.claims;
-  w.config.claimDurationSeconds = 60;
+  w.config.claim_duration_seconds = 60;
   const ClaimHolder holder = w.claims.at("node-0").holder;
   EXPECT_EQ(holder, (ClaimHolder{"first", "uid-first", "g1"}));
   // Long past the scheduling timeout, but well within the holder's claim (renewed now).
-  w.claims.at("node-0").renewTime = kT0 + seconds(600);
+  w.claims.at("node-0").renew_time = kT0 + seconds(600);
   w.now = kT0 + seconds(610);
   Decision d = w.Decide();
   EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-1"});
@@ -1289,7 +1289,7 @@ TEST(DecideEdge, ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased) {
   EXPECT_EQ(d.status->value("message", ""),
             "0 of 2 nodes done; waiting for node-0 (claimed by validation first)");
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "Waiting");
-  EXPECT_EQ(d.requeueAfter, seconds(2));  // a release wakes nobody: look again soon
+  EXPECT_EQ(d.requeue_after, seconds(2));  // a release wakes nobody: look again soon
   EXPECT_EQ(Condition(*d.status, "Complete").value("status", ""), "False");
   EXPECT_TRUE(d.results.empty());  // no ERROR for waiting
   ASSERT_EQ(d.claims.size(), 1u);
@@ -1298,13 +1298,13 @@ TEST(DecideEdge, ClaimedNodeWaitsVisiblyAndIsTakenWhenReleased) {
   // The holder's validation completed that run: its claim is stale and taken over with the
   // resourceVersion read (a precondition, so only one taker wins).
   w.Apply(d);
-  w.claims.at("node-0").holderGone = true;
+  w.claims.at("node-0").holder_gone = true;
   d = w.Decide();
   EXPECT_EQ(PodNodes(d), std::set<std::string>{"node-0"});
   ASSERT_EQ(d.claims.size(), 1u);
   EXPECT_EQ(d.claims[0].kind, ClaimAction::Kind::kTakeOver);
   EXPECT_EQ(d.claims[0].lease["metadata"].value("resourceVersion", ""),
-            w.claims.at("node-0").resourceVersion);
+            w.claims.at("node-0").resource_version);
 }
 
 // A holder that stopped renewing (its operator gone) loses the node after the claim's duration,
@@ -1314,7 +1314,7 @@ TEST(DecideEdge, UnrenewedClaimExpiresAfterItsDuration) {
   other.Apply(other.Decide());
   World w("second", StreamSpec(), Nodes(1));
   w.claims = other.claims;
-  w.now = kT0 + seconds(w.claims.at("node-0").leaseDurationSeconds);
+  w.now = kT0 + seconds(w.claims.at("node-0").lease_duration_seconds);
   EXPECT_TRUE(w.Decide().pods.empty());
   w.now += seconds(1);
   EXPECT_EQ(PodNodes(w.Decide()), std::set<std::string>{"node-0"});
@@ -1324,10 +1324,10 @@ TEST(DecideEdge, UnrenewedClaimExpiresAfterItsDuration) {
 // releases each node once it is done and the rest when the run completes.
 TEST(DecideEdge, ClaimsAreRenewedThenReleasedNodeByNode) {
   World w("one", StreamSpec(), Nodes(2));
-  w.config.claimDurationSeconds = 30;
+  w.config.claim_duration_seconds = 30;
   Decision d = w.Decide();
   ASSERT_EQ(d.claims.size(), 2u);
-  EXPECT_LE(d.requeueAfter, seconds(10));
+  EXPECT_LE(d.requeue_after, seconds(10));
   w.Apply(d);
   w.Start("node-0");
   w.Start("node-1");
@@ -1335,22 +1335,22 @@ TEST(DecideEdge, ClaimsAreRenewedThenReleasedNodeByNode) {
   d = w.Decide();
   ASSERT_EQ(d.claims.size(), 2u);
   EXPECT_EQ(d.claims[0].kind, ClaimAction::Kind::kRenew);
-  EXPECT_TRUE(d.releaseClaims.empty());
+  EXPECT_TRUE(d.release_claims.empty());
   w.Apply(d);
   w.Finish("node-0", "PASS");
   // Its worker has written the result and is still exiting: the claim goes all the same, and is
   // not made again while the worker exits.
   (*w.PodOn("node-0"))["status"]["phase"] = "Running";
   d = w.Decide();
-  ASSERT_EQ(d.releaseClaims.size(), 1u);
-  EXPECT_EQ(d.releaseClaims[0].node, "node-0");
+  ASSERT_EQ(d.release_claims.size(), 1u);
+  EXPECT_EQ(d.release_claims[0].node, "node-0");
   w.Apply(d);
   EXPECT_TRUE(w.Decide().claims.empty());
   w.Finish("node-1", "PASS");
   d = w.Decide();
   ASSERT_TRUE(d.status && !d.status->value("completionTime", "").empty());
-  ASSERT_EQ(d.releaseClaims.size(), 1u);
-  EXPECT_EQ(d.releaseClaims[0].node, "node-1");
+  ASSERT_EQ(d.release_claims.size(), 1u);
+  EXPECT_EQ(d.release_claims[0].node, "node-1");
   w.Apply(d);
   EXPECT_TRUE(w.claims.empty());
 }
@@ -1362,8 +1362,8 @@ TEST(DecideEdge, DeletionReleasesClaims) {
   ASSERT_EQ(w.claims.size(), 2u);
   w.validation["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
   const Decision d = w.Decide();
-  EXPECT_EQ(d.releaseClaims.size(), 2u);
-  EXPECT_TRUE(d.removeFinalizer);
+  EXPECT_EQ(d.release_claims.size(), 2u);
+  EXPECT_TRUE(d.remove_finalizer);
 }
 
 // policy.parallelism bounds the pods running at once.
@@ -1385,7 +1385,7 @@ TEST(DecideEdge, CompletedRunDoesNothing) {
   RunToCompletion(&w, [](const std::string&) { return "PASS"; });
   const Decision d = w.Decide();
   EXPECT_TRUE(d.pods.empty());
-  EXPECT_TRUE(d.nodeVerdicts.empty());
+  EXPECT_TRUE(d.node_verdicts.empty());
   EXPECT_TRUE(d.events.empty());
   ASSERT_TRUE(d.status);
   EXPECT_EQ(*d.status, w.validation["status"]);
@@ -1417,17 +1417,17 @@ TEST(DecideEdge, ForeignCordonExcludesUnlessIncluded) {
 TEST(DecideEdge, FinalizerIsAddedAndOnlyRemovedWhenPresent) {
   World w("fin", StreamSpec());
   w.validation["metadata"]["finalizers"] = Json::array();
-  EXPECT_TRUE(w.Decide().addFinalizer);
+  EXPECT_TRUE(w.Decide().add_finalizer);
   w.validation["metadata"]["deletionTimestamp"] = "2026-12-01T12:01:00Z";
   const Decision d = w.Decide();
-  EXPECT_FALSE(d.removeFinalizer);
-  EXPECT_TRUE(d.deletePods.empty());
+  EXPECT_FALSE(d.remove_finalizer);
+  EXPECT_TRUE(d.delete_pods.empty());
 }
 
 // A gang member whose pod exists keeps the gang's address when a missing peer is created.
 TEST(DecideEdge, GangKeepsTheAddressOfPodsAlreadyMade) {
   World w("gang", GangSpec("all"), Nodes(2));
-  w.config.gangRendezvousHost = "127.0.0.1";
+  w.config.gang_rendezvous_host = "127.0.0.1";
   Decision d = w.Decide();
   ASSERT_EQ(d.pods.size(), 2u);
   Json first = d.pods[0].pod;
@@ -1438,7 +1438,7 @@ TEST(DecideEdge, GangKeepsTheAddressOfPodsAlreadyMade) {
   d = w.Decide();
   ASSERT_EQ(d.pods.size(), 1u);
   EXPECT_EQ(Env(d.pods[0].pod, "NCCL_COMM_ID"), "127.0.0.1:40000");
-  EXPECT_TRUE(d.pods[0].rendezvousGang.empty());
+  EXPECT_TRUE(d.pods[0].rendezvous_gang.empty());
 }
 
 // A narrowing round whose pod is never scheduled ends its gang with the operator's ERROR
@@ -1465,7 +1465,7 @@ TEST(DecideEdge, NarrowingRoundPodNeverScheduledEndsItsGang) {
   EXPECT_EQ(by_node["node-3"]->result["spec"]["report"].value("reason", ""),
             "narrowing gang of 2: pod on node-3 not scheduled within 3s");
   EXPECT_EQ(Label(by_node["node-3"]->result, kRunLabel), "g1-pairs");
-  EXPECT_FALSE(by_node["node-2"]->deletePodAfter.empty());  // it would wait for its peer
+  EXPECT_FALSE(by_node["node-2"]->delete_pod_after.empty());  // it would wait for its peer
   // The errored pair holds the suspects: each runs again beside a node that passed.
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
   for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");
@@ -1563,8 +1563,8 @@ TEST(DecideStore, UnavailableStoreLeavesTheVerdictAndSaysSo) {
   // Announced once, when the condition turned False (the run's first reconcile), not again.
   EXPECT_FALSE(HasEvent(d, "StoreUnavailable", true));
   // Looked at again while the results wait.
-  EXPECT_GT(d.requeueAfter.count(), 0);
-  EXPECT_LE(d.requeueAfter, w.config.storeRetry);
+  EXPECT_GT(d.requeue_after.count(), 0);
+  EXPECT_LE(d.requeue_after, w.config.store_retry);
   // Not history: the store could not be read; the peers were compared.
   EXPECT_NE(Condition(*d.status, "Regressed").value("message", "").find("not with history"),
             std::string::npos);
@@ -1577,7 +1577,7 @@ TEST(DecideStore, UnavailableStoreLeavesTheVerdictAndSaysSo) {
   EXPECT_EQ(Condition(*d.status, "Recorded").value("status", ""), "True");
   EXPECT_TRUE(HasEvent(d, "StoreRecovered", true));
   EXPECT_FALSE(HasEvent(d, "StoreUnavailable", true));
-  EXPECT_EQ(d.requeueAfter.count(), 0);
+  EXPECT_EQ(d.requeue_after.count(), 0);
 }
 
 TEST(DecideStore, WithoutAStoreThereIsNoRecordedCondition) {
@@ -1609,7 +1609,7 @@ TEST(DecideRegressions, NodeEightPercentSlowerPassesAndIsListed) {
   Decision d = w.Decide();
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Passed") << d.status->dump(2);
-  for (const auto& v : d.nodeVerdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
   const Json rows = d.status->value("regressions", Json::array());
   ASSERT_EQ(rows.size(), 2u) << d.status->dump(2);
   std::set<std::string> against;
@@ -1635,7 +1635,7 @@ TEST(DecideRegressions, FailOnRegressionFailsTheSlowNodeOnly) {
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Failed");
   EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
-  for (const auto& v : d.nodeVerdicts) {
+  for (const auto& v : d.node_verdicts) {
     EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS") << v.node;
   }
   EXPECT_NE(d.status->value("message", "").find("node-2 FAIL: regression"), std::string::npos)
@@ -1680,8 +1680,8 @@ TEST(DecideBaselines, BaselineBoundTravelsAsReferenceAndFraction) {
   w.store->baselines["h200-june"] = H200June();
   Decision d = w.Decide();
   ASSERT_TRUE(d.retry.ok()) << d.retry.message();
-  ASSERT_TRUE(d.planConfigMap) << (d.status ? d.status->dump(2) : "");
-  const std::string plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  ASSERT_TRUE(d.plan_config_map) << (d.status ? d.status->dump(2) : "");
+  const std::string plan = (*d.plan_config_map)["data"]["plan.yaml"];
   EXPECT_NE(plan.find("\"reference\":4000"), std::string::npos) << plan;
   EXPECT_NE(plan.find("\"referenceSource\":\"baseline h200-june\""), std::string::npos) << plan;
   EXPECT_EQ(plan.find("\"baseline\""), std::string::npos) << plan;
@@ -1691,7 +1691,7 @@ TEST(DecideBaselines, BaselineBoundTravelsAsReferenceAndFraction) {
 TEST(DecideBaselines, MissingBaselineOrFigureIsInvalidSpec) {
   World w("nobase", BaselineSpec());
   w.store = View("sqlite:///r.db", true, "", 0);
-  w.store->baselineErrors["h200-june"] =
+  w.store->baseline_errors["h200-june"] =
       NotFound("baseline \"h200-june\" not found in sqlite:///r.db");
   Decision d = w.Decide();
   ASSERT_TRUE(d.status);
@@ -1701,7 +1701,7 @@ TEST(DecideBaselines, MissingBaselineOrFigureIsInvalidSpec) {
   // A baseline of another model names what it holds.
   store::Baseline other = H200June();
   other.values[0].gpu_model = "NVIDIA B200";
-  w.store->baselineErrors.clear();
+  w.store->baseline_errors.clear();
   w.store->baselines["h200-june"] = other;
   d = w.Decide();
   ASSERT_TRUE(d.status);
@@ -1713,7 +1713,7 @@ TEST(DecideBaselines, MissingBaselineOrFigureIsInvalidSpec) {
 TEST(DecideBaselines, UnreachableStoreIsRetriedNotInvalid) {
   World w("wait", BaselineSpec());
   w.store = View("sqlite:///r.db", false, "down", 0);
-  w.store->baselineErrors["h200-june"] = Unavailable("results store unavailable: down");
+  w.store->baseline_errors["h200-june"] = Unavailable("results store unavailable: down");
   Decision d = w.Decide();
   EXPECT_FALSE(d.retry.ok());
   EXPECT_EQ(d.retry.code(), Code::kUnavailable);
@@ -1747,11 +1747,11 @@ Json H200JuneObject(double figure) {
 
 TEST(DecideBaselines, APerfBaselineObjectComesFirstAndNeedsNoStore) {
   World w("cluster", BaselineSpec());  // --store=off
-  w.baselines.byName["h200-june"] = H200JuneObject(4100);
+  w.baselines.by_name["h200-june"] = H200JuneObject(4100);
   Decision d = w.Decide();
   ASSERT_TRUE(d.retry.ok()) << d.retry.message();
-  ASSERT_TRUE(d.planConfigMap) << (d.status ? d.status->dump(2) : "");
-  std::string plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  ASSERT_TRUE(d.plan_config_map) << (d.status ? d.status->dump(2) : "");
+  std::string plan = (*d.plan_config_map)["data"]["plan.yaml"];
   EXPECT_NE(plan.find("\"reference\":4100"), std::string::npos) << plan;
   EXPECT_NE(plan.find("\"referenceSource\":\"baseline h200-june\""), std::string::npos) << plan;
 
@@ -1759,13 +1759,13 @@ TEST(DecideBaselines, APerfBaselineObjectComesFirstAndNeedsNoStore) {
   World both("both", BaselineSpec());
   both.store = View("sqlite:///r.db", true, "", 0);
   both.store->baselines["h200-june"] = H200June();
-  both.baselines.byName["h200-june"] = H200JuneObject(4100);
+  both.baselines.by_name["h200-june"] = H200JuneObject(4100);
   d = both.Decide();
-  ASSERT_TRUE(d.planConfigMap);
-  plan = (*d.planConfigMap)["data"]["plan.yaml"];
+  ASSERT_TRUE(d.plan_config_map);
+  plan = (*d.plan_config_map)["data"]["plan.yaml"];
   EXPECT_NE(plan.find("\"reference\":4100"), std::string::npos) << plan;
   both.store = View("sqlite:///r.db", false, "down", 0);
-  both.store->baselineErrors["h200-june"] = Unavailable("results store unavailable: down");
+  both.store->baseline_errors["h200-june"] = Unavailable("results store unavailable: down");
   d = both.Decide();
   EXPECT_TRUE(d.retry.ok()) << d.retry.message();
   EXPECT_EQ(PodNodes(d).size(), 4u);
@@ -1774,7 +1774,7 @@ TEST(DecideBaselines, APerfBaselineObjectComesFirstAndNeedsNoStore) {
 TEST(DecideBaselines, AMissingBaselineNamesTheClusterAndTheStore) {
   World w("none", BaselineSpec());
   w.store = View("sqlite:///r.db", true, "", 0);
-  w.store->baselineErrors["h200-june"] =
+  w.store->baseline_errors["h200-june"] =
       NotFound("baseline \"h200-june\" not found in sqlite:///r.db");
   Decision d = w.Decide();
   ASSERT_TRUE(d.status);
@@ -1788,7 +1788,7 @@ TEST(DecideBaselines, AMissingBaselineNamesTheClusterAndTheStore) {
   World other("other", BaselineSpec());
   Json object = H200JuneObject(4100);
   object["spec"]["values"][0]["gpuModel"] = "NVIDIA B200";
-  other.baselines.byName["h200-june"] = object;
+  other.baselines.by_name["h200-june"] = object;
   d = other.Decide();
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
@@ -1807,8 +1807,8 @@ TEST(DecideScenario, BoundThatCannotBindIsInvalidSpec) {
   World w("nobound", spec);
   const Decision d = w.Decide();
   EXPECT_TRUE(d.pods.empty());
-  EXPECT_FALSE(d.planConfigMap);
-  EXPECT_TRUE(d.nodeVerdicts.empty());
+  EXPECT_FALSE(d.plan_config_map);
+  EXPECT_TRUE(d.node_verdicts.empty());
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
   EXPECT_NE(
@@ -1829,7 +1829,7 @@ ClusterProfiles ShippedProfiles() {
   for (const auto& [name, models] : shipped) {
     Json profile = Profile(name, "");
     profile["spec"]["gpuModels"] = models;
-    p.byName[name] = profile;
+    p.by_name[name] = profile;
   }
   p.listed = true;
   return p;
@@ -1955,7 +1955,7 @@ TEST(DecideScenario, AutoRefusesCloudNodesItCannotCertifyNamingNodesAndLabels) {
     w.profiles = ShippedProfiles();
     const Decision d = w.Decide();
     EXPECT_TRUE(d.pods.empty()) << name;
-    EXPECT_FALSE(d.planConfigMap) << name;
+    EXPECT_FALSE(d.plan_config_map) << name;
     if (!d.status) {
       ADD_FAILURE() << name << ": no status";
       return Json::object();
@@ -2043,10 +2043,10 @@ TEST(DecideScenario, ApiOutageWhileWorkersFinishLosesNoVerdict) {
     w.now = kT0 + seconds(10 + second);
     const Decision d = w.Decide();
     EXPECT_TRUE(d.results.empty()) << second;
-    EXPECT_TRUE(d.deletePods.empty()) << second;
-    EXPECT_TRUE(d.deletePodsAfterResults.empty()) << second;
+    EXPECT_TRUE(d.delete_pods.empty()) << second;
+    EXPECT_TRUE(d.delete_pods_after_results.empty()) << second;
     EXPECT_TRUE(d.pods.empty()) << second;
-    EXPECT_TRUE(d.nodeVerdicts.empty()) << second;
+    EXPECT_TRUE(d.node_verdicts.empty()) << second;
     if (d.status) {
       EXPECT_EQ(d.status->value("message", ""), "0 of 4 nodes done");
     }
@@ -2061,7 +2061,7 @@ TEST(DecideScenario, ApiOutageWhileWorkersFinishLosesNoVerdict) {
   EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "TestsFailed");
   for (const auto& o : d.outcomes) {
-    EXPECT_FALSE(o.byOperator) << o.node;
+    EXPECT_FALSE(o.by_operator) << o.node;
     EXPECT_EQ(o.verdict, o.node == "node-2" ? "FAIL" : "PASS") << o.node;
   }
 }
@@ -2079,7 +2079,7 @@ TEST(DecideEdge, RefusedStatusWriteIsDecidedAgainWithTheSameOnceKey) {
   EXPECT_EQ(PodNodes(first), PodNodes(second));
   auto started_key = [](const Decision& d) {
     for (const auto& e : d.events) {
-      if (e.reason == "Started") return e.onceKey;
+      if (e.reason == "Started") return e.once_key;
     }
     return std::string();
   };

@@ -24,8 +24,8 @@ const std::string kName = "acceptance";
 
 ReconcilerConfig Config() {
   ReconcilerConfig c;
-  c.schedulingTimeout = seconds(3);
-  c.workerImage = "ghcr.io/perfgate/perfgate-worker:test";
+  c.scheduling_timeout = seconds(3);
+  c.worker_image = "ghcr.io/perfgate/perfgate-worker:test";
   return c;
 }
 
@@ -71,25 +71,25 @@ struct World {
     s.uid = "uid-1";
     s.run = RunId(1, "");
     s.deleting = deleting;
-    s.hasFinalizer = true;
+    s.has_finalizer = true;
     auto parsed = ParseValidationObject(s.validation);
     EXPECT_TRUE(parsed.ok()) << parsed.status().message();
     if (parsed.ok()) s.spec = *parsed;
     s.nodes = nodes;
     for (const auto& p : pods) s.pods.push_back(ViewOfPod(p));
     s.results = results;
-    s.gpuPods = gpuPods;
-    s.evictionRefused = evictionRefused;
+    s.gpu_pods = gpuPods;
+    s.eviction_refused = evictionRefused;
     return s;
   }
   Decision Decide() const { return op::Decide(Observe(), Config(), now); }
 
   // Applies the node edits and pod creates of `d`, as Act would.
   void Apply(const Decision& d) {
-    for (const auto& n : d.disruptNodes) {
+    for (const auto& n : d.disrupt_nodes) {
       MarkUnderTest(&nodes[n.node], kName, n.cordon, FormatRfc3339(now));
     }
-    for (const auto& r : d.restoreNodes) GiveBack(&nodes[r.node], kName, r.keepCordon);
+    for (const auto& r : d.restore_nodes) GiveBack(&nodes[r.node], kName, r.keep_cordon);
     for (const auto& p : d.pods) {
       Json pod = p.pod;
       pod["status"] = {{"phase", "Running"}};
@@ -133,7 +133,7 @@ std::string Reason(const Decision& d, const std::string& type) {
 }
 
 const NodeDisruption* DisruptionOf(const Decision& d, const std::string& node) {
-  for (const auto& n : d.disruptNodes) {
+  for (const auto& n : d.disrupt_nodes) {
     if (n.node == node) return &n;
   }
   return nullptr;
@@ -209,23 +209,23 @@ TEST(Disruption, CordonCordonsWaitsForTheGpuPodsThenTests) {
 
   // Still running: still waiting, still cordoned, not given back.
   d = w.Decide();
-  EXPECT_TRUE(d.restoreNodes.empty());
+  EXPECT_TRUE(d.restore_nodes.empty());
   EXPECT_FALSE(PodNodes(d).contains("node-1"));
 
   // It finishes: the worker starts on the cordoned node (its pod tolerates the cordon).
   w.gpuPods.clear();
   d = w.Decide();
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-1"}));
-  EXPECT_TRUE(d.restoreNodes.empty());
+  EXPECT_TRUE(d.restore_nodes.empty());
   w.Apply(d);
   EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
 
   // Its result is in (PASS): the label goes and perfgate's cordon is undone.
   w.Result("node-1", "PASS");
   d = w.Decide();
-  ASSERT_EQ(d.restoreNodes.size(), 1u);  // the others' workers still run
-  EXPECT_EQ(d.restoreNodes[0].node, "node-1");
-  EXPECT_FALSE(d.restoreNodes[0].keepCordon);
+  ASSERT_EQ(d.restore_nodes.size(), 1u);  // the others' workers still run
+  EXPECT_EQ(d.restore_nodes[0].node, "node-1");
+  EXPECT_FALSE(d.restore_nodes[0].keep_cordon);
   w.Apply(d);
   EXPECT_FALSE(Unschedulable(w.nodes["node-1"]));
   EXPECT_EQ(Label(w.nodes["node-1"], kUnderTestLabel), "");
@@ -238,11 +238,11 @@ TEST(Disruption, DrainEvictsAndARefusedEvictionKeepsTheNodeWaitingWithoutDeletin
   w.gpuPods["node-2"] = {{"ml", "train-0", 4, false}, {"ml", "train-1", 4, true}};
   Decision d = w.Decide();
   ASSERT_EQ(d.evictions.size(), 1u);  // the terminating one is going already
-  EXPECT_EQ(d.evictions[0].nameSpace, "ml");
+  EXPECT_EQ(d.evictions[0].name_space, "ml");
   EXPECT_EQ(d.evictions[0].name, "train-0");
   EXPECT_TRUE(DisruptionOf(d, "node-2")->cordon);
-  EXPECT_TRUE(d.deletePods.empty());
-  EXPECT_EQ(d.requeueAfter, seconds(2));
+  EXPECT_TRUE(d.delete_pods.empty());
+  EXPECT_EQ(d.requeue_after, seconds(2));
   w.Apply(d);
 
   // The budget refuses: the node waits, saying why, and the eviction is asked again.
@@ -252,7 +252,7 @@ TEST(Disruption, DrainEvictsAndARefusedEvictionKeepsTheNodeWaitingWithoutDeletin
   d = w.Decide();
   EXPECT_FALSE(PodNodes(d).contains("node-2"));
   ASSERT_EQ(d.evictions.size(), 1u);
-  EXPECT_TRUE(d.deletePods.empty());
+  EXPECT_TRUE(d.delete_pods.empty());
   EXPECT_EQ(Reason(d, "Ready"), "Waiting");
   EXPECT_NE(d.status->value("message", "")
                 .find("node-2 (draining: ml/train-0: Cannot evict pod as it would violate"),
@@ -275,9 +275,9 @@ TEST(Disruption, GpuPodsOutlivingTheTimeoutGiveErrorAndTheNodeBack) {
   EXPECT_EQ(r["spec"]["report"]["verdict"], "ERROR");
   EXPECT_NE(r["spec"]["report"].value("reason", "").find("spec.disruption.timeoutSeconds"),
             std::string::npos);
-  ASSERT_EQ(d.restoreNodes.size(), 1u);
-  EXPECT_EQ(d.restoreNodes[0].node, "node-1");
-  EXPECT_FALSE(d.restoreNodes[0].keepCordon);
+  ASSERT_EQ(d.restore_nodes.size(), 1u);
+  EXPECT_EQ(d.restore_nodes[0].node, "node-1");
+  EXPECT_FALSE(d.restore_nodes[0].keep_cordon);
 }
 
 TEST(Disruption, MaxUnavailableBoundsTheSelectedNodesUnderTestByAnyValidation) {
@@ -298,8 +298,8 @@ TEST(Disruption, MaxUnavailableBoundsTheSelectedNodesUnderTestByAnyValidation) {
   w.Result("node-0", "PASS");
   d = w.Decide();
   EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-2"}));
-  ASSERT_EQ(d.restoreNodes.size(), 1u);
-  EXPECT_EQ(d.restoreNodes[0].node, "node-0");
+  ASSERT_EQ(d.restore_nodes.size(), 1u);
+  EXPECT_EQ(d.restore_nodes[0].node, "node-0");
 
   // Another validation's node under test counts too, and is not this one's to take.
   World other;
@@ -320,10 +320,10 @@ TEST(Disruption, TaintAndCordonFailKeepsTheCordonAsTheFailCordon) {
   w.Apply(w.Decide());
   w.Result("node-1", "FAIL");
   const Decision d = w.Decide();
-  auto it = std::find_if(d.restoreNodes.begin(), d.restoreNodes.end(),
+  auto it = std::find_if(d.restore_nodes.begin(), d.restore_nodes.end(),
                          [](const NodeRestore& r) { return r.node == "node-1"; });
-  ASSERT_NE(it, d.restoreNodes.end());
-  EXPECT_TRUE(it->keepCordon);
+  ASSERT_NE(it, d.restore_nodes.end());
+  EXPECT_TRUE(it->keep_cordon);
   w.Apply(d);
   EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
   EXPECT_EQ(w.nodes["node-1"]["metadata"]["annotations"].value(kCordonedByAnnotation, ""), kName);
@@ -352,7 +352,7 @@ TEST(Disruption, DeletingTheValidationGivesBackEveryNodeItHeld) {
   EXPECT_TRUE(Unschedulable(w.nodes["node-1"]));
   w.deleting = true;
   const Decision d = w.Decide();
-  EXPECT_EQ(d.restoreNodes.size(), 4u);
+  EXPECT_EQ(d.restore_nodes.size(), 4u);
   EXPECT_TRUE(d.evictions.empty());
   w.Apply(d);
   for (const auto& [name, node] : w.nodes) {

@@ -48,7 +48,7 @@ TEST(GpuModel, EachCloudsLabelPicksTheProfileGfdWould) {
   for (const Case& c : cases) {
     auto m = GpuModelOfNode({{c.label, c.value}});
     ASSERT_TRUE(m.ok()) << c.value << ": " << m.status().message();
-    EXPECT_EQ(m->foundBy, c.foundBy + " " + c.label + "=" + c.value);
+    EXPECT_EQ(m->found_by, c.foundBy + " " + c.label + "=" + c.value);
     EXPECT_EQ(m->label, c.label);
     auto picked = kernels::SelectProfileName(m->model, kShipped);
     if (c.profile.empty()) {
@@ -73,7 +73,7 @@ TEST(GpuModel, GfdLabelWinsOverTheCloudsLabels) {
                            {kInstanceTypeLabel, "a3-highgpu-8g"}});
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->model, "NVIDIA-H200");
-  EXPECT_EQ(m->foundBy, "GFD label nvidia.com/gpu.product=NVIDIA-H200");
+  EXPECT_EQ(m->found_by, "GFD label nvidia.com/gpu.product=NVIDIA-H200");
 }
 
 TEST(GpuModel, UnknownNodeNamesTheLabelsRead) {

@@ -176,8 +176,8 @@ TEST(DecideLifecycle, CompletedRunsGoToABoundedHistoryAndTheNextTimeIsShown) {
   EXPECT_EQ(h.front()["run"], "old3");
   EXPECT_EQ((*d.status)["nextScheduleTime"], "2026-03-01T10:00:00Z");
   // Looked at again at the next time (20 minutes, and a little).
-  EXPECT_GE(d.requeueAfter, std::chrono::minutes(20));
-  EXPECT_LT(d.requeueAfter, std::chrono::minutes(21));
+  EXPECT_GE(d.requeue_after, std::chrono::minutes(20));
+  EXPECT_LT(d.requeue_after, std::chrono::minutes(21));
   EXPECT_TRUE(d.events.empty());
 }
 
@@ -191,7 +191,7 @@ TEST(DecideLifecycle, ATickSetsLastScheduleTimeAndAnnouncesIt) {
   EXPECT_NE(ScheduleToken(*d.status), ScheduleToken(status));
   ASSERT_EQ(d.events.size(), 1U);
   EXPECT_EQ(d.events[0].reason, "Scheduled");
-  EXPECT_LE(d.requeueAfter, std::chrono::milliseconds(100));
+  EXPECT_LE(d.requeue_after, std::chrono::milliseconds(100));
 }
 
 TEST(DecideLifecycle, ASkipIsRecordedAndAnnouncedOnce) {
@@ -226,7 +226,7 @@ Snapshot WithStore(int threshold, int window,
   loaded.doc.mutable_spec()->mutable_policy()->set_repeatedfailurewindow(window);
   s.spec = loaded;
   s.store = StoreView{};
-  s.store->recentVerdicts = std::move(earlier);
+  s.store->recent_verdicts = std::move(earlier);
   return s;
 }
 
@@ -238,15 +238,15 @@ TEST(RepeatedFailures, ACompletedRunFlagsNodesFailingKOfTheirLastN) {
                                 {"node-b", {"FAIL", "PASS", "PASS", "PASS"}}});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.nodeVerdicts = {{"node-a", "FAIL", std::nullopt},
-                    {"node-b", "FAIL", std::nullopt},
-                    {"node-c", "FAIL", std::nullopt}};
+  d.node_verdicts = {{"node-a", "FAIL", std::nullopt},
+                     {"node-b", "FAIL", std::nullopt},
+                     {"node-c", "FAIL", std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
-  ASSERT_TRUE(d.nodeVerdicts[0].repeatedFailure.has_value());
-  EXPECT_TRUE(*d.nodeVerdicts[0].repeatedFailure);
-  ASSERT_TRUE(d.nodeVerdicts[1].repeatedFailure.has_value());
-  EXPECT_FALSE(*d.nodeVerdicts[1].repeatedFailure);
-  EXPECT_FALSE(d.nodeVerdicts[2].repeatedFailure.has_value());
+  ASSERT_TRUE(d.node_verdicts[0].repeated_failure.has_value());
+  EXPECT_TRUE(*d.node_verdicts[0].repeated_failure);
+  ASSERT_TRUE(d.node_verdicts[1].repeated_failure.has_value());
+  EXPECT_FALSE(*d.node_verdicts[1].repeated_failure);
+  EXPECT_FALSE(d.node_verdicts[2].repeated_failure.has_value());
   const Json flagged = (*d.status)["repeatedFailures"];
   ASSERT_EQ(flagged.size(), 1U);
   EXPECT_EQ(flagged[0]["node"], "node-a");
@@ -261,10 +261,10 @@ TEST(RepeatedFailures, ThePolicySetsKAndN) {
   const Snapshot s = WithStore(1, 1, {{"node-a", {"FAIL", "FAIL"}}});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.nodeVerdicts = {{"node-a", "PASS", std::nullopt}};
+  d.node_verdicts = {{"node-a", "PASS", std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   // 1 of 1: only the current PASS is looked at.
-  EXPECT_FALSE(*d.nodeVerdicts[0].repeatedFailure);
+  EXPECT_FALSE(*d.node_verdicts[0].repeated_failure);
   EXPECT_FALSE(d.status->contains("repeatedFailures"));
 }
 
@@ -280,7 +280,7 @@ TEST(RepeatedFailures, TheConditionNamesTheFlaggedNodesAndTurnsFalseWhenTheyPass
   Snapshot s = WithStore(2, 3, {{"node-a", {"FAIL", "PASS"}}, {"node-b", {"PASS"}}});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.nodeVerdicts = {{"node-a", "FAIL", std::nullopt}, {"node-b", "PASS", std::nullopt}};
+  d.node_verdicts = {{"node-a", "FAIL", std::nullopt}, {"node-b", "PASS", std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   Json c = ConditionOf(*d.status, kRepeatedFailuresCondition);
   ASSERT_TRUE(c.is_object());
@@ -298,12 +298,12 @@ TEST(RepeatedFailures, TheConditionNamesTheFlaggedNodesAndTurnsFalseWhenTheyPass
   EXPECT_EQ(ConditionOf(*running.status, kRepeatedFailuresCondition)["status"], "True");
 
   // node-a passes twice more: no longer 2 of its last 3, the condition turns False.
-  s.store->recentVerdicts = {{"node-a", {"PASS", "FAIL", "FAIL"}}, {"node-b", {"PASS"}}};
+  s.store->recent_verdicts = {{"node-a", {"PASS", "FAIL", "FAIL"}}, {"node-b", {"PASS"}}};
   Decision passed;
   passed.status = Done("2026-03-01T10:30:00Z");
-  passed.nodeVerdicts = {{"node-a", "PASS", std::nullopt}, {"node-b", "PASS", std::nullopt}};
+  passed.node_verdicts = {{"node-a", "PASS", std::nullopt}, {"node-b", "PASS", std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T10:40:00Z"), &passed);
-  EXPECT_FALSE(*passed.nodeVerdicts[0].repeatedFailure);
+  EXPECT_FALSE(*passed.node_verdicts[0].repeated_failure);
   c = ConditionOf(*passed.status, kRepeatedFailuresCondition);
   EXPECT_EQ(c["status"], "False");
   EXPECT_EQ(c["reason"], "NoRepeatedFailures");
@@ -314,7 +314,7 @@ TEST(RepeatedFailures, NoConditionWithoutHistory) {
   const Snapshot s = WithStore(0, 0, {});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.nodeVerdicts = {{"node-a", "FAIL", std::nullopt}};
+  d.node_verdicts = {{"node-a", "FAIL", std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   EXPECT_TRUE(ConditionOf(*d.status, kRepeatedFailuresCondition).is_null());
 }

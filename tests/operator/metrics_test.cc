@@ -23,9 +23,9 @@ Json NodeWithVerdict(const std::string& name, const std::string& verdict, const 
 MetricsSnapshot Fleet() {
   MetricsSnapshot s;
   s.reconciles = 12;
-  s.reconcileErrors = 1;
-  s.podsCreated = 4;
-  s.queueDepth = 2;
+  s.reconcile_errors = 1;
+  s.pods_created = 4;
+  s.queue_depth = 2;
   s.leading = true;
   s.validations = {{{"status", {{"verdict", "Passed"}}}},
                    {{"status", {{"verdict", "Failed"}}}},
@@ -62,7 +62,7 @@ TEST(Metrics, CountersAndGaugesByVerdict) {
 
 TEST(Metrics, PerNodeSeriesOnlyBehindTheFlag) {
   MetricsSnapshot s = Fleet();
-  s.perNode = true;
+  s.per_node = true;
   s.nodes.push_back(NodeWithVerdict("odd\"name", "error", "a\\b"));
   const std::string text = RenderMetrics(s);
   EXPECT_THAT(text, HasSubstr("# TYPE perfgate_node_verdict gauge\n"));
@@ -157,7 +157,7 @@ Json Result(const std::string& node, const std::string& done, std::vector<double
 
 TEST(Metrics, PerNodeFiguresFromEachNodesLatestResult) {
   MetricsSnapshot s;
-  s.perNode = true;
+  s.per_node = true;
   s.results = {Result("node-0", "2026-12-01T10:05:00Z", {4100, 4120}),
                // An older run of node-1 failed; its latest passed: only the latest counts.
                Result("node-1", "2026-11-01T10:05:00Z", {2500, 4100}, "old"),
@@ -190,13 +190,13 @@ TEST(Metrics, PerNodeFiguresFromEachNodesLatestResult) {
   // No run id and no sample in any label.
   EXPECT_THAT(text, Not(HasSubstr("g1")));
   // Without the flag, none of it.
-  s.perNode = false;
+  s.per_node = false;
   EXPECT_THAT(RenderMetrics(s), Not(HasSubstr("perfgate_node_figure")));
 }
 
 TEST(Metrics, AFigureLaggingItsPeersIsMarkedWithItsRatio) {
   MetricsSnapshot s;
-  s.perNode = true;
+  s.per_node = true;
   for (int i = 0; i < 12; ++i) {
     const double triad = i == 7 ? 3600 : 4100 + i;  // node-7 passes, 12% below its peers
     s.results.push_back(Result("node-" + std::to_string(i), "2026-12-01T10:05:00Z", {triad}));

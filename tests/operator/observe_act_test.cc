@@ -38,15 +38,15 @@ class ApiTest : public ::testing::Test {
       nodeReads_++;
       return nodes_;
     };
-    caches_.podsOf = [this](const std::string&) { return pods_; };
-    caches_.podsOn = [this](const std::string& node) {
+    caches_.pods_of = [this](const std::string&) { return pods_; };
+    caches_.pods_on = [this](const std::string& node) {
       std::vector<Json> out;
       for (const auto& p : others_) {
         if (p["spec"].value("nodeName", "") == node) out.push_back(p);
       }
       return out;
     };
-    caches_.resultsOf = [this](const std::string&) { return results_; };
+    caches_.results_of = [this](const std::string&) { return results_; };
   }
 
   static Json Validation(Json spec, Json status = Json::object()) {
@@ -113,7 +113,7 @@ TEST_F(ApiTest, ObserveOfACompletedRunReadsOnlyTheValidation) {
           Validation(Spec(), {{"run", "g1"}, {"completionTime", "2026-12-01T12:00:00Z"}}).dump()));
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_TRUE(s->runComplete);
+  EXPECT_TRUE(s->run_complete);
   ASSERT_TRUE(s->spec);  // parsed once, typed
   EXPECT_EQ(s->spec->doc.spec().tests(0).type(), "hbm-stream");
   EXPECT_EQ(nodeReads_, 0);
@@ -147,11 +147,11 @@ TEST_F(ApiTest, ObserveAsksTheApiForResultsAndLogsTheCacheCannotGive) {
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_EQ(s->pods.size(), 2u);
-  EXPECT_TRUE(s->pods[0].resultInApi);
-  EXPECT_FALSE(s->pods[0].logTail);
-  EXPECT_FALSE(s->pods[1].resultInApi);
-  ASSERT_TRUE(s->pods[1].logTail);
-  EXPECT_EQ(*s->pods[1].logTail, "out of memory\n");
+  EXPECT_TRUE(s->pods[0].result_in_api);
+  EXPECT_FALSE(s->pods[0].log_tail);
+  EXPECT_FALSE(s->pods[1].result_in_api);
+  ASSERT_TRUE(s->pods[1].log_tail);
+  EXPECT_EQ(*s->pods[1].log_tail, "out of memory\n");
   // The validation, the claims, two results, the log.
   EXPECT_EQ(transport_->requests().size(), 5u);
   EXPECT_NE(transport_->requests()[4].path.find("tailLines=5"), std::string::npos);
@@ -181,12 +181,12 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
               {"status", {{"phase", "Running"}}}}};
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(s->busyWith, (std::map<std::string, std::string>{{"node-1", "other"}}));
-  EXPECT_TRUE(s->profiles.byName.empty());
+  EXPECT_EQ(s->busy_with, (std::map<std::string, std::string>{{"node-1", "other"}}));
+  EXPECT_TRUE(s->profiles.by_name.empty());
   EXPECT_FALSE(s->profiles.listed);
-  ASSERT_EQ(s->gpuPods["node-0"].size(), 1u);
-  EXPECT_EQ(s->gpuPods["node-0"][0].Key(), "ml/train");
-  EXPECT_EQ(s->gpuPods["node-0"][0].gpus, 8);
+  ASSERT_EQ(s->gpu_pods["node-0"].size(), 1u);
+  EXPECT_EQ(s->gpu_pods["node-0"][0].Key(), "ml/train");
+  EXPECT_EQ(s->gpu_pods["node-0"][0].gpus, 8);
   // The validation, the node claims, node-0's pods, the profile.
   EXPECT_EQ(transport_->requests().size(), 4u);
 }
@@ -215,8 +215,8 @@ TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
   ASSERT_EQ(s->claims.size(), 2u);
-  EXPECT_TRUE(s->claims.at("node-0").holderGone);
-  EXPECT_FALSE(s->claims.at("node-1").holderGone);
+  EXPECT_TRUE(s->claims.at("node-0").holder_gone);
+  EXPECT_FALSE(s->claims.at("node-1").holder_gone);
   EXPECT_EQ(s->claims.at("node-1").holder, (ClaimHolder{"running", "u8", "g2"}));
 }
 
@@ -300,7 +300,7 @@ TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
 // results before pods; every rank of a gang at the rendezvous host gets the same free port; an
 // event with a once-key goes out once.
 TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
-  config_.gangRendezvousHost = "127.0.0.1";
+  config_.gang_rendezvous_host = "127.0.0.1";
   ReconcileMetrics metrics;
   Actor actor(client_, config_, metrics, [] { return kT0; });
   Snapshot s = SnapshotOfV();
@@ -335,8 +335,8 @@ TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   ASSERT_EQ(addresses.size(), 1u);
   EXPECT_EQ(addresses.begin()->rfind("127.0.0.1:", 0), 0u);
   EXPECT_NE(*addresses.begin(), "127.0.0.1:");
-  EXPECT_EQ(metrics.podsCreated, 2u);
-  EXPECT_EQ(metrics.resultsWrittenByOperator, 1u);
+  EXPECT_EQ(metrics.pods_created, 2u);
+  EXPECT_EQ(metrics.results_written_by_operator, 1u);
   // The same decision again: the Started event is not sent twice.
   Decision again;
   again.events = d.events;

@@ -25,8 +25,8 @@ const std::string kTaint = "perfgate.io/provisioning";
 
 ReconcilerConfig Config() {
   ReconcilerConfig c;
-  c.schedulingTimeout = seconds(300);
-  c.workerImage = "ghcr.io/perfgate/perfgate-worker:test";
+  c.scheduling_timeout = seconds(300);
+  c.worker_image = "ghcr.io/perfgate/perfgate-worker:test";
   return c;
 }
 
@@ -77,8 +77,9 @@ struct World {
     s.name = kName;
     s.uid = "uid-1";
     s.run = RunId(1, "");
-    s.hasFinalizer = true;
-    s.runComplete = status.value("run", "") == s.run && !status.value("completionTime", "").empty();
+    s.has_finalizer = true;
+    s.run_complete =
+        status.value("run", "") == s.run && !status.value("completionTime", "").empty();
     auto parsed = ParseValidationObject(s.validation);
     EXPECT_TRUE(parsed.ok()) << parsed.status().message();
     if (parsed.ok()) s.spec = *parsed;
@@ -98,8 +99,8 @@ struct World {
         return std::find(names.begin(), names.end(), Name(o)) != names.end();
       });
     };
-    gone(d.deletePods, &pods);
-    gone(d.deleteResults, &results);
+    gone(d.delete_pods, &pods);
+    gone(d.delete_results, &results);
     for (const auto& p : d.pods) {
       Json pod = p.pod;
       pod["status"] = {{"phase", "Running"}};
@@ -215,7 +216,7 @@ TEST(WatchNodes, ANodeWhoseDriverChangedIsTestedAgain) {
   w.nodes["node-0"]["metadata"]["labels"]["nvidia.com/cuda.driver.minor"] = "90";
   const Decision reopen = w.Step();
   EXPECT_TRUE(HasEvent(reopen, "NodeChanged"));
-  EXPECT_EQ(reopen.deleteResults, std::vector<std::string>{first});
+  EXPECT_EQ(reopen.delete_results, std::vector<std::string>{first});
   EXPECT_EQ(w.status.value("verdict", ""), "Running");
 
   const Decision start = w.Step();
@@ -267,7 +268,7 @@ TEST(WatchNodes, ALastResultOnAnotherDriverThanTheLabelsSayIsTestedAgainOnce) {
             std::string::npos)
       << msg;
   EXPECT_NE(msg.find("labels now say driver 550.54.15"), std::string::npos) << msg;
-  EXPECT_EQ(reopen.deleteResults, std::vector<std::string>{first});  // node-1 agrees: kept
+  EXPECT_EQ(reopen.delete_results, std::vector<std::string>{first});  // node-1 agrees: kept
   EXPECT_EQ(w.status["identityRetests"].value("node-0", ""),
             "driver=550.54.15 product=NVIDIA-H200 count=8");
 
