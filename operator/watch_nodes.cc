@@ -65,12 +65,7 @@ std::string NodeIdentity(const Json& node) {
     auto it = labels.find(k);
     return it != labels.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  std::string driver = get("nvidia.com/cuda.driver.major");
-  if (!driver.empty()) {
-    for (const char* k : {"nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev"}) {
-      if (!get(k).empty()) driver += "." + get(k);
-    }
-  }
+  const std::string driver = LabelledDriver(node);
   std::string id;
   auto add = [&](const char* name, const std::string& v) {
     if (!v.empty()) id += (id.empty() ? "" : " ") + std::string(name) + "=" + v;
