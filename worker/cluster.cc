@@ -26,6 +26,13 @@ std::string Env(const char* name) {
   return v != nullptr ? v : "";
 }
 
+// metadata.ownerReferences naming one perfgate.io object, without blockOwnerDeletion (see
+// PerfResultJson).
+nlohmann::json OwnerReference(const char* kind, const std::string& name, const std::string& uid) {
+  return nlohmann::json::array(
+      {{{"apiVersion", "perfgate.io/v1alpha1"}, {"kind", kind}, {"name", name}, {"uid", uid}}});
+}
+
 }  // namespace
 
 void ClusterTargetFromEnv(ClusterTarget* target) {
@@ -123,10 +130,7 @@ Result<std::string> PerfResultJson(const ClusterTarget& target, const v1alpha1::
   // may only create results does not have.
   if (!target.validation_uid.empty()) {
     obj["metadata"]["ownerReferences"] =
-        nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
-                                {"kind", "PerfValidation"},
-                                {"name", target.validation_name},
-                                {"uid", target.validation_uid}}});
+        OwnerReference("PerfValidation", target.validation_name, target.validation_uid);
   }
   return obj.dump();
 }
@@ -158,16 +162,10 @@ Result<std::string> DiagnosisConfigMapJson(const ClusterTarget& target,
   // Without blockOwnerDeletion, as for the PerfResult (PerfResultJson).
   if (!result_uid.empty()) {
     obj["metadata"]["ownerReferences"] =
-        nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
-                                {"kind", "PerfResult"},
-                                {"name", target.result_name},
-                                {"uid", result_uid}}});
+        OwnerReference("PerfResult", target.result_name, result_uid);
   } else if (!target.validation_uid.empty()) {
     obj["metadata"]["ownerReferences"] =
-        nlohmann::json::array({{{"apiVersion", "perfgate.io/v1alpha1"},
-                                {"kind", "PerfValidation"},
-                                {"name", target.validation_name},
-                                {"uid", target.validation_uid}}});
+        OwnerReference("PerfValidation", target.validation_name, target.validation_uid);
   }
   return obj.dump();
 }
