@@ -63,7 +63,7 @@ strip --strip-unneeded "$OUT"/lib/*.so* "$OUT"/lib-compat/*.so* 2>/dev/null || t
 
 # The rpath must point at the bundle's lib/ for the copies above to be used.
 for bin in "$OUT"/bin/*; do
-  if ! readelf -d "$bin" | grep -q 'ORIGIN/../lib'; then
+  if ! grep -q 'ORIGIN/../lib' <<<"$(readelf -d "$bin")"; then
     echo "bundle-worker: $bin lacks the \$ORIGIN/../lib rpath (PERFGATE_BUNDLE off?)" >&2
     exit 1
   fi

@@ -175,7 +175,7 @@ print(":".join(d for d in dirs if os.path.isdir(d)))
   printf 'export LD_LIBRARY_PATH=%q\n' "$LD_LIBRARY_PATH" >"$RESULTS/env.sh"
   echo "library folders: ${nvlibs:-none found}"
   "$WORKER" --version 2>&1 | head -1
-  if ldd "$WORKER" | grep -q "not found"; then
+  if grep -q "not found" <<<"$(ldd "$WORKER")"; then
     echo "unresolved libraries (the bundle links libcublasLt.so.13; PyTorch's wheels may carry"
     echo "another major version):"
     ldd "$WORKER" | grep "not found"

@@ -6,7 +6,8 @@
 set -euo pipefail
 : "${OPERATOR_BIN:?}" "${WORKER_BIN:?}"
 device_libs='lib(cudart|cublas|cublasLt|nccl)\.so'
-ldd "$WORKER_BIN" | grep -Eq "$device_libs" \
+# grep -q on a pipe would end ldd early with SIGPIPE, which pipefail reports as a failure.
+grep -Eq "$device_libs" <<<"$(ldd "$WORKER_BIN")" \
   || { echo "FAIL: the worker loads no CUDA library: is this a CUDA build?" >&2; exit 1; }
 if ldd "$OPERATOR_BIN" | grep -E "$device_libs"; then
   echo "FAIL: the operator loads device libraries (above): it should link perfgate_test_catalog" >&2

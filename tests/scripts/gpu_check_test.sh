@@ -70,7 +70,7 @@ case "$CASE" in
     [ "$order" = "setup workloads summary " ] || fail "workloads order: $order"
     total=$(echo "$out" | awk '$1 == "total" {print $2}')
     [ "$total" -le 270 ] || fail "workloads budgets add up to $total s, over 270"
-    if bash "$REPO_ROOT/scripts/gpu-check.sh" --plan | grep -q '^ *workloads '; then
+    if grep -q '^ *workloads ' <<<"$(bash "$REPO_ROOT/scripts/gpu-check.sh" --plan)"; then
       fail "the default plan runs the workloads step"
     fi
     ;;
@@ -78,11 +78,11 @@ case "$CASE" in
     make_bundle "$WORK_DIR/carried/.bundle"
     mkdir -p "$WORK_DIR/elsewhere"
     out=$(cd "$WORK_DIR/elsewhere" && bash ../carried/.bundle/scripts/gpu-check.sh --plan)
-    echo "$out" | grep -qx "bundle: $WORK_DIR/carried/.bundle" ||
+    grep -qx "bundle: $WORK_DIR/carried/.bundle" <<<"$out" ||
       fail "the bundle's copy did not find its bundle: $(echo "$out" | grep bundle:)"
     # And the repository's copy, started from the repository root, finds .bundle/ there.
     out=$(cd "$REPO_ROOT" && bash scripts/gpu-check.sh --plan)
-    echo "$out" | grep -qx "bundle: $REPO_ROOT/.bundle" || fail "repository copy: $out"
+    grep -qx "bundle: $REPO_ROOT/.bundle" <<<"$out" || fail "repository copy: $out"
     ;;
   a-hung-step-loses-only-itself)
     make_bundle "$WORK_DIR/.bundle"
