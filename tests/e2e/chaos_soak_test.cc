@@ -57,7 +57,7 @@ std::string SpecOf(const Planned& p) {
 }
 
 bool Terminal(const Json& pod) {
-  const std::string phase = pod["status"].value("phase", "");
+  const std::string phase = pod.value("status", Json::object()).value("phase", "");
   return phase == "Succeeded" || phase == "Failed";
 }
 

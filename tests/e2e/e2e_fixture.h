@@ -176,7 +176,7 @@ class E2E : public ::testing::Test {
   }
   Json Node(const std::string& name) { return *sim_->Get("", "nodes", "", name); }
   static bool HasPerfgateTaint(const Json& node) {
-    for (const auto& t : node["spec"].value("taints", Json::array())) {
+    for (const auto& t : node.value("spec", Json::object()).value("taints", Json::array())) {
       if (t.value("key", "") == "perfgate.io/failed") return true;
     }
     return false;

@@ -1107,7 +1107,7 @@ TEST_F(E2E, TwentySecondsOf500WhileWorkersFinishLosesNoVerdict) {
       [&] {
         auto pods = Pods("storm");
         return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), [](const Json& p) {
-                 return p["status"].value("phase", "") == "Running";
+                 return p.value("status", Json::object()).value("phase", "") == "Running";
                });
       },
       60));

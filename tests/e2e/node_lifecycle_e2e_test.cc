@@ -16,7 +16,7 @@ const std::string kWatch =
     "    key: perfgate.io/provisioning\n";
 
 bool HasProvisioningTaint(const Json& node) {
-  for (const auto& t : node["spec"].value("taints", Json::array())) {
+  for (const auto& t : node.value("spec", Json::object()).value("taints", Json::array())) {
     if (t.value("key", "") == kProvisioning) return true;
   }
   return false;
