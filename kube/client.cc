@@ -264,6 +264,7 @@ Status Client::AddAuth(HttpRequest& request) {
 
 Result<std::string> Client::Do(HttpRequest request) {
   RETURN_IF_ERROR(AddAuth(request));
+  if (request.idleTimeoutSeconds.count() == 0) request.idleTimeoutSeconds = retry_.tryTimeout;
   bool is_create = request.method == "POST";
   for (int attempt = 0;; ++attempt) {
     limiter_.Acquire();

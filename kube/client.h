@@ -91,6 +91,10 @@ struct RetryOptions {
   // A Retry-After beyond this is clamped (a broken server must not park us for
   // hours).
   std::chrono::seconds maxRetryAfter{60};
+  // Each try's timeout (idle time per read of the response), for requests that set none;
+  // 0: the transport's default (30 s). A client whose requests must end within a bound sets
+  // it, or one request on a connection the server silently dropped takes the whole 30 s.
+  std::chrono::seconds tryTimeout{0};
 };
 
 struct ClientOptions {

@@ -58,8 +58,9 @@ class LeaseLock {
 };
 
 // A LeaseLock on a real Lease through `client`. Its requests retry at most 4
-// times, at most 1 s apart (a longer Retry-After is cut to 1 s), so a read and a
-// write fit in one attempt's renew deadline whatever the API server answers.
+// times, at most 1 s apart (a longer Retry-After is cut to 1 s), and each try
+// waits at most 5 s for an answer, so a read and a write fit in one attempt's
+// renew deadline whatever the API server answers.
 std::shared_ptr<LeaseLock> NewLeaseLock(const std::shared_ptr<Client>& client, std::string ns,
                                         std::string name);
 

@@ -69,8 +69,7 @@ class Transport {
 
 // Options for the cpprestsdk transport.
 struct CpprestTransportOptions {
-  // Idle timeout of plain requests; streams use
-  // HttpRequest::idleTimeoutSeconds.
+  // Idle timeout of a request or stream whose HttpRequest::idleTimeoutSeconds is 0.
   std::chrono::seconds requestTimeoutSeconds{30};
 };
 

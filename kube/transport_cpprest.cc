@@ -5,6 +5,9 @@
 
 #include <boost/asio/ssl.hpp>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -124,7 +127,23 @@ class CpprestTransport final : public Transport {
   }
 
   Result<HttpResponse> Send(const HttpRequest& request) override {
-    return Run(*client_, request, nullptr, nullptr);
+    std::chrono::seconds timeout = request.idleTimeoutSeconds;
+    if (timeout.count() <= 0 || timeout == options_.requestTimeoutSeconds) {
+      return Run(*client_, request, nullptr, nullptr);
+    }
+    // A timeout is a client's setting in cpprest: one pooled client per distinct timeout
+    // (there are a handful: the leader election's, the default), kept for its connections.
+    http::client::http_client* client = nullptr;
+    {
+      std::lock_guard lock(clients_mu_);
+      auto& slot = clients_by_timeout_[timeout.count()];
+      if (!slot) {
+        slot = std::make_unique<http::client::http_client>(
+            utility::conversions::to_string_t(config_.server), MakeConfig(timeout));
+      }
+      client = slot.get();
+    }
+    return Run(*client, request, nullptr, nullptr);
   }
 
   Result<HttpResponse> Stream(const HttpRequest& request, const ChunkCallback& on_chunk,
@@ -223,6 +242,8 @@ class CpprestTransport final : public Transport {
   TlsMaterial tls_;
   CpprestTransportOptions options_;
   std::unique_ptr<http::client::http_client> client_;
+  std::mutex clients_mu_;
+  std::map<int64_t, std::unique_ptr<http::client::http_client>> clients_by_timeout_;
 };
 
 }  // namespace

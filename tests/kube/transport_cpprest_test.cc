@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "kube/informer.h"
+#include "kube/leaderelection.h"
 #include "kube/transport.h"
 #include "tests/kube/fakes.h"
 
@@ -135,6 +136,62 @@ TEST(CpprestTransportTest, NoServerIsUnavailableAndTheClientNamesTheRequest) {
   ASSERT_FALSE(node.ok());
   EXPECT_EQ(node.status().code(), Code::kUnavailable);
   EXPECT_THAT(node.status().message(), HasSubstr("GET /api/v1/nodes/n1: "));
+}
+
+// A server that reads each request and never answers, as one behind a connection a proxy or
+// load balancer has silently dropped; the requests are answered when the test ends.
+class SilentServer {
+ public:
+  SilentServer()
+      : server_([this](http::http_request req) {
+          std::lock_guard lock(mu_);
+          held_.push_back(std::move(req));
+        }) {}
+  ~SilentServer() {
+    std::lock_guard lock(mu_);
+    for (auto& req : held_) req.reply(http::status_codes::ServiceUnavailable);
+  }
+  std::string url() const { return server_.url(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<http::http_request> held_;
+  LoopbackServer server_;
+};
+
+TEST(CpprestTransportTest, ATryTimeoutEndsARequestTheServerNeverAnswers) {
+  SilentServer server;
+  RestConfig config;
+  config.server = server.url();
+  auto transport = NewCpprestTransport(config);  // its own default: 30 s
+  ASSERT_TRUE(transport.ok());
+  RetryOptions retry;
+  retry.tryTimeout = 1s;
+  Client client(config, *transport, ClientOptions{retry, nullptr});
+  auto start = std::chrono::steady_clock::now();
+  auto node = client.Get(NodesResource(), "", "n1");
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(node.ok());
+  EXPECT_EQ(node.status().code(), Code::kDeadlineExceeded) << node.status().ToString();
+  EXPECT_THAT(node.status().message(), HasSubstr("GET /api/v1/nodes/n1: "));
+  EXPECT_LT(took, 20s) << "the request waited for the transport's 30 s, not its own 1 s";
+}
+
+TEST(CpprestTransportTest, ALeaseReadTheServerNeverAnswersFailsWellWithinTheRenewDeadline) {
+  SilentServer server;
+  RestConfig config;
+  config.server = server.url();
+  auto transport = NewCpprestTransport(config);
+  ASSERT_TRUE(transport.ok());
+  auto client = std::make_shared<Client>(config, *transport);
+  auto lock = NewLeaseLock(client, "ops", "leader");
+  auto start = std::chrono::steady_clock::now();
+  auto lease = lock->Get();
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(lease.ok());
+  EXPECT_EQ(lease.status().code(), Code::kDeadlineExceeded) << lease.status().ToString();
+  // 5 s per try: a renewal's read and write still fit in the 10 s renew deadline.
+  EXPECT_LT(took, 9s);
 }
 
 TEST(CpprestTransportTest, UnreadableCaFileIsNamed) {
