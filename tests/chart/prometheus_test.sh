@@ -104,8 +104,9 @@ YAML
   curl -fsS "$url/-/ready" >/dev/null || fail "prometheus not ready in 20 s"
 
   # node-2 fails its bound (50 < 90); node-5 passes (93 >= 90) but lags the rest (about 100),
-  # so it is also a regression against its peers (beyond the 3% margin).
-  synthetic_spec fleet synthetic "node-2=50, node-5=93" 100 0.01 0 | kubectl apply -f - >/dev/null \
+  # so it is also a regression against its peers (beyond the 3% margin). Each sample takes 0.3 s,
+  # so the run lasts seconds and the polls below see it in progress.
+  synthetic_spec fleet synthetic "node-2=50, node-5=93" 100 0.01 0.3 | kubectl apply -f - >/dev/null \
     || fail "apply the validation"
   # kubectl get pval while it runs: its PROGRESS column counts the nodes decided of those
   # selected and ETA estimates the time left (the CRD's printer columns, as kube-sim serves
