@@ -194,30 +194,13 @@ std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z, d
     std::set<std::string> nodes;
     for (const Figure* f : members) nodes.insert(f->node);
     if (nodes.size() < 8) continue;
-    const double bound = std::max(
-        z, stats::NormalQuantile(1 - kLaggingFamilyError / static_cast<double>(members.size())));
     std::vector<double> values;
     for (const Figure* f : members) values.push_back(f->value);
-    std::sort(values.begin(), values.end());
-    const double median = stats::Quantile(values, 0.5);
-    // The spread on the worse side only: figures such as a worst pair (a minimum over many
-    // pairs) have a longer tail on that side, and it is the side a lagging node sits on.
-    const bool higher_better = members.front()->higher_is_better;
-    std::vector<double> deviations;
-    for (double v : values) {
-      if (higher_better ? v <= median : v >= median) deviations.push_back(std::fabs(v - median));
-    }
-    std::sort(deviations.begin(), deviations.end());
-    const double scale = 1.4826 * stats::Quantile(deviations, 0.5);
-    if (median == 0) continue;
-    for (const Figure* f : members) {
-      if (f->verdict == v1alpha1::FAIL) continue;  // already a failure, not a lag
-      const double worse = f->higher_is_better ? median - f->value : f->value - median;
-      if (worse <= 0 || worse < min_gap * std::fabs(median)) continue;
-      // Identical peers (MAD 0) make any clear gap an outlier.
-      const double robust_z = scale > 0 ? worse / scale : std::numeric_limits<double>::infinity();
-      if (robust_z < bound) continue;
-      out.push_back({*f, median, f->value / median, -robust_z});
+    for (const stats::Lag& lag : stats::LaggingPeers(values, members.front()->higher_is_better, z,
+                                                     min_gap, kLaggingFamilyError)) {
+      const Figure& f = *members[lag.index];
+      if (f.verdict == v1alpha1::FAIL) continue;  // already a failure, not a lag
+      out.push_back({f, lag.median, f.value / lag.median, -lag.robust_z});
     }
   }
   std::sort(out.begin(), out.end(), [](const Lagging& a, const Lagging& b) {

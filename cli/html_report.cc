@@ -124,6 +124,22 @@ std::string Why(const NodeReport& r) {
   return "";
 }
 
+// What the worker's diagnosis says (docs/diagnostics.md), folded under the reason: GPUs that lag
+// their siblings, hints, and where the bundle is.
+void Diagnosis(std::ostringstream& os, const NodeReport& r) {
+  const auto& d = r.report.diagnosis();
+  if (d.lagging().empty() && d.hints().empty() && d.locations().empty()) return;
+  os << "<details class=\"diagnosis\"><summary>Diagnosis</summary><ul>";
+  for (const auto& l : d.lagging()) os << "<li>lagging: " << Esc(l) << "</li>";
+  for (const auto& h : d.hints()) os << "<li>hint: " << Esc(h) << "</li>";
+  for (const auto& where : d.locations()) os << "<li>bundle: " << Esc(where) << "</li>";
+  if (!d.locations().empty() && !r.validation.empty()) {
+    os << "<li>download: <code>kubectl perfgate bundle " << Esc(r.validation) << " " << Esc(r.node)
+       << "</code></li>";
+  }
+  os << "</ul></details>";
+}
+
 void NodeRows(std::ostringstream& os, const std::vector<const NodeReport*>& rows,
               const char* row_class) {
   os << "<table><thead><tr><th>Node</th><th>GPU model</th><th>Verdict</th><th>Why</th></tr>"
@@ -132,7 +148,9 @@ void NodeRows(std::ostringstream& os, const std::vector<const NodeReport*>& rows
     os << "<tr class=\"" << row_class << "\"><td>" << Esc(r->node) << "</td><td>"
        << Esc(fleet::GpuModel(r->report)) << "</td><td class=\""
        << VerdictClass(r->report.verdict()) << "\">" << report::VerdictName(r->report.verdict())
-       << "</td><td>" << Esc(Why(*r)) << "</td></tr>\n";
+       << "</td><td>" << Esc(Why(*r));
+    Diagnosis(os, *r);
+    os << "</td></tr>\n";
   }
   os << "</tbody></table>\n";
 }

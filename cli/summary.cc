@@ -47,16 +47,19 @@ std::string CompletedAt(const fleet::NodeReport& r) {
 }
 
 std::string WhyOf(const fleet::NodeReport& r) {
+  // The first thing the diagnosis points at, and where its bundle is (docs/diagnostics.md).
+  const auto& d = r.report.diagnosis();
+  const std::string bundle =
+      !d.locations().empty() && !r.validation.empty()
+          ? "; bundle: kubectl perfgate bundle " + r.validation + " " + r.node
+          : "";
   if (r.report.verdict() != v1alpha1::PASS && !r.report.reason().empty()) {
-    // The first thing the diagnosis points at, and where its bundle is (docs/diagnostics.md).
-    const auto& d = r.report.diagnosis();
     std::string why = r.report.reason();
     if (!d.hints().empty()) why += "; hint: " + d.hints(0);
-    if (!d.locations().empty() && !r.validation.empty()) {
-      why += "; bundle: kubectl perfgate bundle " + r.validation + " " + r.node;
-    }
-    return why;
+    return why + bundle;
   }
+  // A passing node whose GPU lags its siblings (the worker captured a diagnosis for it).
+  if (!d.lagging().empty()) return "lagging: " + d.lagging(0) + bundle;
   return r.worst;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/report.h"
+#include "common/stats.h"
 #include "kernels/devices.h"
 
 namespace perfgate::worker {
@@ -63,10 +65,64 @@ std::string FixedString(const char* buffer, std::size_t size) {
 
 }  // namespace
 
+std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
+  std::map<int, std::string> models;
+  for (const auto& g : report.identity().gpus()) models[g.index()] = g.name();
+  struct Member {
+    const v1alpha1::TestResult* test;
+    const v1alpha1::ThresholdResult* threshold;
+  };
+  // test, metric, statistic, op and GPU model -> one figure per GPU.
+  std::map<std::string, std::vector<Member>> groups;
+  for (const auto& t : report.tests()) {
+    if (t.device().rfind("gpu", 0) != 0) continue;
+    int ordinal = -1;
+    try {
+      ordinal = std::stoi(t.device().substr(3));
+    } catch (const std::exception&) {
+      continue;
+    }
+    for (const auto& th : t.thresholds()) {
+      if (!std::isfinite(th.observed())) continue;
+      const auto& c = th.threshold();
+      groups[t.name() + '\x1f' + c.metric() + '\x1f' + c.statistic() + '\x1f' + c.op() + '\x1f' +
+             models[ordinal]]
+          .push_back({&t, &th});
+    }
+  }
+  // The fleet report's family error: a healthy node flags nothing 99% of the time.
+  constexpr double kFamilyError = 0.01;
+  std::vector<LaggingDevice> out;
+  for (const auto& [key, members] : groups) {
+    if (members.size() < 8) continue;
+    std::vector<double> values;
+    for (const Member& m : members) values.push_back(m.threshold->observed());
+    const std::string& op = members.front().threshold->threshold().op();
+    const bool higher_is_better = op.find('>') != std::string::npos;
+    for (const stats::Lag& lag :
+         stats::LaggingPeers(values, higher_is_better, 3.5, 0.03, kFamilyError)) {
+      const Member& m = members[lag.index];
+      if (m.test->verdict() == v1alpha1::FAIL) continue;  // a failure already, not a lag
+      const auto& c = m.threshold->threshold();
+      const double gap = std::fabs(m.threshold->observed() - lag.median) / std::fabs(lag.median);
+      char pct[16];
+      std::snprintf(pct, sizeof pct, "%.1f%%", 100 * gap);
+      out.push_back({m.test->name(), m.test->device(),
+                     m.test->name() + " [" + m.test->device() + "]: " + c.metric() + " " +
+                         (c.statistic().empty() ? "median" : c.statistic()) + " " +
+                         Figure(m.threshold->observed()) + " is " + pct + " " +
+                         (higher_is_better ? "below" : "above") + " its " +
+                         std::to_string(members.size()) + " GPUs' median " + Figure(lag.median)});
+    }
+  }
+  return out;
+}
+
 bool ShouldCapture(const v1alpha1::Diagnostics& diagnostics, const v1alpha1::Report& report) {
   if (diagnostics.capture() == "Never") return false;
   return std::any_of(report.tests().begin(), report.tests().end(),
-                     [](const v1alpha1::TestResult& t) { return t.verdict() == v1alpha1::FAIL; });
+                     [](const v1alpha1::TestResult& t) { return t.verdict() == v1alpha1::FAIL; }) ||
+         !LaggingDevices(report).empty();
 }
 
 // --- Timeline -------------------------------------------------------------------------------
@@ -420,6 +476,15 @@ Bundle AssembleBundle(const DiagnosisInputs& in, std::size_t part_bytes, std::si
       *failing.add_tests() = t;
       summary.add_failures(t.name() + " [" + t.device() + "]: " + t.reason());
     }
+    // And the tests of GPUs that pass but lag their siblings.
+    const std::vector<LaggingDevice> lagging = LaggingDevices(*in.report);
+    for (const auto& t : in.report->tests()) {
+      const bool lags = std::any_of(lagging.begin(), lagging.end(), [&](const LaggingDevice& l) {
+        return l.test == t.name() && l.device == t.device();
+      });
+      if (lags) *failing.add_tests() = t;
+    }
+    for (const auto& l : lagging) summary.add_lagging(l.what);
   }
   add("failures.json", report::ToJson(failing));
 

@@ -1,7 +1,8 @@
 // Capture on failure (docs/diagnostics.md): while tests run, the worker samples the power,
-// clocks, temperature and throttle reasons of the GPUs under test; when a test fails it
-// gathers a bounded bundle (the failing tests, their timeline, an NVML dump of every GPU,
-// NCCL's topology, optionally an Nsight Systems profile) and puts its summary in the report.
+// clocks, temperature and throttle reasons of the GPUs under test; when a test fails, or a GPU
+// lags the node's others, it gathers a bounded bundle (the failing tests, their timeline, an NVML
+// dump of every GPU, NCCL's topology, optionally an Nsight Systems profile) and puts its summary in
+// the report.
 #pragma once
 
 #include <condition_variable>
@@ -29,8 +30,20 @@ inline constexpr std::size_t kDiagnosisTotalBytes = std::size_t{900} * 1024;
 // sampling interval doubles, so a long test keeps its whole span at a coarser step.
 inline constexpr std::size_t kTimelineMaxPoints = 256;
 
-// Whether `diagnostics` asks for a capture for `report`: a test FAILed and capture is not
-// Never.
+// A GPU whose figure lags the node's other GPUs of the same model, although it passes: each
+// figure a threshold checks is compared across the devices that ran the test, as the fleet
+// report compares nodes (stats::LaggingPeers: robust z at least 3.5 and the Bonferroni bound,
+// at least 3% worse than the median). Needs 8 GPUs of the model (fewer give no reliable
+// spread). `what`: "gemm [gpu3]: tflops median 612 is 9.0% below its 8 GPUs' median 672.5".
+struct LaggingDevice {
+  std::string test;
+  std::string device;
+  std::string what;
+};
+std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report);
+
+// Whether `diagnostics` asks for a capture for `report`: capture is not Never, and a test
+// FAILed or a GPU lags its siblings (LaggingDevices).
 bool ShouldCapture(const v1alpha1::Diagnostics& diagnostics, const v1alpha1::Report& report);
 
 struct TimelinePoint {
@@ -129,9 +142,10 @@ struct Bundle {
   v1alpha1::Diagnosis summary;    // without locations
 };
 
-// Assembles the bundle: failures.json, timeline.json, nvml.json, nccl-topology.xml, spec.yaml
-// and summary.json, in that order of priority, each cut to `part_bytes` and all together to
-// `total_bytes` (what was cut or left out is said in the summary's parts and in the file).
+// Assembles the bundle: failures.json (the failing tests and those of lagging GPUs), timeline.json,
+// nvml.json, nccl-topology.xml, spec.yaml and summary.json, in that order of priority, each cut to
+// `part_bytes` and all together to `total_bytes` (what was cut or left out is said in the summary's
+// parts and in the file).
 Bundle AssembleBundle(const DiagnosisInputs& in, std::size_t part_bytes = kDiagnosisPartBytes,
                       std::size_t total_bytes = kDiagnosisTotalBytes);
 

@@ -311,9 +311,14 @@ perfgate::worker::Bundle GatherDiagnosis(const Capture& capture,
   } else {
     in.nccl_topology = perfgate::NotFound("no NCCL test ran");
   }
+  // The test profiled: the first failing one, else the first whose GPU lags its siblings.
   std::string first_failing;
   for (const auto& t : report->tests()) {
     if (t.verdict() == perfgate::v1alpha1::FAIL && first_failing.empty()) first_failing = t.name();
+  }
+  if (first_failing.empty()) {
+    auto lagging = w::LaggingDevices(*report);
+    if (!lagging.empty()) first_failing = lagging.front().test;
   }
   const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
   const std::string nsys = w::FindOnPath("nsys", path != nullptr ? path : "");

@@ -94,6 +94,29 @@ TEST(HtmlReport, NamesNodesThatLagWhilePassing) {
   EXPECT_NE(healthy.find("No figure lags its peers"), std::string::npos);
 }
 
+TEST(HtmlReport, ShowsTheDiagnosisOfAFailingNodeAndOfAPassingOneWhoseGpuLags) {
+  auto fleet = testing::Fleet(4, 1, 0);  // node-000 fails
+  for (auto& r : fleet) r.validation = "fleet";
+  auto* failing = fleet[0].report.mutable_diagnosis();
+  failing->add_hints("gpu3: HwSlowdown in 12 of 40 samples");
+  failing->add_locations("configmap perfgate-system/fleet-g1-node-000-diagnosis");
+  fleet[2].report.mutable_diagnosis()->add_lagging(
+      "gemm [gpu5]: tflops median 612 is 9.0% below its 8 GPUs' median 672.5");
+  const std::string html = Render(fleet, {});
+  const auto first = html.find("<tr class=\"problem-row\">");
+  ASSERT_NE(first, std::string::npos);
+  const std::string row = html.substr(first, html.find("</tr>", first) - first);
+  EXPECT_NE(row.find("<li>hint: gpu3: HwSlowdown in 12 of 40 samples</li>"), std::string::npos)
+      << row;
+  EXPECT_NE(row.find("<code>kubectl perfgate bundle fleet node-000</code>"), std::string::npos)
+      << row;
+  EXPECT_NE(html.find("<li>lagging: gemm [gpu5]: tflops median 612 is 9.0% below its 8 GPUs&apos; "
+                      "median 672.5</li>"),
+            std::string::npos);
+  // Nodes without a diagnosis carry none.
+  EXPECT_EQ(Count(html, "<details class=\"diagnosis\">"), 3);  // node-000 twice, node-002 once
+}
+
 TEST(HtmlReport, EscapesWhatTheReportsSay) {
   auto fleet = testing::Fleet(3, 1, 0);
   fleet[0].node = "<script>alert(1)</script>";

@@ -56,6 +56,11 @@ class KubectlPlugin : public ::testing::Test {
       r.mutable_identity()->set_hostname(node);
       r.set_completiontime(
           FormatRfc3339(now - (i == 9 ? std::chrono::hours(24 * 60) : std::chrono::hours(1))));
+      if (i == 4) {  // passes, but the worker captured a diagnosis: one GPU lags the others
+        r.mutable_diagnosis()->add_lagging(
+            "gemm [gpu3]: tflops median 612 is 9.0% below its 8 GPUs' median 672.5");
+        r.mutable_diagnosis()->add_locations("configmap perfgate-system/fleet-g1-node-4-diagnosis");
+      }
       auto json = report::ToJson(r);
       ASSERT_TRUE(json.ok());
       Json pres = {{"apiVersion", "perfgate.io/v1alpha1"},
@@ -108,6 +113,13 @@ TEST_F(KubectlPlugin, SummaryCountsNodesByModelAndVerdictAndNamesTheOnesToLookAt
   EXPECT_EQ(doc["nodes"][2]["verdict"], "NEVER");  // node-10, sorted by name
   EXPECT_EQ(doc["byModel"]["NVIDIA H200"]["FAIL"], 2);
   EXPECT_EQ(doc["lagging"].size(), 16u);  // node-2: 8 GPUs x bf16 and fp8
+  for (const Json& n : doc["nodes"]) {
+    if (n["node"] != "node-4") continue;
+    EXPECT_EQ(n["verdict"], "PASS");
+    EXPECT_EQ(n["why"],
+              "lagging: gemm [gpu3]: tflops median 612 is 9.0% below its 8 GPUs' median 672.5; "
+              "bundle: kubectl perfgate bundle fleet node-4");
+  }
 
   auto yaml = Kubectl(*sim_, {"perfgate", "summary", "-o", "yaml", "--stale", "2000h"});
   ASSERT_EQ(yaml.exitCode, 0) << yaml.err;

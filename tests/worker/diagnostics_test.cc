@@ -130,6 +130,77 @@ TEST(Diagnostics, CapturesOnlyAFailureAndOnlyWhenTheSpecAllows) {
   EXPECT_FALSE(ShouldCapture(never, report));
 }
 
+// A node whose GPUs ran "gemm" with these TFLOPS medians, all passing a 500 bound, except where
+// `fail` says; GPUs named by `models` (default: all the same H100).
+v1alpha1::Report GemmOnGpus(const std::vector<double>& tflops, std::vector<std::string> models = {},
+                            int fail = -1) {
+  v1alpha1::Report report;
+  for (std::size_t i = 0; i < tflops.size(); ++i) {
+    auto* gpu = report.mutable_identity()->add_gpus();
+    gpu->set_index(static_cast<int>(i));
+    gpu->set_name(i < models.size() ? models[i] : "NVIDIA H100 80GB HBM3");
+    auto* t = report.add_tests();
+    t->set_name("gemm");
+    t->set_type("gemm");
+    t->set_device("gpu" + std::to_string(i));
+    t->set_verdict(static_cast<int>(i) == fail ? v1alpha1::FAIL : v1alpha1::PASS);
+    auto* th = t->add_thresholds();
+    th->mutable_threshold()->set_metric("tflops");
+    th->mutable_threshold()->set_statistic("median");
+    th->mutable_threshold()->set_op(">=");
+    th->set_observed(tflops[i]);
+    th->set_bound(500);
+    th->set_verdict(t->verdict());
+  }
+  return report;
+}
+
+TEST(Diagnostics, AGpuLaggingItsSiblingsTriggersTheCaptureAndIsNamed) {
+  // gpu3 passes its bound but runs 9% below the node's other seven.
+  const v1alpha1::Report report = GemmOnGpus({673, 671, 675, 612, 674, 670, 676, 672});
+  const auto lagging = LaggingDevices(report);
+  ASSERT_EQ(lagging.size(), 1u);
+  EXPECT_EQ(lagging[0].device, "gpu3");
+  EXPECT_EQ(lagging[0].what,
+            "gemm [gpu3]: tflops median 612 is 9.0% below its 8 GPUs' median 672.5");
+  v1alpha1::Diagnostics on_failure;
+  EXPECT_TRUE(ShouldCapture(on_failure, report));
+  v1alpha1::Diagnostics never;
+  never.set_capture("Never");
+  EXPECT_FALSE(ShouldCapture(never, report));
+
+  DiagnosisInputs in;
+  in.report = &report;
+  const Bundle bundle = AssembleBundle(in);
+  ASSERT_EQ(bundle.summary.lagging_size(), 1);
+  EXPECT_EQ(bundle.summary.lagging(0), lagging[0].what);
+  EXPECT_EQ(bundle.summary.failures_size(), 0);
+  // The lagging GPU's test is in the bundle whole, and none of its healthy siblings.
+  const Json failures = Json::parse(File(bundle, "failures.json"));
+  ASSERT_EQ(failures["tests"].size(), 1u) << failures.dump();
+  EXPECT_EQ(failures["tests"][0]["device"], "gpu3");
+}
+
+TEST(Diagnostics, NoLagAmongHealthyGpusTooFewGpusOrAFailureAlready) {
+  // Eight healthy GPUs within 0.9% of each other.
+  EXPECT_THAT(LaggingDevices(GemmOnGpus({673, 671, 675, 669, 674, 670, 676, 672})),
+              ::testing::IsEmpty());
+  EXPECT_FALSE(
+      ShouldCapture(v1alpha1::Diagnostics{}, GemmOnGpus({673, 671, 675, 669, 674, 670, 676, 672})));
+  // Four GPUs give no reliable spread, however far one is.
+  EXPECT_THAT(LaggingDevices(GemmOnGpus({673, 671, 560, 672})), ::testing::IsEmpty());
+  // Eight GPUs of two models are two groups of four.
+  const std::string h100 = "NVIDIA H100 80GB HBM3";
+  const std::string h200 = "NVIDIA H200";
+  EXPECT_THAT(LaggingDevices(GemmOnGpus({673, 671, 612, 672, 900, 905, 902, 901},
+                                        {h100, h100, h100, h100, h200, h200, h200, h200})),
+              ::testing::IsEmpty());
+  // A GPU that fails is a failure, not a lag.
+  const v1alpha1::Report failing = GemmOnGpus({673, 671, 675, 412, 674, 670, 676, 672}, {}, 3);
+  EXPECT_THAT(LaggingDevices(failing), ::testing::IsEmpty());
+  EXPECT_TRUE(ShouldCapture(v1alpha1::Diagnostics{}, failing));
+}
+
 TEST(Diagnostics, AFailingGpuTestCarriesItsTimelineAndHintsNamingTheThrottledGpu) {
   TimelineRecorder timeline(RecordedTelemetry, 0.005);
   v1alpha1::Report report = RunFailingTest(&timeline);
