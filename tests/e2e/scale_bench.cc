@@ -228,33 +228,34 @@ struct Phase {
   double podsSeconds = 0;
   double completeSeconds = 0;
   size_t requests = 0;
-  std::map<std::string, size_t> leaseRequests;  // the operator's, by verb ("create 409" apart)
+  // The operator's requests by resource and verb, a refusal apart ("leases create 409").
+  std::map<std::string, size_t> byKind;
 };
 
-// The operator's Lease requests from the `from`-th request on: node claims (create, update to
-// renew or take over, delete to release, list each reconcile) and its leader election (get,
-// update every 2 s).
-std::map<std::string, size_t> LeaseRequests(const KubeSim& sim, size_t from) {
+// The operator's requests from the `from`-th request on, by resource and verb: among them its
+// node claims (leases: create, update to renew or take over, delete to release, list each
+// reconcile) and its leader election (leases get and update every 2 s).
+std::map<std::string, size_t> RequestsByKind(const KubeSim& sim, size_t from) {
   std::map<std::string, size_t> out;
   const auto all = sim.Requests();
   for (size_t i = from; i < all.size(); ++i) {
     const auto& r = all[i];
-    if (r.user != "kubernetes-admin" || r.resource != "leases") continue;
-    out[r.verb + (r.code == 409 ? " 409" : "")]++;
+    if (r.user != "kubernetes-admin") continue;
+    out[r.resource + " " + r.verb + (r.code >= 400 ? " " + std::to_string(r.code) : "")]++;
   }
   return out;
 }
 
-void PrintLeases(const KubeSim& sim, const Phase& p) {
-  std::string verbs;
-  for (const auto& [verb, n] : p.leaseRequests) {
-    verbs += (verbs.empty() ? "" : ", ") + verb + " " + std::to_string(n);
+void PrintRequests(const KubeSim& sim, const Phase& p) {
+  std::string kinds;
+  for (const auto& [kind, n] : p.byKind) {
+    kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(n);
   }
   size_t claims = 0;
   for (const auto& l : sim.List("coordination.k8s.io", "leases", "perfgate-system")) {
     claims += l["metadata"].value("labels", Json::object()).contains("perfgate.io/claim") ? 1 : 0;
   }
-  std::printf("  operator Lease requests: %s; node claims left: %zu\n", verbs.c_str(), claims);
+  std::printf("  operator requests: %s; node claims left: %zu\n", kinds.c_str(), claims);
 }
 
 Phase RunPhase(KubeSim& sim, const std::vector<Json>& validations, size_t expected_pods) {
@@ -292,13 +293,14 @@ Phase RunPhase(KubeSim& sim, const std::vector<Json>& validations, size_t expect
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   p.requests = OperatorRequests(sim) - before;
-  p.leaseRequests = LeaseRequests(sim, first);
+  p.byKind = RequestsByKind(sim, first);
   return p;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each figure as it comes, also into a file
   int nodes = 1000, validations = 100;
   std::string qps = "500", burst = "1000", workers = "4";
   std::string operator_bin = PERFGATE_OPERATOR_BIN;
@@ -402,7 +404,7 @@ int main(int argc, char** argv) {
   std::printf("| 1 validation x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s | %.1f s |\n",
               nodes, one.podsSeconds, one.completeSeconds,
               static_cast<double>(one.requests) / nodes, mem1, cpu1 - cpu0, self1 - self0);
-  PrintLeases(sim, one);
+  PrintRequests(sim, one);
 
   std::vector<Json> many;
   const int per = nodes / validations;
@@ -418,7 +420,7 @@ int main(int argc, char** argv) {
       "| %d validations x %d nodes | %.1f s | %.1f s | %.1f | %.0f MiB | %.1f s | %.1f s |\n",
       validations, per, lots.podsSeconds, lots.completeSeconds,
       static_cast<double>(lots.requests) / (per * validations), mem2, cpu2 - cpu1, self2 - self1);
-  PrintLeases(sim, lots);
+  PrintRequests(sim, lots);
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);

@@ -27,6 +27,14 @@ const Json& Field(const Json& o, const char* key) {
   return it == o.end() ? kNull : *it;
 }
 
+// o[a][b] when it is a string, else "": read in place, for the loops over every pod that run on
+// each write (a copy of each pod's status there made a 1,000-node cluster crawl).
+const std::string& StringAt(const Json& o, const char* a, const char* b) {
+  static const std::string kEmpty;
+  const Json& v = Field(Field(o, a), b);
+  return v.is_string() ? v.get_ref<const std::string&>() : kEmpty;
+}
+
 struct Ref {
   std::string typeKey;
   std::string ns;
@@ -42,11 +50,14 @@ int QuantityInt(const Json& v) {
 // cpu and memory are not modelled (the simulated nodes have plenty).
 std::map<std::string, int> ExtendedRequest(const Json& pod) {
   std::map<std::string, int> total;
-  for (const auto& c : pod["spec"].value("containers", Json::array())) {
-    const Json res = c.value("resources", Json::object());
+  const Json& containers = Field(Field(pod, "spec"), "containers");
+  if (!containers.is_array()) return total;
+  for (const auto& c : containers) {
+    const Json& res = Field(c, "resources");
     std::map<std::string, int> want;
     for (const char* kind : {"limits", "requests"}) {
-      const Json amounts = res.value(kind, Json::object());  // items() refers to it
+      const Json& amounts = Field(res, kind);
+      if (!amounts.is_object()) continue;
       for (const auto& [name, v] : amounts.items()) {
         if (name.find('/') == std::string::npos) continue;
         want[name] = std::max(want[name], QuantityInt(v));
@@ -137,7 +148,7 @@ std::string NodeMisfit(const Json& pod, const Json& node, const std::map<std::st
 }
 
 bool Terminal(const Json& pod) {
-  std::string phase = pod.value("status", Json::object()).value("phase", "");
+  const std::string& phase = StringAt(pod, "status", "phase");
   return phase == "Succeeded" || phase == "Failed";
 }
 
@@ -370,11 +381,28 @@ void KubeSim::Impl::NodeLifecycleLocked() {
 }
 
 void KubeSim::Impl::GarbageCollectLocked() {
+  // The objects some ownerReference or deletion finalizer names, by uid: only those are looked
+  // up below (a map of every object, events included, on each pass was most of its cost).
+  std::set<std::string> wanted;
+  for (const auto& [key, m] : objects) {
+    for (const auto& [k, o] : m) {
+      const Json& md = Field(o, "metadata");
+      if (md.contains("deletionTimestamp")) wanted.insert(StringAt(o, "metadata", "uid"));
+      const Json& refs = Field(md, "ownerReferences");
+      if (!refs.is_array()) continue;
+      for (const auto& ref : refs) {
+        const Json& uid = Field(ref, "uid");
+        if (uid.is_string()) wanted.insert(uid.get<std::string>());
+      }
+    }
+  }
+  if (wanted.empty()) return;
   std::map<std::string, Ref> byUid;
   for (const auto& [key, m] : objects) {
     for (const auto& [k, o] : m) {
-      byUid[o["metadata"].value("uid", "")] = {key, o["metadata"].value("namespace", ""),
-                                               o["metadata"].value("name", "")};
+      const std::string& uid = StringAt(o, "metadata", "uid");
+      if (wanted.count(uid) == 0) continue;
+      byUid[uid] = {key, StringAt(o, "metadata", "namespace"), StringAt(o, "metadata", "name")};
     }
   }
   std::vector<Ref> toDelete;
@@ -494,17 +522,21 @@ void KubeSim::Impl::ScheduleLocked() {
   const ResourceType podType = *FindType("", "pods");
   auto& pods = objects["/pods"];
   auto& nodes = objects["/nodes"];
-  std::map<std::string, std::map<std::string, int>> used;  // node -> resource -> in use
   std::vector<std::string> pending;
   for (const auto& [k, p] : pods) {
-    std::string node = p["spec"].value("nodeName", "");
-    if (!node.empty()) {
-      if (!Terminal(p)) {
-        for (const auto& [r, n] : ExtendedRequest(p)) used[node][r] += n;
-      }
-    } else if (!p["metadata"].contains("deletionTimestamp") &&
-               p["spec"].value("schedulerName", "default-scheduler") == "default-scheduler") {
+    if (!StringAt(p, "spec", "nodeName").empty()) continue;
+    const std::string& scheduler = StringAt(p, "spec", "schedulerName");
+    if (!Field(p, "metadata").contains("deletionTimestamp") &&
+        (scheduler.empty() || scheduler == "default-scheduler")) {
       pending.push_back(k);
+    }
+  }
+  if (pending.empty()) return;
+  std::map<std::string, std::map<std::string, int>> used;  // node -> resource -> in use
+  for (const auto& [k, p] : pods) {
+    const std::string& node = StringAt(p, "spec", "nodeName");
+    if (!node.empty() && !Terminal(p)) {
+      for (const auto& [r, n] : ExtendedRequest(p)) used[node][r] += n;
     }
   }
   struct NodeInfo {
@@ -612,13 +644,14 @@ void KubeSim::Impl::SetPodStatusLocked(const std::string& ns, const std::string&
 
 void KubeSim::Impl::KubeletLocked() {
   ResourceType podType = *FindType("", "pods");
+  const ResourceType& nodeType = *FindType("", "nodes");
   std::vector<std::string> toStart;
   for (const auto& [k, p] : objects["/pods"]) {
-    std::string node = p["spec"].value("nodeName", "");
-    if (node.empty() || Terminal(p) || p["metadata"].contains("deletionTimestamp")) continue;
-    if (runs.count(p["metadata"].value("uid", "")) > 0) continue;
-    if (restartNotBefore.count(p["metadata"].value("uid", "")) > 0) continue;
-    if (FindObject(*FindType("", "nodes"), "", node) == nullptr) continue;
+    const std::string& node = StringAt(p, "spec", "nodeName");
+    if (node.empty() || Terminal(p) || Field(p, "metadata").contains("deletionTimestamp")) continue;
+    const std::string& uid = StringAt(p, "metadata", "uid");
+    if (runs.count(uid) > 0 || restartNotBefore.count(uid) > 0) continue;
+    if (FindObject(nodeType, "", node) == nullptr) continue;
     toStart.push_back(k);
   }
   for (const auto& k : toStart) {

@@ -103,6 +103,13 @@ void KubeSim::Impl::Emit(const ResourceType& t, const std::string& type, const J
   }
   if (t.key() == "/nodes") nodesDirty = true;
   cv.notify_all();
+  // No controller here reads events or leases: their writes (one per node claim, per event)
+  // need no pass over every pod, unless the garbage collector has work.
+  if (t.key() == "/events" || t.key() == "coordination.k8s.io/leases" ||
+      t.key() == "events.k8s.io/events") {
+    if (gcDirty) MarkDirty();
+    return;
+  }
   MarkDirty();
 }
 
