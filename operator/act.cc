@@ -8,7 +8,9 @@
 #include <thread>
 
 #include "common/time.h"
+#include "operator/cache_strip.h"
 #include "operator/disruption.h"
+#include "operator/json_fields.h"
 #include "operator/log.h"
 #include "operator/names.h"
 #include "operator/node_actions.h"
@@ -224,10 +226,21 @@ Status Actor::MarkNode(const std::string& node, const std::string& verdict,
 
 Status Actor::EditNode(const std::string& node, const Json* cached,
                        const std::function<bool(Json*)>& edit) {
+  const Json::json_pointer rv("/metadata/resourceVersion");
   for (int attempt = 0; attempt < 5; ++attempt) {
     Json n;
+    std::set<std::string> behind;  // the versions our earlier writes replaced
     if (attempt == 0 && cached != nullptr) {
       n = *cached;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = written_nodes_.find(node); it != written_nodes_.end()) {
+        if (it->second.behind.contains(Str(*cached, rv))) {
+          n = it->second.node;
+          behind = it->second.behind;
+        } else {
+          written_nodes_.erase(it);
+        }
+      }
     } else {
       auto got = client_->Get(kube::NodesResource(), "", node);
       if (!got.ok()) {
@@ -236,8 +249,16 @@ Status Actor::EditNode(const std::string& node, const Json* cached,
       n = *got;
     }
     if (!edit(&n)) return Status::Ok();
+    behind.insert(Str(n, rv));
     auto updated = client_->Update(kube::NodesResource(), "", n);
-    if (updated.ok() || updated.status().code() == Code::kNotFound) return Status::Ok();
+    if (updated.ok()) {
+      Json written = *updated;
+      StripNode(written);
+      std::lock_guard<std::mutex> lock(mu_);
+      written_nodes_[node] = {std::move(behind), std::move(written)};
+      return Status::Ok();
+    }
+    if (updated.status().code() == Code::kNotFound) return Status::Ok();
     if (updated.status().code() != Code::kAborted) return updated.status();
   }
   return Status(Code::kAborted, "node " + node + ": too many update conflicts");

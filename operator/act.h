@@ -98,6 +98,15 @@ class Actor {
   std::set<std::string> claim_lost_;  // validations; guarded by mu_
   // validation -> pod -> the refusal's message; guarded by mu_
   std::map<std::string, std::map<std::string, std::string>> eviction_refused_;
+  // Each node as this operator last wrote it (stripped as the cache strips it), with the
+  // resourceVersions its writes replaced: an edit starts from it while the cache still shows one
+  // of those (the cache lags the write) instead of failing with a 409 and reading the node again.
+  // An entry goes once the cache has moved on. Guarded by mu_.
+  struct WrittenNode {
+    std::set<std::string> behind;
+    Json node;
+  };
+  std::map<std::string, WrittenNode> written_nodes_;
   std::shared_ptr<Recorder> recorder_;
 };
 

@@ -220,6 +220,53 @@ TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
   EXPECT_EQ(s->claims.at("node-1").holder, (ClaimHolder{"running", "u8", "g2"}));
 }
 
+// A claim on a node this validation does not select keeps nothing of it off a node: its holder
+// is not read (with 100 validations over 10 nodes apiece, each look read the other 99).
+TEST_F(ApiTest, ObserveReadsNoHolderOfAClaimOnANodeItDoesNotSelect) {
+  Json spec = Spec();
+  spec["nodes"] = {"node-0"};
+  transport_->Expect("GET", kPvalPath, Reply().WithBody(Validation(spec).dump()));
+  nodes_ = {Node("node-0"), Node("node-1")};
+  Json list = {
+      {"items", {BuildClaimLease("perfgate-system", "node-1", {"other", "u7", "g1"}, 60, kT0)}}};
+  transport_->Expect("GET", kClaimsPath, Reply().WithBody(list.dump()));
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
+  auto s = Observe(*client_, caches_, config_, "v");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->claims.size(), 1u);
+  for (const auto& path : Paths()) {
+    EXPECT_EQ(path.find("perfvalidations/other"), std::string::npos) << path;
+  }
+}
+
+// Two edits of one node in one pass (given back, then its verdict) while the cache still shows
+// the node before the first: the second starts from what the first wrote, so it neither meets
+// a 409 nor reads the node again.
+TEST_F(ApiTest, ASecondNodeEditStartsFromTheFirstWriteNotTheLaggingCache) {
+  ReconcileMetrics metrics;
+  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Snapshot s = SnapshotOfV();
+  Json cached = Node("node-0");
+  cached["metadata"]["resourceVersion"] = "10";
+  cached["metadata"]["labels"][kUnderTestLabel] = LabelValue("v");
+  s.nodes["node-0"] = cached;
+  Decision d;
+  d.restore_nodes.push_back({"node-0", false});
+  d.node_verdicts.push_back({"node-0", "PASS", std::nullopt});
+  Json given_back = cached;
+  given_back["metadata"]["labels"].erase(kUnderTestLabel);
+  given_back["metadata"]["resourceVersion"] = "11";
+  transport_->Expect("PUT", "/api/v1/nodes/node-0", Reply().WithBody(given_back.dump()));
+  transport_->Expect("PUT", "/api/v1/nodes/node-0", Reply().WithBody(given_back.dump()));
+  ASSERT_TRUE(actor.Apply(s, d).ok());
+  ASSERT_EQ(Paths(),
+            (std::vector<std::string>{"PUT /api/v1/nodes/node-0", "PUT /api/v1/nodes/node-0"}));
+  const Json second = Json::parse(transport_->requests()[1].body);
+  EXPECT_EQ(second["metadata"]["resourceVersion"], "11");
+  EXPECT_FALSE(second["metadata"]["labels"].contains(kUnderTestLabel));
+  EXPECT_EQ(second["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
+}
+
 // A claim lost to someone faster (409 AlreadyExists): that node's pod is not created, nor any
 // node's claimed after it; the reconcile is told to look again soon.
 TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
