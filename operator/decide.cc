@@ -546,7 +546,8 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     std::map<std::string, std::string> verdict_of;
     for (const auto& o : outcomes) verdict_of[o.node] = o.verdict;
     const std::string mode = spec.gang().narrow().empty() ? "pairs" : spec.gang().narrow();
-    const Narrowing narrowing = Narrow(ctx, gangs, verdict_of, shape, mode, d);
+    const Narrowing narrowing =
+        Narrow(ctx, gangs, verdict_of, shape, mode, disruption.max_unavailable, d);
     Json suspects = Json::array();
     status.erase("suspectNodes");  // an earlier round's candidates may have been cleared since
     for (const auto& n : narrowing.suspects) {

@@ -249,7 +249,7 @@ void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string
 
 Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
                  const std::map<std::string, std::string>& verdict_of, const std::string& shape,
-                 const std::string& mode, Decision* d) {
+                 const std::string& mode, int max_nodes, Decision* d) {
   auto verdict = [&](const std::vector<std::string>& gang_nodes) {
     auto it = verdict_of.find(gang_nodes.front());
     return it == verdict_of.end() ? std::string() : it->second;
@@ -286,9 +286,11 @@ Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::strin
   // Each node of a failing pair runs again beside a node that passed: a suspect whose probe
   // passes is cleared (its partner or their link was the problem). One probe per passing node
   // at a time, so that probes never share a node: with more suspects than passing nodes, the
-  // probes run in rounds ("<run>-probe", "<run>-probe2", ...), at most kMaxProbeRounds.
+  // probes run in rounds ("<run>-probe", "<run>-probe2", ...), at most kMaxProbeRounds. A round
+  // holds two nodes per probe, at most max_nodes in all (at least one probe).
   constexpr size_t kMaxProbeRounds = 8;
-  const size_t per_round = good.size();
+  const size_t per_round =
+      std::min(good.size(), std::max<size_t>(1, static_cast<size_t>(std::max(max_nodes, 0)) / 2));
   const size_t rounds = std::min((suspects.size() + per_round - 1) / per_round, kMaxProbeRounds);
   std::vector<std::string> narrowed;
   for (size_t k = 0; k < rounds; ++k) {

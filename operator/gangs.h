@@ -85,10 +85,11 @@ struct Narrowing {
 };
 
 // The suspects of the decided gangs (docs/nccl.md, "Narrowing"): failing pairs, or a failing
-// `all` gang run again in pairs; then each suspect beside a node that passed. Adds the pods,
-// Services and operator results of the rounds still to run to `d`.
+// `all` gang run again in pairs; then each suspect beside a node that passed, in rounds of at
+// most `max_nodes` nodes (spec.disruption.maxUnavailable; the pairs of a gang that started
+// fit already). Adds the pods, Services and operator results of the rounds still to run to `d`.
 Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
                  const std::map<std::string, std::string>& verdict_of, const std::string& shape,
-                 const std::string& mode, Decision* d);
+                 const std::string& mode, int max_nodes, Decision* d);
 
 }  // namespace perfgate::op

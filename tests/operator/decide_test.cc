@@ -865,6 +865,29 @@ TEST(DecideScenario, GangPairsUnderMaxUnavailableStartOneGangAtATime) {
   EXPECT_TRUE(d.pods.empty());
 }
 
+// Probes under maxUnavailable 2: each probe holds two nodes, so one runs at a time (four
+// rounds for four suspects), never more nodes under test than the limit.
+TEST(DecideScenario, GangProbesUnderMaxUnavailableRunOneAtATime) {
+  Json spec = GangSpec("pairs");
+  spec["disruption"] = {{"maxUnavailable", "2"}};
+  World w("probes-limited", spec, Nodes(6));
+  // The pairs in their turns: node-0/1 pass, node-2/3 and node-4/5 fail.
+  for (int turn = 0; turn < 3; ++turn) {
+    Decision d = w.Decide();
+    ASSERT_EQ(d.pods.size(), 2u) << "turn " << turn << ": " << d.status->dump(2);
+    w.Apply(d);
+    for (const auto& p : d.pods) {
+      const std::string n = ViewOfPod(p.pod).node;
+      w.Finish(n, n == "node-0" || n == "node-1" ? "PASS" : "FAIL");
+    }
+  }
+  Decision d = w.Decide();
+  ASSERT_EQ(d.pods.size(), 2u) << d.status->dump(2);
+  for (const auto& p : d.pods) EXPECT_EQ(Label(p.pod, kRunLabel), "g1-probe");
+  EXPECT_NE(d.status->value("message", "").find("(round 1 of 4)"), std::string::npos)
+      << d.status->dump(2);
+}
+
 // With --gang-rendezvous-host the ranks meet at an address Act picks, the same for the gang.
 TEST(DecideScenario, GangAtRendezvousHostLeavesThePortToAct) {
   World w("gang", GangSpec("pairs"));
