@@ -183,9 +183,6 @@ std::string GroupKey(const Figure& f) {
   return f.test + "\x1f" + f.metric + "\x1f" + f.statistic + "\x1f" + f.op;
 }
 
-// The chance that a healthy group flags any figure (normal figures).
-constexpr double kLaggingFamilyError = 0.01;
-
 std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z, double min_gap) {
   std::map<std::string, std::vector<const Figure*>> groups;
   for (const Figure& f : figures) groups[GroupKey(f) + "\x1f" + f.model].push_back(&f);
@@ -197,7 +194,7 @@ std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z, d
     std::vector<double> values;
     for (const Figure* f : members) values.push_back(f->value);
     for (const stats::Lag& lag : stats::LaggingPeers(values, members.front()->higher_is_better, z,
-                                                     min_gap, kLaggingFamilyError)) {
+                                                     min_gap, stats::kLaggingFamilyError)) {
       const Figure& f = *members[lag.index];
       if (f.verdict == v1alpha1::FAIL) continue;  // already a failure, not a lag
       out.push_back({f, lag.median, f.value / lag.median, -lag.robust_z});
@@ -225,15 +222,6 @@ double FigureAfter(const std::string& text, const std::string& word) {
   return std::nan("");
 }
 
-// "gpu3" -> 3; -1 otherwise.
-int Ordinal(const std::string& s) {
-  if (s.rfind("gpu", 0) != 0 || s.size() == 3) return -1;
-  for (std::size_t i = 3; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return -1;
-  }
-  return std::stoi(s.substr(3));
-}
-
 }  // namespace
 
 std::vector<P2pMatrix> P2pMatrices(const std::vector<NodeReport>& reports) {
@@ -248,8 +236,8 @@ std::vector<P2pMatrix> P2pMatrices(const std::vector<NodeReport>& reports) {
         const std::string pair = key.substr(5);
         const std::size_t arrow = pair.find("->");
         if (arrow == std::string::npos) continue;
-        const int src = Ordinal(pair.substr(0, arrow));
-        const int dst = Ordinal(pair.substr(arrow + 2));
+        const int src = report::DeviceOrdinal(pair.substr(0, arrow));
+        const int dst = report::DeviceOrdinal(pair.substr(arrow + 2));
         if (src < 0 || dst < 0 || src > 1023 || dst > 1023) continue;
         double gbps = FigureAfter(text, "peer ");
         if (std::isnan(gbps)) gbps = FigureAfter(text, "no peer ");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/stats.h"
 #include "perfgate/v1alpha1/report.pb.h"
 
 namespace perfgate::fleet {
@@ -71,8 +72,8 @@ struct Lagging {
   double ratio = 0;  // figure / peerMedian
   double z = 0;      // robust z, signed so that negative is worse
 };
-std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z = 3.5,
-                                 double min_gap = 0.03);
+std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z = stats::kLaggingZ,
+                                 double min_gap = stats::kLaggingMinGap);
 
 // A node's peer-to-peer matrix from the p2p test's details ("pair gpu0->gpu1": "peer 389.1 GB/s,
 // no peer 21.0 GB/s"): the best of the two, GB/s, by ordered pair. Empty without a p2p test.

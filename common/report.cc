@@ -19,6 +19,14 @@ std::string Fixed(double v) { return FormatFigure(v); }
 
 }  // namespace
 
+int DeviceOrdinal(const std::string& device) {
+  if (device.rfind("gpu", 0) != 0 || device.size() == 3 || device.size() > 12) return -1;
+  for (std::size_t i = 3; i < device.size(); ++i) {
+    if (device[i] < '0' || device[i] > '9') return -1;
+  }
+  return std::stoi(device.substr(3));
+}
+
 int Severity(v1alpha1::Verdict v) {
   switch (v) {
     case v1alpha1::FAIL:

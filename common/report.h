@@ -17,6 +17,9 @@ std::string VerdictName(v1alpha1::Verdict v);
 // anything else (SKIPPED, unset) 0.
 int Severity(v1alpha1::Verdict v);
 
+// The CUDA ordinal of a test result's device ("gpu3" -> 3); -1 for "host" or anything else.
+int DeviceOrdinal(const std::string& device);
+
 // A measured figure or bound as people read it: "2403.5", "11.71", "0.0042"; past a million or
 // below 0.0001 in four significant digits ("1e+300", not 300 digits); "-" when not a number.
 std::string FormatFigure(double v);

@@ -41,6 +41,13 @@ int CountOutliers(std::span<const double> sorted);
 // Type-7 quantile of `sorted` (ascending), q in [0, 1].
 double Quantile(std::span<const double> sorted, double q);
 
+// What "lags its peers" means wherever perfgate says it (the fleet report, /metrics, the worker's
+// capture for a GPU behind its siblings): a robust z of at least 3.5, at least 3% worse than the
+// median, and a healthy group of any size flagging nothing 99% of the time.
+inline constexpr double kLaggingZ = 3.5;
+inline constexpr double kLaggingMinGap = 0.03;
+inline constexpr double kLaggingFamilyError = 0.01;
+
 // One of a group of peers' figures that lags the rest (LaggingPeers).
 struct Lag {
   std::size_t index = 0;  // into the values given

@@ -75,13 +75,8 @@ std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
   // test, metric, statistic, op and GPU model -> one figure per GPU.
   std::map<std::string, std::vector<Member>> groups;
   for (const auto& t : report.tests()) {
-    if (t.device().rfind("gpu", 0) != 0) continue;
-    int ordinal = -1;
-    try {
-      ordinal = std::stoi(t.device().substr(3));
-    } catch (const std::exception&) {
-      continue;
-    }
+    const int ordinal = report::DeviceOrdinal(t.device());
+    if (ordinal < 0) continue;
     for (const auto& th : t.thresholds()) {
       if (!std::isfinite(th.observed())) continue;
       const auto& c = th.threshold();
@@ -90,8 +85,6 @@ std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
           .push_back({&t, &th});
     }
   }
-  // The fleet report's family error: a healthy node flags nothing 99% of the time.
-  constexpr double kFamilyError = 0.01;
   std::vector<LaggingDevice> out;
   for (const auto& [key, members] : groups) {
     if (members.size() < 8) continue;
@@ -100,7 +93,8 @@ std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
     const std::string& op = members.front().threshold->threshold().op();
     const bool higher_is_better = op.find('>') != std::string::npos;
     for (const stats::Lag& lag :
-         stats::LaggingPeers(values, higher_is_better, 3.5, 0.03, kFamilyError)) {
+         stats::LaggingPeers(values, higher_is_better, stats::kLaggingZ, stats::kLaggingMinGap,
+                             stats::kLaggingFamilyError)) {
       const Member& m = members[lag.index];
       if (m.test->verdict() == v1alpha1::FAIL) continue;  // a failure already, not a lag
       const auto& c = m.threshold->threshold();

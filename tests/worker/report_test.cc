@@ -57,6 +57,14 @@ TEST(Report, JsonRoundTripsWithKubernetesStyleNames) {
   EXPECT_EQ(back->identity().hostname(), "gpu-node-7");
 }
 
+TEST(Report, DeviceOrdinalReadsOnlyAGpuAndItsNumber) {
+  EXPECT_EQ(DeviceOrdinal("gpu0"), 0);
+  EXPECT_EQ(DeviceOrdinal("gpu13"), 13);
+  for (const char* other : {"host", "gpu", "gpu-1", "gpu3x", "GPU3", "", "gpu99999999999"}) {
+    EXPECT_EQ(DeviceOrdinal(other), -1) << other;
+  }
+}
+
 TEST(Report, FromJsonRejectsGarbage) {
   EXPECT_FALSE(FromJson("{\"verdict\": \"MAYBE\"}").ok());
   EXPECT_FALSE(FromJson("not json").ok());
