@@ -223,11 +223,10 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   if (s.run_complete && !s.deleting) return s;
   // Others' claims matter on the nodes this validation selects; being deleted, it only lets
   // go of its own.
-  std::set<std::string> wanted;
-  if (s.spec && !s.deleting) {
-    for (auto& node : SelectNodes(s.spec->doc.spec(), s.nodes)) wanted.insert(std::move(node));
-  }
-  RETURN_IF_ERROR(ObserveClaims(client, config, wanted, &s));
+  std::vector<std::string> selected;
+  if (s.spec && !s.deleting) selected = SelectNodes(s.spec->doc.spec(), s.nodes);
+  RETURN_IF_ERROR(
+      ObserveClaims(client, config, std::set<std::string>(selected.begin(), selected.end()), &s));
   if (s.deleting || !s.spec) return s;
 
   std::set<std::string> cached_results;      // by name
@@ -261,7 +260,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   const bool gang = !spec.gang().shape().empty();
   const std::string own = LabelValue(name);
   std::vector<std::string> free_nodes;  // where other pods' GPUs are looked up
-  for (const auto& node : SelectNodes(spec, s.nodes)) {
+  for (const auto& node : selected) {
     if (!gang && (nodes_with_pods.contains(node) || nodes_with_results.contains(node))) {
       continue;
     }
