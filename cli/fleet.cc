@@ -179,6 +179,11 @@ std::vector<Figure> Figures(const std::vector<NodeReport>& reports) {
   return out;
 }
 
+std::string BundleCommand(const NodeReport& r) {
+  if (r.report.diagnosis().locations().empty() || r.validation.empty()) return "";
+  return "kubectl perfgate bundle " + r.validation + " " + r.node;
+}
+
 std::string GroupKey(const Figure& f) {
   return f.test + "\x1f" + f.metric + "\x1f" + f.statistic + "\x1f" + f.op;
 }

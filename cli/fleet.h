@@ -32,6 +32,10 @@ Result<std::vector<NodeReport>> ParseReports(const std::string& text, const std:
 // that names it; an empty result is an error too.
 Result<std::vector<NodeReport>> LoadReports(const std::vector<std::string>& paths);
 
+// The command that downloads the node's diagnosis bundle ("kubectl perfgate bundle VALIDATION
+// NODE"); "" when the report names no bundle or no validation (a local run's bundle is a folder).
+std::string BundleCommand(const NodeReport& r);
+
 // The GPU model of a report ("NVIDIA H200"), "" when it ran on no GPU.
 std::string GpuModel(const v1alpha1::Report& report);
 

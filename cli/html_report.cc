@@ -133,9 +133,8 @@ void Diagnosis(std::ostringstream& os, const NodeReport& r) {
   for (const auto& l : d.lagging()) os << "<li>lagging: " << Esc(l) << "</li>";
   for (const auto& h : d.hints()) os << "<li>hint: " << Esc(h) << "</li>";
   for (const auto& where : d.locations()) os << "<li>bundle: " << Esc(where) << "</li>";
-  if (!d.locations().empty() && !r.validation.empty()) {
-    os << "<li>download: <code>kubectl perfgate bundle " << Esc(r.validation) << " " << Esc(r.node)
-       << "</code></li>";
+  if (const std::string command = fleet::BundleCommand(r); !command.empty()) {
+    os << "<li>download: <code>" << Esc(command) << "</code></li>";
   }
   os << "</ul></details>";
 }

@@ -49,10 +49,8 @@ std::string CompletedAt(const fleet::NodeReport& r) {
 std::string WhyOf(const fleet::NodeReport& r) {
   // The first thing the diagnosis points at, and where its bundle is (docs/diagnostics.md).
   const auto& d = r.report.diagnosis();
-  const std::string bundle =
-      !d.locations().empty() && !r.validation.empty()
-          ? "; bundle: kubectl perfgate bundle " + r.validation + " " + r.node
-          : "";
+  const std::string command = fleet::BundleCommand(r);
+  const std::string bundle = command.empty() ? "" : "; bundle: " + command;
   if (r.report.verdict() != v1alpha1::PASS && !r.report.reason().empty()) {
     std::string why = r.report.reason();
     if (!d.hints().empty()) why += "; hint: " + d.hints(0);
