@@ -12,7 +12,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libcpprest-dev libssl-dev libboost-system-dev \
-      libyaml-cpp-dev libprotobuf-dev protobuf-compiler \
+      libyaml-cpp-dev libprotobuf-dev protobuf-compiler libcli11-dev \
       libspdlog-dev libfmt-dev nlohmann-json3-dev libpq-dev libsqlite3-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

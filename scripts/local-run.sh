@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
 bash scripts/install-deps.sh
 cmake --preset default >/dev/null
-cmake --build --preset default --target perfgate-worker
+cmake --build --preset default --target perfgate
 mkdir -p out
-exec build/worker/perfgate-worker run "${1:-examples/local.yaml}" \
+exec build/cli/perfgate run "${1:-examples/local.yaml}" \
   --report-json out/local-report.json --junit out/local-junit.xml

@@ -1,5 +1,7 @@
 #include "worker/history.h"
 
+#include "common/exit_codes.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,15 +100,15 @@ void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& option
   if (opened.ok()) {
     store = std::move(opened).value();
   } else {
-    err << "perfgate-worker: warning: the results store is unavailable: "
-        << opened.status().message() << "\n";
+    err << "perfgate: warning: the results store is unavailable: " << opened.status().message()
+        << "\n";
   }
   store::Spool spool(store::DefaultSpoolDir(url));
   std::vector<store::MetricRecord> before;
   if (store) {
     // Runs that waited for the store go in first, so this one is compared with them too.
     if (auto drained = spool.Drain(*store); !drained.ok()) {
-      err << "perfgate-worker: warning: earlier runs still wait in " << spool.dir() << ": "
+      err << "perfgate: warning: earlier runs still wait in " << spool.dir() << ": "
           << drained.status().message() << "\n";
     }
     store::MetricQuery q;
@@ -119,17 +121,15 @@ void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& option
     if (got.ok()) {
       before = std::move(got).value();
     } else {
-      err << "perfgate-worker: warning: cannot read earlier runs: " << got.status().message()
-          << "\n";
+      err << "perfgate: warning: cannot read earlier runs: " << got.status().message() << "\n";
     }
   }
   Status why;
   auto stored = store::PutOrSpool(store.get(), spool, result, &why);
   if (!stored.ok()) {
-    err << "perfgate-worker: warning: this run was not recorded: " << stored.status().message()
-        << "\n";
+    err << "perfgate: warning: this run was not recorded: " << stored.status().message() << "\n";
   } else if (*stored == store::Stored::kSpooled) {
-    err << "perfgate-worker: warning: this run waits in " << spool.dir()
+    err << "perfgate: warning: this run waits in " << spool.dir()
         << " and is recorded at the next run: " << why.message() << "\n";
   }
 
@@ -172,61 +172,19 @@ LocalBaselineLookup(const std::string& store_url) {
   };
 }
 
-int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  constexpr int kInvalid = 2, kError = 3;
-  const char* usage =
-      "usage:\n"
-      "  perfgate-worker baseline create NAME --from SELECTION [--nodes A,B,...] [--any-verdict]\n"
-      "      [-o yaml|json]\n"
-      "  perfgate-worker baseline show NAME [-o yaml|json]\n"
-      "  perfgate-worker baseline list\n"
-      "  perfgate-worker baseline delete NAME\n"
-      "  every one takes --store URL (default: the local SQLite store)\n"
-      "  -o yaml|json: the baseline as a PerfBaseline object, for kubectl apply -f -\n"
-      "SELECTION: comma-separated validation=NAME, run=ID, cluster=NAME, since=TIME, until=TIME\n"
-      "  (RFC 3339), e.g. --from validation=h200-acceptance,since=2026-06-01T00:00:00Z\n";
-  if (args.empty()) {
-    err << usage;
-    return kInvalid;
-  }
-  const std::string& verb = args[0];
-  std::string name, url, from, nodes, output;
-  bool any_verdict = false;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--store" || a == "--from" || a == "--nodes" || a == "-o" || a == "--output") {
-      if (i + 1 >= args.size()) {
-        err << "perfgate-worker: " << a << " needs a value\n";
-        return kInvalid;
-      }
-      (a == "--store" ? url : a == "--from" ? from : a == "--nodes" ? nodes : output) = args[++i];
-    } else if (a == "--any-verdict") {
-      any_verdict = true;
-    } else if (!a.empty() && a[0] != '-' && name.empty()) {
-      name = a;
-    } else {
-      err << "perfgate-worker: baseline: unexpected " << a << "\n" << usage;
-      return kInvalid;
-    }
-  }
-  if (verb != "list" && name.empty()) {
-    err << "perfgate-worker: baseline " << verb << " needs a NAME\n" << usage;
-    return kInvalid;
-  }
-  if (verb != "create" && verb != "show" && verb != "list" && verb != "delete") {
-    err << "perfgate-worker: baseline: unknown command " << verb << "\n" << usage;
-    return kInvalid;
-  }
-  if (!output.empty() &&
-      ((output != "yaml" && output != "json") || (verb != "create" && verb != "show"))) {
-    err << "perfgate-worker: baseline " << verb << ": -o takes yaml or json, with create or show\n"
-        << usage;
-    return kInvalid;
-  }
+int Baseline(const BaselineArgs& args, std::ostream& out, std::ostream& err) {
+  constexpr int kInvalid = exit_code::kInvalid, kError = exit_code::kError;
+  const std::string& verb = args.verb;
+  const std::string& name = args.name;
+  const std::string& url = args.store_url;
+  const std::string& from = args.from;
+  const std::string& nodes = args.nodes;
+  const std::string& output = args.output;
+  const bool any_verdict = args.any_verdict;
   store::ResultQuery query;
   if (verb == "create") {
     if (from.empty()) {
-      err << "perfgate-worker: baseline create needs --from\n" << usage;
+      err << "perfgate: baseline create needs --from\n";
       return kInvalid;
     }
     std::stringstream parts(from);
@@ -236,7 +194,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
       const std::string key = part.substr(0, eq);
       const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
       if (value.empty()) {
-        err << "perfgate-worker: --from: \"" << part << "\" is not KEY=VALUE\n" << usage;
+        err << "perfgate: --from: \"" << part << "\" is not KEY=VALUE\n";
         return kInvalid;
       }
       if (key == "validation") {
@@ -248,7 +206,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
       } else if (key == "since" || key == "until") {
         auto t = ParseRfc3339(value);
         if (!t) {
-          err << "perfgate-worker: --from: " << key << "=" << value
+          err << "perfgate: --from: " << key << "=" << value
               << " is not an RFC 3339 time (2026-06-01T00:00:00Z)\n";
           return kInvalid;
         }
@@ -256,7 +214,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
             std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
         (key == "since" ? query.since_ms : query.until_ms) = ms;
       } else {
-        err << "perfgate-worker: --from: unknown selection " << key << "\n" << usage;
+        err << "perfgate: --from: unknown selection " << key << "\n";
         return kInvalid;
       }
     }
@@ -269,14 +227,14 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
 
   auto opened = store::Open(LocalStoreUrl(url));
   if (!opened.ok()) {
-    err << "perfgate-worker: " << opened.status().message() << "\n";
+    err << "perfgate: " << opened.status().message() << "\n";
     return kError;
   }
   store::Store& store = **opened;
   if (verb == "list") {
     auto names = store.ListBaselines();
     if (!names.ok()) {
-      err << "perfgate-worker: " << names.status().message() << "\n";
+      err << "perfgate: " << names.status().message() << "\n";
       return kError;
     }
     for (const auto& n : *names) out << n << "\n";
@@ -285,11 +243,11 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
   if (verb == "delete") {
     auto deleted = store.DeleteBaseline(name);
     if (!deleted.ok()) {
-      err << "perfgate-worker: " << deleted.status().message() << "\n";
+      err << "perfgate: " << deleted.status().message() << "\n";
       return kError;
     }
     if (!*deleted) {
-      err << "perfgate-worker: no baseline \"" << name << "\" in " << store.Describe() << "\n";
+      err << "perfgate: no baseline \"" << name << "\" in " << store.Describe() << "\n";
       return kInvalid;
     }
     out << "deleted baseline " << name << "\n";
@@ -307,7 +265,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
     b = store.GetBaseline(name);
   }
   if (!b.ok()) {
-    err << "perfgate-worker: " << b.status().message() << "\n";
+    err << "perfgate: " << b.status().message() << "\n";
     return b.status().code() == Code::kUnavailable || b.status().code() == Code::kInternal
                ? kError
                : kInvalid;
@@ -320,7 +278,7 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
     if (!google::protobuf::util::MessageToJsonString(
              store::BaselineObject(*b, store::SelectionOfSource(b->source)), &text, o)
              .ok()) {
-      err << "perfgate-worker: cannot write baseline " << b->name << " as JSON\n";
+      err << "perfgate: cannot write baseline " << b->name << " as JSON\n";
       return kError;
     }
     const nlohmann::json object = nlohmann::json::parse(text);
@@ -347,48 +305,17 @@ int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std
   return 0;
 }
 
-int StoreCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  constexpr int kInvalid = 2, kError = 3;
-  const char* usage =
-      "usage: perfgate-worker store prune [--older-than-days N] [--keep-per-node N] "
-      "[--store URL]\n";
-  if (args.empty() || args[0] != "prune") {
-    err << usage;
-    return kInvalid;
-  }
-  std::string url;
+int PruneStore(const PruneArgs& args, std::ostream& out, std::ostream& err) {
+  constexpr int kError = exit_code::kError;
+  const std::string& url = args.store_url;
   store::Retention retention;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if ((a != "--older-than-days" && a != "--keep-per-node" && a != "--store") ||
-        i + 1 >= args.size()) {
-      err << "perfgate-worker: store prune: unexpected " << a << "\n" << usage;
-      return kInvalid;
-    }
-    const std::string& v = args[++i];
-    if (a == "--store") {
-      url = v;
-      continue;
-    }
-    char* end = nullptr;
-    const double n = std::strtod(v.c_str(), &end);
-    if (end == v.c_str() || *end != '\0' || !(n > 0)) {
-      err << "perfgate-worker: " << a << ": expected a positive number, got \"" << v << "\"\n";
-      return kInvalid;
-    }
-    if (a == "--older-than-days") {
-      retention.max_age_ms = static_cast<int64_t>(n * 86400 * 1000);
-    } else {
-      retention.keep_per_node = static_cast<int>(n);
-    }
+  if (args.older_than_days > 0) {
+    retention.max_age_ms = static_cast<int64_t>(args.older_than_days * 86400 * 1000);
   }
-  if (retention.max_age_ms == 0 && retention.keep_per_node == 0) {
-    err << "perfgate-worker: store prune needs --older-than-days or --keep-per-node\n" << usage;
-    return kInvalid;
-  }
+  retention.keep_per_node = args.keep_per_node;
   auto opened = store::Open(LocalStoreUrl(url));
   if (!opened.ok()) {
-    err << "perfgate-worker: " << opened.status().message() << "\n";
+    err << "perfgate: " << opened.status().message() << "\n";
     return kError;
   }
   const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -396,7 +323,7 @@ int StoreCommand(const std::vector<std::string>& args, std::ostream& out, std::o
                           .count();
   auto pruned = (*opened)->Prune(retention, now);
   if (!pruned.ok()) {
-    err << "perfgate-worker: " << pruned.status().message() << "\n";
+    err << "perfgate: " << pruned.status().message() << "\n";
     return kError;
   }
   out << "deleted " << *pruned << " node result" << (*pruned == 1 ? "" : "s") << " from "

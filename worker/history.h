@@ -43,12 +43,25 @@ std::string FormatComparison(const std::vector<MetricComparison>& rows, int runs
 void RecordLocalRun(const v1alpha1::Report& report, const HistoryOptions& options,
                     std::ostream& out, std::ostream& err);
 
-// `perfgate-worker baseline create|show|list|delete ...`; returns the exit code.
-int BaselineCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `perfgate baseline create|show|list|delete`: named baselines in the store.
+struct BaselineArgs {
+  std::string verb;       // create, show, list or delete
+  std::string name;       // all but list
+  std::string store_url;  // empty: the local SQLite store
+  std::string from;       // create: the selection, KEY=VALUE,...
+  std::string nodes;      // create: only these nodes, comma-separated
+  bool any_verdict = false;
+  std::string output;  // create, show: "", yaml or json (the PerfBaseline object)
+};
+int Baseline(const BaselineArgs& args, std::ostream& out, std::ostream& err);
 
-// `perfgate-worker store prune [--older-than-days N] [--keep-per-node N] [--store URL]`;
-// returns the exit code.
-int StoreCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `perfgate store prune`: retention; at least one of the two bounds is set.
+struct PruneArgs {
+  double older_than_days = 0;
+  int keep_per_node = 0;
+  std::string store_url;
+};
+int PruneStore(const PruneArgs& args, std::ostream& out, std::ostream& err);
 
 // The bound a `baseline: NAME` threshold takes before its fraction: the baseline's value for
 // this GPU model and profile version, test (display name), metric and statistic.

@@ -367,8 +367,9 @@ TEST(PerfgateCompare, ExitCodesGateCi) {
   r = Perfgate("compare " + a + " " + b + " --margin lots");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--margin"), std::string::npos);
+  // A source that does not exist is invalid input, named.
   r = Perfgate("compare " + a + " " + (dir / "missing").string());
-  EXPECT_EQ(r.code, 3);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("missing: no such file or folder"), std::string::npos) << r.out;
   r = Perfgate("compare --by cluster east=" + a + " west=" + b);
   EXPECT_EQ(r.code, 1) << r.out;

@@ -129,7 +129,7 @@ TEST_F(KubectlPlugin, SummaryCountsNodesByModelAndVerdictAndNamesTheOnesToLookAt
 
 TEST_F(KubectlPlugin, ReportOfAValidationAndARerun) {
   const std::string html = sim_->workDir() + "/fleet.html";
-  auto r = Kubectl(*sim_, {"perfgate", "report", "--validation", "fleet", "-o", html});
+  auto r = Kubectl(*sim_, {"perfgate", "report", "--validation", "fleet", "--out", html});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const std::string text = kubesim::testing::Slurp(html);
   int rows = 0;
@@ -140,8 +140,15 @@ TEST_F(KubectlPlugin, ReportOfAValidationAndARerun) {
   EXPECT_EQ(rows, 10);
   EXPECT_NE(text.find("<title>perfgate: fleet</title>"), std::string::npos);
 
-  auto missing = Kubectl(*sim_, {"perfgate", "report", "--validation", "nope", "-o", html});
-  EXPECT_EQ(missing.exitCode, 1);
+  // The old spelling -o FILE still writes the file, with a notice naming --out.
+  auto old = Kubectl(*sim_, {"perfgate", "report", "--validation", "fleet", "-o", html + ".old"});
+  ASSERT_EQ(old.exitCode, 0) << old.err;
+  EXPECT_NE(old.err.find("is now --out"), std::string::npos) << old.err;
+  EXPECT_TRUE(std::filesystem::exists(html + ".old"));
+
+  // A validation that does not exist is invalid input (exit 2), named.
+  auto missing = Kubectl(*sim_, {"perfgate", "report", "--validation", "nope", "--out", html});
+  EXPECT_EQ(missing.exitCode, 2);
   EXPECT_NE(missing.err.find("perfvalidation nope"), std::string::npos) << missing.err;
 
   auto rerun = Kubectl(*sim_, {"perfgate", "rerun", "fleet"});
@@ -150,7 +157,7 @@ TEST_F(KubectlPlugin, ReportOfAValidationAndARerun) {
   ASSERT_TRUE(obj.ok());
   EXPECT_TRUE((*obj)["metadata"]["annotations"].contains("perfgate.io/rerun"));
   auto none = Kubectl(*sim_, {"perfgate", "rerun", "nope"});
-  EXPECT_EQ(none.exitCode, 1);
+  EXPECT_EQ(none.exitCode, 2);
   EXPECT_NE(none.err.find("perfvalidation nope"), std::string::npos) << none.err;
 }
 
@@ -203,24 +210,25 @@ TEST_F(KubectlPlugin, PlanShowsTheProfileTestsNodesAndTime) {
   ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
   EXPECT_NE(yaml.out.find("profile: h200-sxm-141gb\n"), std::string::npos) << yaml.out;
 
-  // A spec the operator would refuse: its message, exit 1.
+  // A spec the operator would refuse: its message, exit 2 (invalid input).
   {
     std::ofstream out(spec_file);
     out << "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n"
            "  name: wrong\nspec:\n  profile: b200-sxm-180gb\n";
   }
   auto refused = Kubectl(*sim_, {"perfgate", "plan", "-f", spec_file});
-  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_EQ(refused.exitCode, 2);
   EXPECT_NE(refused.err.find("is for GPU models"), std::string::npos) << refused.err;
   auto missing = Kubectl(*sim_, {"perfgate", "plan", "nope"});
-  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_EQ(missing.exitCode, 2);
   EXPECT_NE(missing.err.find("perfvalidation nope"), std::string::npos) << missing.err;
 }
 
 TEST_F(KubectlPlugin, ADeadApiServerIsNamed) {
   sim_->Stop();
+  // A cluster that cannot be reached: exit 3, and the command names itself.
   auto r = Kubectl(*sim_, {"perfgate", "summary"});
-  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_EQ(r.exitCode, 3);
   EXPECT_NE(r.err.find("perfgate summary: "), std::string::npos) << r.err;
 }
 

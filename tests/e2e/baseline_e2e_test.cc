@@ -8,9 +8,9 @@
 namespace perfgate::e2e {
 namespace {
 
-// Runs the worker binary with `args`; its stdout (stderr goes to the test's log).
-std::pair<int, std::string> Worker(const std::string& args) {
-  const std::string cmd = std::string(PERFGATE_WORKER_BIN) + " " + args;
+// Runs perfgate with `args`; its stdout (stderr goes to the test's log).
+std::pair<int, std::string> Perfgate(const std::string& args) {
+  const std::string cmd = std::string(PERFGATE_CLI_DIR) + "/perfgate " + args;
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -51,7 +51,7 @@ TEST_F(E2E, ThresholdRelativeToAPerfBaselineDecidesByTheBaselinesFigure) {
 
   // The baseline, from that run, as a PerfBaseline object.
   auto [rc, text] =
-      Worker("baseline create golden --from validation=known-good --store " + url + " -o json");
+      Perfgate("baseline create golden --from validation=known-good --store " + url + " -o json");
   ASSERT_EQ(rc, 0) << text;
   Json object = Json::parse(text, nullptr, false);
   ASSERT_FALSE(object.is_discarded()) << text;

@@ -77,7 +77,7 @@ TEST_F(E2E, AFailingNodeCarriesItsDiagnosisAndThePluginDownloadsTheBundle) {
   // kubectl perfgate bundle downloads it.
   const std::string dir = sim_->workDir() + "/bundle-node-2";
   fs::remove_all(dir);
-  auto got = Kubectl(*sim_, {"perfgate", "bundle", "diag", "node-2", "-o", dir});
+  auto got = Kubectl(*sim_, {"perfgate", "bundle", "diag", "node-2", "--out", dir});
   ASSERT_EQ(got.exitCode, 0) << got.out << got.err;
   for (const char* f : {"failures.json", "timeline.json", "spec.yaml", "summary.json"}) {
     EXPECT_TRUE(fs::exists(dir + "/" + f)) << f << "\n" << got.out;
@@ -96,8 +96,8 @@ TEST_F(E2E, AFailingNodeCarriesItsDiagnosisAndThePluginDownloadsTheBundle) {
   }
 
   // A passing node has no bundle, and the plugin says why.
-  auto none = Kubectl(*sim_, {"perfgate", "bundle", "diag", "node-0", "-o", dir + "-0"});
-  EXPECT_EQ(none.exitCode, 1);
+  auto none = Kubectl(*sim_, {"perfgate", "bundle", "diag", "node-0", "--out", dir + "-0"});
+  EXPECT_EQ(none.exitCode, 2);
   EXPECT_NE(none.err.find("no diagnosis bundle for node node-0"), std::string::npos) << none.err;
 
   // kubectl shows the summary too.

@@ -45,7 +45,7 @@ spec:
   tests:
     - type: synthetic
 YAML
-if "$PRODUCT_WORKER" plan --enable-fixtures "$WORK_DIR/synthetic.yaml" >"$WORK_DIR/plan.out" 2>&1; then
+if "$PRODUCT_WORKER" run --enable-fixtures --no-store "$WORK_DIR/synthetic.yaml" >"$WORK_DIR/plan.out" 2>&1; then
   fail "the product worker planned a synthetic test: $(cat "$WORK_DIR/plan.out")"
 fi
 grep -q 'synthetic' "$WORK_DIR/plan.out" || fail "the refusal does not name the test: $(cat "$WORK_DIR/plan.out")"

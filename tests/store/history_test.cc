@@ -165,9 +165,9 @@ class LocalHistory : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Outcome Worker(const std::string& args) {
+  Outcome Perfgate(const std::string& args) {
     const std::string cmd =
-        "XDG_DATA_HOME=" + dir_.string() + " " + PERFGATE_WORKER_BIN + " " + args + " 2>&1";
+        "XDG_DATA_HOME=" + dir_.string() + " " + PERFGATE_BIN + " " + args + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     std::string out;
     std::array<char, 4096> buf;
@@ -199,19 +199,19 @@ class LocalHistory : public ::testing::Test {
 constexpr const char* kFloor = "{metric: bandwidthGBps, value: 10}";
 
 TEST_F(LocalHistory, TheSecondRunComparesWithTheFirstAndFlagsASlowerMachine) {
-  Outcome first = Worker("run --enable-fixtures --quiet " + Spec(100, 1, kFloor));
+  Outcome first = Perfgate("run --enable-fixtures --quiet " + Spec(100, 1, kFloor));
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_THAT(first.output, HasSubstr("the first run of history on this machine"));
   EXPECT_TRUE(fs::exists(dir_ / "perfgate" / "results.db")) << first.output;
 
-  Outcome same = Worker("run --enable-fixtures --quiet " + Spec(100, 2, kFloor));
+  Outcome same = Perfgate("run --enable-fixtures --quiet " + Spec(100, 2, kFloor));
   ASSERT_EQ(same.exit_code, 0) << same.output;
   EXPECT_THAT(same.output, HasSubstr("compared with the previous run of history on this machine"));
   EXPECT_THAT(same.output, HasSubstr("synthetic  host    bandwidthGBps"));
   EXPECT_THAT(same.output, Not(HasSubstr("WORSE")));
 
   // 8% slower, still far above its bound: it passes, and the comparison says so.
-  Outcome slow = Worker("run --enable-fixtures --quiet " + Spec(92, 3, kFloor));
+  Outcome slow = Perfgate("run --enable-fixtures --quiet " + Spec(92, 3, kFloor));
   EXPECT_EQ(slow.exit_code, 0) << slow.output;
   EXPECT_THAT(slow.output, HasSubstr("verdict: PASS"));
   EXPECT_THAT(slow.output, HasSubstr("compared with the previous 2 runs"));
@@ -219,14 +219,14 @@ TEST_F(LocalHistory, TheSecondRunComparesWithTheFirstAndFlagsASlowerMachine) {
 }
 
 TEST_F(LocalHistory, NoStoreRecordsNothingAndAnotherStoreIsUsedWhenNamed) {
-  Outcome off = Worker("run --enable-fixtures --quiet --no-store " + Spec(100, 1, kFloor));
+  Outcome off = Perfgate("run --enable-fixtures --quiet --no-store " + Spec(100, 1, kFloor));
   ASSERT_EQ(off.exit_code, 0) << off.output;
   EXPECT_THAT(off.output, Not(HasSubstr("recorded in")));
   EXPECT_FALSE(fs::exists(dir_ / "perfgate" / "results.db"));
 
   const std::string url = "sqlite://" + (dir_ / "elsewhere.db").string();
   Outcome named =
-      Worker("run --enable-fixtures --quiet --store " + url + " " + Spec(100, 2, kFloor));
+      Perfgate("run --enable-fixtures --quiet --store " + url + " " + Spec(100, 2, kFloor));
   ASSERT_EQ(named.exit_code, 0) << named.output;
   EXPECT_THAT(named.output, HasSubstr("recorded in " + url));
   EXPECT_TRUE(fs::exists(dir_ / "elsewhere.db"));
@@ -236,15 +236,15 @@ TEST_F(LocalHistory, NoStoreRecordsNothingAndAnotherStoreIsUsedWhenNamed) {
 TEST_F(LocalHistory, ARunTheStoreCannotTakeWaitsAndIsComparedWithOnceItCan) {
   // A store capped below what its tables need: full from the start.
   const std::string db = (dir_ / "small.db").string();
-  Outcome full = Worker("run --enable-fixtures --quiet --store sqlite://" + db +
-                        "?max_size_mb=0.02 " + Spec(100, 1, kFloor));
+  Outcome full = Perfgate("run --enable-fixtures --quiet --store sqlite://" + db +
+                          "?max_size_mb=0.02 " + Spec(100, 1, kFloor));
   EXPECT_EQ(full.exit_code, 0) << full.output;  // the run itself is not failed
   EXPECT_THAT(full.output, HasSubstr("verdict: PASS"));
   EXPECT_THAT(full.output, HasSubstr("warning: this run waits in " + db + ".spool"));
   EXPECT_THAT(full.output, HasSubstr("full"));
 
   Outcome roomy =
-      Worker("run --enable-fixtures --quiet --store sqlite://" + db + " " + Spec(100, 2, kFloor));
+      Perfgate("run --enable-fixtures --quiet --store sqlite://" + db + " " + Spec(100, 2, kFloor));
   EXPECT_EQ(roomy.exit_code, 0) << roomy.output;
   EXPECT_THAT(roomy.output, HasSubstr("compared with the previous run of history"));
   EXPECT_THAT(roomy.output, Not(HasSubstr("warning")));
@@ -253,30 +253,31 @@ TEST_F(LocalHistory, ARunTheStoreCannotTakeWaitsAndIsComparedWithOnceItCan) {
 
 TEST_F(LocalHistory, AThresholdRelativeToABaselineDecidesByTheBaselinesFigure) {
   for (int seed = 1; seed <= 3; ++seed) {
-    ASSERT_EQ(Worker("run --enable-fixtures --quiet " + Spec(100, seed, kFloor)).exit_code, 0);
+    ASSERT_EQ(Perfgate("run --enable-fixtures --quiet " + Spec(100, seed, kFloor)).exit_code, 0);
   }
-  Outcome created = Worker("baseline create golden --from validation=history");
+  Outcome created = Perfgate("baseline create golden --from validation=history");
   ASSERT_EQ(created.exit_code, 0) << created.output;
   EXPECT_THAT(created.output, HasSubstr("baseline golden"));
   EXPECT_THAT(created.output, HasSubstr("synthetic  bandwidthGBps  median"));
-  Outcome shown = Worker("baseline show golden");
+  Outcome shown = Perfgate("baseline show golden");
   ASSERT_EQ(shown.exit_code, 0) << shown.output;
   EXPECT_THAT(shown.output, HasSubstr("bandwidthGBps  median"));
-  EXPECT_EQ(Worker("baseline create golden --from validation=history").exit_code, 2);
+  EXPECT_EQ(Perfgate("baseline create golden --from validation=history").exit_code, 2);
 
   const std::string rel = "{metric: bandwidthGBps, baseline: golden, fraction: 0.97}";
   // At the baseline's level: PASS. 8% below it: FAIL against 0.97 x the baseline.
-  Outcome pass = Worker("run --enable-fixtures --quiet --no-store " + Spec(100, 7, rel));
+  Outcome pass = Perfgate("run --enable-fixtures --quiet --no-store " + Spec(100, 7, rel));
   EXPECT_EQ(pass.exit_code, 0) << pass.output;
   // 0.97 x the baseline's median of about 100.
   EXPECT_THAT(pass.output, ::testing::ContainsRegex(">= 9[67]\\.[0-9]+ +12 +PASS"));
-  Outcome fail = Worker("run --enable-fixtures --quiet --no-store " + Spec(92, 8, rel));
+  Outcome fail = Perfgate("run --enable-fixtures --quiet --no-store " + Spec(92, 8, rel));
   EXPECT_EQ(fail.exit_code, 1) << fail.output;
   EXPECT_THAT(fail.output, HasSubstr("verdict: FAIL"));
 
   // A baseline that does not exist is invalid input naming the field.
-  Outcome missing = Worker("run --enable-fixtures --quiet --no-store " +
-                           Spec(100, 9, "{metric: bandwidthGBps, baseline: nope, fraction: 0.9}"));
+  Outcome missing =
+      Perfgate("run --enable-fixtures --quiet --no-store " +
+               Spec(100, 9, "{metric: bandwidthGBps, baseline: nope, fraction: 0.9}"));
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_THAT(missing.output,
               HasSubstr("spec.tests[0].thresholds[0].baseline: no baseline \"nope\""));
@@ -284,10 +285,10 @@ TEST_F(LocalHistory, AThresholdRelativeToABaselineDecidesByTheBaselinesFigure) {
 
 TEST_F(LocalHistory, ABaselineIsWrittenAsAPerfBaselineObjectForKubectl) {
   for (int seed = 1; seed <= 2; ++seed) {
-    ASSERT_EQ(Worker("run --enable-fixtures --quiet " + Spec(100, seed, kFloor)).exit_code, 0);
+    ASSERT_EQ(Perfgate("run --enable-fixtures --quiet " + Spec(100, seed, kFloor)).exit_code, 0);
   }
-  Outcome yaml =
-      Worker("baseline create golden --from validation=history,since=2020-01-01T00:00:00Z -o yaml");
+  Outcome yaml = Perfgate(
+      "baseline create golden --from validation=history,since=2020-01-01T00:00:00Z -o yaml");
   ASSERT_EQ(yaml.exit_code, 0) << yaml.output;
   for (const char* line :
        {"apiVersion: perfgate.io/v1alpha1", "kind: PerfBaseline", "  name: golden",
@@ -297,13 +298,13 @@ TEST_F(LocalHistory, ABaselineIsWrittenAsAPerfBaselineObjectForKubectl) {
     EXPECT_THAT(yaml.output, HasSubstr(line)) << yaml.output;
   }
   EXPECT_THAT(yaml.output, Not(HasSubstr("anyVerdict")));
-  Outcome json = Worker("baseline show golden -o json");
+  Outcome json = Perfgate("baseline show golden -o json");
   ASSERT_EQ(json.exit_code, 0) << json.output;
   EXPECT_THAT(json.output, HasSubstr("\"kind\": \"PerfBaseline\""));
   EXPECT_THAT(json.output, HasSubstr("\"validation\": \"history\""));
   EXPECT_THAT(json.output, HasSubstr("\"count\": 2"));
-  EXPECT_EQ(Worker("baseline list -o yaml").exit_code, 2);
-  EXPECT_EQ(Worker("baseline show golden -o table").exit_code, 2);
+  EXPECT_EQ(Perfgate("baseline list -o yaml").exit_code, 2);
+  EXPECT_EQ(Perfgate("baseline show golden -o table").exit_code, 2);
 }
 
 }  // namespace

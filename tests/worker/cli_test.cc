@@ -1,4 +1,5 @@
-// perfgate-worker as a user runs it: exit codes, error messages, report files.
+// perfgate as a user types it (and the in-pod agent perfgate-worker): exit codes, error
+// messages, report files, help and completion.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <pty.h>
@@ -31,8 +32,8 @@ struct Outcome {
   std::string output;  // stdout and stderr
 };
 
-Outcome Worker(const std::string& args) {
-  std::string cmd = std::string(PERFGATE_WORKER_BIN) + " " + args + " 2>&1";
+Outcome Command(const char* binary, const std::string& args) {
+  std::string cmd = std::string(binary) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -40,6 +41,12 @@ Outcome Worker(const std::string& args) {
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+// perfgate ARGS, as a person types it.
+Outcome Perfgate(const std::string& args) { return Command(PERFGATE_BIN, args); }
+
+// perfgate-worker ARGS, as a worker pod runs it.
+Outcome Agent(const std::string& args) { return Command(PERFGATE_WORKER_BIN, args); }
 
 class Cli : public ::testing::Test {
  protected:
@@ -89,7 +96,7 @@ TEST_F(Cli, GangSpecRunsLocallyAsOneNodeAndSaysSo) {
                                  "  tests:\n"
                                  "    - type: nccl-cpu-loopback\n"
                                  "      parameters: {maxBytes: 4096}\n");
-  Outcome o = Worker("run " + spec + " --enable-fixtures");
+  Outcome o = Perfgate("run " + spec + " --enable-fixtures");
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_THAT(o.output, HasSubstr("spec.gang applies when the operator runs this spec across "
                                   "nodes; here the NCCL tests run over this machine's GPUs only"));
@@ -98,7 +105,7 @@ TEST_F(Cli, GangSpecRunsLocallyAsOneNodeAndSaysSo) {
 
 // Progress in a log (stderr a pipe): one plain line as the test starts and one as it ends.
 TEST_F(Cli, ProgressInALogIsPlainLines) {
-  Outcome o = Worker("run " + Write("quick.yaml", kQuickHost) + " --no-store");
+  Outcome o = Perfgate("run " + Write("quick.yaml", kQuickHost) + " --no-store");
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_THAT(o.output, HasSubstr("[1/1] host-stream: started on the host (warm-up 1"));
   EXPECT_THAT(o.output, HasSubstr("[1/1] host-stream: PASS in "));
@@ -118,7 +125,7 @@ TEST_F(Cli, ProgressOnATerminalIsOneLineRewrittenInPlace) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     setenv("TERM", "xterm", 1);
-    execl(PERFGATE_WORKER_BIN, PERFGATE_WORKER_BIN, "run", spec.c_str(), "--no-store",
+    execl(PERFGATE_BIN, PERFGATE_BIN, "run", spec.c_str(), "--no-store",
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -139,7 +146,7 @@ TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
   std::string json = (dir_ / "r.json").string();
   std::string junit = (dir_ / "r.xml").string();
   Outcome o =
-      Worker("run " + Example("local.yaml") + " --report-json " + json + " --junit " + junit);
+      Perfgate("run " + Example("local.yaml") + " --report-json " + json + " --junit " + junit);
   std::ifstream in(json);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -177,7 +184,7 @@ spec:
     - type: hbm-stream
     - type: gemm
 )");
-  Outcome o = Worker("run " + spec);
+  Outcome o = Perfgate("run " + spec);
   if (o.output.find("no CUDA device") == std::string::npos) GTEST_SKIP() << "a GPU is present";
   EXPECT_EQ(o.exit_code, 3) << o.output;
   EXPECT_THAT(o.output, HasSubstr("ERROR  hbm-stream [gpu]: no CUDA device: "));
@@ -186,10 +193,10 @@ spec:
 
 TEST_F(Cli, QuickPassExitsZeroAndOnlySelects) {
   std::string spec = Write("q.yaml", kQuickHost);
-  Outcome o = Worker("run " + spec + " --quiet --only host-stream");
+  Outcome o = Perfgate("run " + spec + " --quiet --only host-stream");
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_THAT(o.output, HasSubstr("verdict: PASS"));
-  o = Worker("run " + spec + " --only nothing-like-this");
+  o = Perfgate("run " + spec + " --only nothing-like-this");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_THAT(o.output, HasSubstr("--only matched no test"));
 }
@@ -197,7 +204,7 @@ TEST_F(Cli, QuickPassExitsZeroAndOnlySelects) {
 TEST_F(Cli, ImpossibleBoundExitsOne) {
   std::string text = kQuickHost;
   text.replace(text.find("value: 0.1"), 10, "value: 1e9");
-  Outcome o = Worker("run " + Write("f.yaml", text) + " --quiet");
+  Outcome o = Perfgate("run " + Write("f.yaml", text) + " --quiet");
   EXPECT_EQ(o.exit_code, 1) << o.output;
   EXPECT_THAT(o.output, HasSubstr("FAIL  host-stream [host]: "));
 }
@@ -224,12 +231,12 @@ TEST_F(Cli, BadSpecsExitTwoNamingFileLineAndField) {
   int i = 0;
   for (const auto& c : cases) {
     std::string path = Write("bad" + std::to_string(i++) + ".yaml", head + c.body);
-    Outcome o = Worker("run " + path);
+    Outcome o = Perfgate("run " + path);
     EXPECT_EQ(o.exit_code, 2) << c.body << o.output;
     EXPECT_THAT(o.output, HasSubstr(path)) << c.body;
     EXPECT_THAT(o.output, HasSubstr(c.expected)) << c.body;
   }
-  Outcome o = Worker("run /nonexistent.yaml");
+  Outcome o = Perfgate("run /nonexistent.yaml");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_THAT(o.output, HasSubstr("/nonexistent.yaml: cannot read"));
 }
@@ -253,7 +260,7 @@ TEST_F(Cli, MeaninglessBoundsExitTwoNamingFileLineAndField) {
   int i = 0;
   for (const auto& [bound, expected] : cases) {
     std::string path = Write("m" + std::to_string(i++) + ".yaml", head + bound);
-    Outcome o = Worker("run " + path + " --quiet");
+    Outcome o = Perfgate("run " + path + " --quiet");
     EXPECT_EQ(o.exit_code, 2) << bound << o.output;
     EXPECT_THAT(o.output, HasSubstr(path + expected)) << o.output;
   }
@@ -264,14 +271,14 @@ TEST_F(Cli, HugeBoundsPrintReadably) {
   std::string text = kQuickHost;
   text.replace(text.find("value: 0.1"), 10, "value: 1e300");
   const std::string json = (dir_ / "r.json").string();
-  Outcome o = Worker("run " + Write("h.yaml", text) + " --quiet --report-json " + json);
+  Outcome o = Perfgate("run " + Write("h.yaml", text) + " --quiet --report-json " + json);
   EXPECT_EQ(o.exit_code, 1) << o.output;
   EXPECT_THAT(o.output, HasSubstr("1e+300"));
   EXPECT_EQ(o.output.find("0000000000"), std::string::npos) << o.output;
 }
 
 TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
-  Outcome o = Worker("list");
+  Outcome o = Perfgate("list");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* type :
        {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health", "config",
@@ -282,18 +289,127 @@ TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   EXPECT_THAT(o.output, HasSubstr("triadBandwidthGBps (GB/s, higher is better)"));
   // Fixtures hidden: no entry named synthetic (the word may stand in a description).
   EXPECT_THAT(o.output, ::testing::Not(HasSubstr("synthetic  (")));
-  o = Worker("list --json");
+  o = Perfgate("list --json");
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_THAT(o.output, HasSubstr("\"type\": \"host-stream\""));
 }
 
 TEST_F(Cli, UsageErrorsExitTwo) {
-  EXPECT_EQ(Worker("").exit_code, 2);
-  EXPECT_EQ(Worker("frobnicate").exit_code, 2);
-  Outcome o = Worker("run " + Write("q.yaml", kQuickHost) + " --colour");
+  EXPECT_EQ(Perfgate("").exit_code, 2);
+  EXPECT_EQ(Perfgate("frobnicate").exit_code, 2);
+  Outcome o = Perfgate("run " + Write("q.yaml", kQuickHost) + " --colour");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_THAT(o.output, HasSubstr("unknown option --colour"));
-  EXPECT_EQ(Worker("--help").exit_code, 0);
+  EXPECT_EQ(Perfgate("--help").exit_code, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// Every subcommand answers --help with its own usage, and the top help lists them all.
+TEST_F(Cli, EveryCommandHasHelpAndTheTopHelpListsThem) {
+  const Outcome top = Perfgate("--help");
+  ASSERT_EQ(top.exit_code, 0) << top.output;
+  for (const char* cmd : {"run", "plan", "list", "report", "compare", "export", "baseline", "store",
+                          "summary", "bundle", "rerun", "version", "completion"}) {
+    EXPECT_THAT(top.output, HasSubstr(std::string("\n  ") + cmd + " ")) << cmd;
+    const Outcome help = Perfgate(std::string(cmd) + " --help");
+    EXPECT_EQ(help.exit_code, 0) << cmd << ": " << help.output;
+    EXPECT_THAT(help.output, HasSubstr(std::string("Usage: perfgate ") + cmd)) << help.output;
+  }
+  for (const char* cmd : {"baseline create", "baseline show", "store prune"}) {
+    EXPECT_EQ(Perfgate(std::string(cmd) + " --help").exit_code, 0) << cmd;
+  }
+  EXPECT_THAT(Perfgate("version").output, HasSubstr("perfgate 0."));
+  EXPECT_THAT(Perfgate("--version").output, HasSubstr("perfgate 0."));
+}
+
+// Bad input a person types: each a message that names it, and exit 2.
+TEST_F(Cli, BadInputNamesItselfAndExitsTwo) {
+  Outcome o = Perfgate("frobnicate");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("unknown command \"frobnicate\""));
+  o = Perfgate("list --colour");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("perfgate list: unknown option --colour"));
+  o = Perfgate("list -o xml");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("xml"));
+  o = Perfgate("run /nonexistent/spec.yaml");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("/nonexistent/spec.yaml"));
+  o = Perfgate("plan /nonexistent/spec.yaml");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("/nonexistent/spec.yaml"));
+  o = Perfgate("report /nonexistent/report.json");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("/nonexistent/report.json"));
+  o = Perfgate("compare /nonexistent/a /nonexistent/b");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("/nonexistent/a"));
+  o = Perfgate("plan " + Example("h200-node.yaml") + " --gpus 0");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("--gpus"));
+  o = Perfgate("baseline");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("perfgate baseline"));
+  o = Perfgate("store prune");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("--older-than-days"));
+  o = Perfgate("compare a b --margin 150%");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("--margin"));
+}
+
+// One plan command: a spec file is priced for this machine (no cluster needed).
+TEST_F(Cli, PlanPricesASpecFileHere) {
+  const Outcome o = Perfgate("plan " + Example("h200-node.yaml") + " --gpus 8");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("profile h200-sxm-141gb"));
+  EXPECT_THAT(o.output, HasSubstr("a node of 8 GPUs"));
+}
+
+// The in-pod agent runs a spec with the same options; the commands that moved name perfgate.
+TEST_F(Cli, TheAgentRunsAndNamesTheCommandsThatMoved) {
+  Outcome o = Agent("run " + Write("quick.yaml", kQuickHost) + " --quiet --no-store");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_THAT(o.output, HasSubstr("verdict: PASS"));
+  EXPECT_EQ(Agent("list -o json").exit_code, 0);
+  for (const char* moved : {"plan x.yaml", "baseline list", "store prune --keep-per-node 3"}) {
+    o = Agent(moved);
+    EXPECT_EQ(o.exit_code, 2) << moved;
+    const std::string word = std::string(moved).substr(0, std::string(moved).find(' '));
+    EXPECT_THAT(o.output, HasSubstr("is now `perfgate " + word + "`")) << o.output;
+  }
+  o = Agent("report x");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("unknown command"));
+}
+
+// Completion generated from the command line itself: bash completes subcommands, options and
+// the values of -o; the zsh script loads the same through bashcompinit.
+TEST_F(Cli, BashCompletionCompletesCommandsOptionsAndValues) {
+  const std::string script = Write("perfgate.bash", Perfgate("completion bash").output);
+  auto complete = [&](const std::string& words) {
+    const std::string cmd = "bash -c 'source " + script + "; COMP_WORDS=(" + words +
+                            "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _perfgate; "
+                            "printf \"%s\\n\" \"${COMPREPLY[@]}\"'";
+    return Command("", cmd).output;
+  };
+  EXPECT_THAT(complete("perfgate co"), HasSubstr("compare\ncompletion"));
+  EXPECT_THAT(complete("perfgate compare -o \"\""), HasSubstr("table\njson\nmarkdown"));
+  EXPECT_THAT(complete("perfgate run --n"), HasSubstr("--no-store"));
+  EXPECT_THAT(complete("perfgate baseline c"), HasSubstr("create"));
+  EXPECT_THAT(complete("perfgate baseline create x --"), HasSubstr("--from"));
+  const Outcome zsh = Perfgate("completion zsh");
+  EXPECT_EQ(zsh.exit_code, 0);
+  EXPECT_THAT(zsh.output, HasSubstr("bashcompinit"));
+  EXPECT_THAT(zsh.output,
+              HasSubstr("complete -o filenames -F _perfgate perfgate kubectl-perfgate"));
+  const Outcome man = Perfgate("man");
+  EXPECT_THAT(man.output, HasSubstr(".SS \"perfgate compare"));
+  EXPECT_THAT(man.output, HasSubstr(".SH EXIT STATUS"));
 }
 
 }  // namespace
