@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh test services
 
 echo "== format check"
 bash scripts/check-format.sh
