@@ -13,7 +13,7 @@
 #include "common/verdict.h"
 #include "kernels/test.h"
 
-namespace perfgate::testing {
+namespace perfgate::kernels::testing {
 
 // The bound on `metric` of test `type` in `level` ("quick", "full") of the built-in profile
 // `profile` (e.g. "h200-sxm-141gb"); fails the calling test when there is none.
@@ -58,4 +58,4 @@ inline verdict::Outcome Decide(const verdict::Threshold& threshold,
   return a.outcomes.front();
 }
 
-}  // namespace perfgate::testing
+}  // namespace perfgate::kernels::testing

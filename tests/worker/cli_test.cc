@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/report.h"
+#include "tests/gpu_presence.h"
 
 namespace {
 
@@ -169,6 +170,7 @@ TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
 }
 
 TEST_F(Cli, RequiredGpuTestsWithoutGpuExitThreeWithCudaText) {
+  SKIP_WITH_CUDA_DEVICE();
   std::string spec = Write("gpu.yaml", R"(apiVersion: perfgate.io/v1alpha1
 kind: PerfValidation
 metadata: {name: gpu}
@@ -178,7 +180,6 @@ spec:
     - type: gemm
 )");
   Outcome o = Worker("run " + spec);
-  if (o.output.find("no CUDA device") == std::string::npos) GTEST_SKIP() << "a GPU is present";
   EXPECT_EQ(o.exit_code, 3) << o.output;
   EXPECT_THAT(o.output, HasSubstr("ERROR  hbm-stream [gpu]: no CUDA device: "));
   EXPECT_THAT(o.output, HasSubstr("ERROR  gemm [gpu]: no CUDA device: "));
