@@ -605,6 +605,22 @@ int TypicalPassSamples(const Threshold& th, const Sampling& sampling, const Erro
   return best;
 }
 
+int FailedForGood(const std::vector<Threshold>& thresholds, const MetricSamples& samples) {
+  for (std::size_t i = 0; i < thresholds.size(); ++i) {
+    const Threshold& th = thresholds[i];
+    const bool upper = th.op == Op::kLe || th.op == Op::kLt;
+    const bool monotone =
+        (th.statistic == Statistic::kMax && upper) || (th.statistic == Statistic::kMin && !upper);
+    auto it = samples.find(th.metric);
+    if (!monotone || it == samples.end() || it->second.empty()) continue;
+    const auto [low, high] = std::minmax_element(it->second.begin(), it->second.end());
+    if (!Holds(th.statistic == Statistic::kMax ? *high : *low, th.op, th.bound)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
 Assessment Assess(const std::vector<Threshold>& thresholds, const MetricSamples& samples,
                   const Sampling& sampling, const ErrorBudget& budget,
                   const std::map<std::string, std::string>& units, bool final) {

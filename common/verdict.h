@@ -142,6 +142,12 @@ Reach FewestSamples(const Threshold& threshold, const Sampling& sampling,
 int TypicalPassSamples(const Threshold& threshold, const Sampling& sampling,
                        const ErrorBudget& budget, double margin, double cv);
 
+// Whether the samples already FAIL a threshold for good: a max that breaks an upper bound
+// ("<=", "<") or a min that breaks a lower one (">=", ">"); a max only grows and a min only
+// falls as samples come, so no later sample can mend it (an error count above its bound).
+// The index of the first such threshold, or -1. Pure.
+int FailedForGood(const std::vector<Threshold>& thresholds, const MetricSamples& samples);
+
 // Evaluates the thresholds of one test on one target, each under `budget` (from
 // SplitBudget). `units` maps metric -> unit for reasons. Called after every sample with all
 // samples so far; `final` says sampling has stopped (budget spent): undecided thresholds are

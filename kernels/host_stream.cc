@@ -6,8 +6,10 @@
 //   add   c = a + b      3 * 8 * N
 //   triad a = b + s * c  3 * 8 * N
 // Bandwidth = bytes / seconds / 1e9 (GB/s, decimal). One sample = one pass of the four
-// kernels, each timed on its own. Arrays default to 4x the last-level cache (STREAM's rule)
-// and at least 64 MiB each, first touched by the threads that use them.
+// kernels, each timed on its own. Arrays default to STREAM's rule, each at least 4x the sum of
+// all last-level caches (every L3 instance of every socket: 24 CCDs of 32 MiB on two EPYC
+// 9654s), and at least 64 MiB, first touched by the threads that use them; Details give the
+// caches counted and the NUMA nodes the pages landed on.
 //
 // The scalar is sqrt(2) - 1 instead of STREAM's 3, so the values stay of order 1 across any
 // number of samples (a -> (2s + s^2) a = a): every element equals a scalar recurrence that
@@ -19,12 +21,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
 #include <thread>
 
+#include "kernels/host_memory.h"
 #include "kernels/test_factories.h"
 
 namespace perfgate::kernels {
@@ -45,29 +48,22 @@ constexpr KernelWeight kKernels[] = {
     {"triadBandwidthGBps", 3},
 };
 
-std::int64_t LastLevelCacheBytes() {
-  // sysfs: the highest-level unified/data cache of cpu0.
-  std::int64_t best = 0;
-  int best_level = 0;
-  for (int i = 0; i < 8; ++i) {
-    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream level_f(base + "level"), size_f(base + "size"), type_f(base + "type");
-    if (!level_f || !size_f) continue;
-    int level = 0;
-    std::string size, type;
-    level_f >> level;
-    size_f >> size;
-    type_f >> type;
-    if (type == "Instruction") continue;
-    std::int64_t bytes = std::atoll(size.c_str());
-    if (!size.empty() && (size.back() == 'K' || size.back() == 'k')) bytes *= 1024;
-    if (!size.empty() && size.back() == 'M') bytes *= std::int64_t{1024} * 1024;
-    if (level >= best_level) {
-      best_level = level;
-      best = bytes;
-    }
+// "false", "close", ...: how OpenMP binds the threads (OMP_PROC_BIND), which decides whether a
+// first-touched page stays local to the thread that reads it.
+const char* ProcBindName(omp_proc_bind_t bind) {
+  switch (bind) {
+    case omp_proc_bind_false:
+      return "false";
+    case omp_proc_bind_true:
+      return "true";
+    case omp_proc_bind_master:
+      return "primary";
+    case omp_proc_bind_close:
+      return "close";
+    case omp_proc_bind_spread:
+      return "spread";
   }
-  return best > 0 ? best : 32LL * 1024 * 1024;
+  return "?";
 }
 
 struct FreeDeleter {
@@ -84,8 +80,14 @@ Array AllocateArray(std::int64_t n) {
 
 class HostStreamRun final : public TestRun {
  public:
-  HostStreamRun(std::int64_t n, int threads, Array a, Array b, Array c)
-      : n_(n), threads_(threads), a_(std::move(a)), b_(std::move(b)), c_(std::move(c)) {
+  HostStreamRun(std::int64_t n, int threads, Array a, Array b, Array c,
+                std::map<std::string, std::string> details, int numa_nodes)
+      : n_(n),
+        threads_(threads),
+        a_(std::move(a)),
+        b_(std::move(b)),
+        c_(std::move(c)),
+        details_(std::move(details)) {
     double* a_p = a_.get();
     double* b_p = b_.get();
     double* c_p = c_.get();
@@ -96,6 +98,7 @@ class HostStreamRun final : public TestRun {
       b_p[j] = 2.0;
       c_p[j] = 0.0;
     }
+    details_["numa"] = NumaText(numa_nodes);
   }
 
   Result<Sample> RunSample() override {
@@ -142,13 +145,44 @@ class HostStreamRun final : public TestRun {
   }
 
   std::map<std::string, std::string> Details() const override {
-    return {{"arrayBytes", std::to_string(n_ * static_cast<std::int64_t>(sizeof(double)))},
-            {"elements", std::to_string(n_)},
-            {"threads", std::to_string(threads_)},
-            {"verification", "every sample, 4096 spread elements against the host replay"}};
+    std::map<std::string, std::string> d = details_;
+    d["arrayBytes"] = std::to_string(n_ * static_cast<std::int64_t>(sizeof(double)));
+    d["elements"] = std::to_string(n_);
+    d["threads"] = std::to_string(threads_);
+    d["verification"] = "every sample, 4096 spread elements against the host replay";
+    return d;
   }
 
  private:
+  // Where the arrays live: the nodes sysfs shows, how the pages were placed, and where the
+  // kernel says a spread of them are (move_pages), e.g. "2 NUMA nodes; first touch by 384
+  // threads in static shares (OMP_PROC_BIND false): sampled pages node0 50%, node1 50%".
+  std::string NumaText(int numa_nodes) const {
+    std::string text = numa_nodes > 0 ? std::to_string(numa_nodes) +
+                                            (numa_nodes == 1 ? " NUMA node" : " NUMA nodes")
+                                      : "NUMA nodes unknown (none in sysfs)";
+    text += "; first touch by " + std::to_string(threads_) +
+            " threads in static shares, each page on the node of the thread that wrote it "
+            "(OMP_PROC_BIND " +
+            ProcBindName(omp_get_proc_bind()) + ")";
+    std::map<int, int> pages;
+    const std::int64_t bytes = n_ * static_cast<std::int64_t>(sizeof(double));
+    for (const double* array : {a_.get(), b_.get(), c_.get()}) {
+      for (const auto& [node, count] : PageNodes(array, bytes, 256)) pages[node] += count;
+    }
+    int total = 0;
+    for (const auto& [node, count] : pages) total += count;
+    if (total == 0) return text + "; page placement not readable (move_pages)";
+    text += ": sampled pages";
+    const char* sep = " ";
+    for (const auto& [node, count] : pages) {
+      text += sep + std::string("node") + std::to_string(node) + " " +
+              std::to_string((100 * count + total / 2) / total) + "%";
+      sep = ", ";
+    }
+    return text;
+  }
+
   Status Verify() const {
     constexpr std::int64_t kChecks = 4096;
     const std::int64_t stride = n_ > kChecks ? n_ / kChecks : 1;
@@ -172,11 +206,12 @@ class HostStreamRun final : public TestRun {
   Array a_, b_, c_;
   double ea_ = 1.0, eb_ = 2.0, ec_ = 0.0;
   int samples_ = 0;
+  std::map<std::string, std::string> details_;
 };
 
 class HostStreamTest final : public Test {
  public:
-  HostStreamTest() {
+  explicit HostStreamTest(std::string sysfs_root) : sysfs_root_(std::move(sysfs_root)) {
     info_.type = "host-stream";
     info_.description =
         "STREAM copy/scale/add/triad on host memory with all cores (bytes counted as STREAM "
@@ -187,7 +222,8 @@ class HostStreamTest final : public Test {
          ParamType::kInt,
          "0",
          "bytes",
-         "size of each of the three arrays; 0: 4x the last-level cache, at least 64 MiB",
+         "size of each of the three arrays; 0: 4x all last-level caches together (every "
+         "socket's), at least 64 MiB",
          0,
          1LL << 40,
          {}},
@@ -199,17 +235,26 @@ class HostStreamTest final : public Test {
   }
   const TestInfo& Info() const override { return info_; }
 
-  // Four STREAM kernels move ten array lengths; arrayBytes 0 means about 256 MiB on a server.
+  // Four STREAM kernels move ten array lengths; arrayBytes 0 means 4x a two-socket server's
+  // last-level caches, about 1 GiB (2 x 105 MiB on Xeon 8480+, 768 MiB on EPYC 9654).
   double SampleSeconds(const Params& params, int /*gpus*/) const override {
     const double bytes =
-        params.Int("arrayBytes") > 0 ? params.Int("arrayBytes") : 256.0 * (1 << 20);
+        params.Int("arrayBytes") > 0 ? params.Int("arrayBytes") : 1024.0 * (1 << 20);
     return 10 * bytes / nominal::kHostBytesPerSecond;
   }
 
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& /*target*/) const override {
+    const HostMemorySystem memory = ReadHostMemorySystem(sysfs_root_);
     std::int64_t bytes = params.Int("arrayBytes");
-    if (bytes == 0) bytes = std::max<std::int64_t>(4 * LastLevelCacheBytes(), 64LL << 20);
+    std::map<std::string, std::string> details;
+    details["lastLevelCache"] = LastLevelCacheText(memory);
+    if (bytes == 0) {
+      bytes = StreamArrayBytes(memory);
+      details["arraySizing"] = "4x the last-level caches together, at least 64 MiB (STREAM's rule)";
+    } else {
+      details["arraySizing"] = "arrayBytes as the spec gives it";
+    }
     std::int64_t n = bytes / static_cast<std::int64_t>(sizeof(double));
     if (n < 1024) return InvalidArgument("host-stream: arrayBytes must be at least 8192");
     int threads = static_cast<int>(params.Int("threads"));
@@ -219,16 +264,22 @@ class HostStreamTest final : public Test {
       return Status(Code::kResourceExhausted,
                     "host-stream: cannot allocate 3 arrays of " + std::to_string(bytes) + " bytes");
     }
-    return std::unique_ptr<TestRun>(
-        new HostStreamRun(n, threads, std::move(a), std::move(b), std::move(c)));
+    return std::unique_ptr<TestRun>(new HostStreamRun(n, threads, std::move(a), std::move(b),
+                                                      std::move(c), std::move(details),
+                                                      memory.numa_nodes));
   }
 
  private:
+  std::string sysfs_root_;
   TestInfo info_;
 };
 
 }  // namespace
 
-std::unique_ptr<Test> MakeHostStreamTest() { return std::make_unique<HostStreamTest>(); }
+std::unique_ptr<Test> MakeHostStreamTestWith(const std::string& sysfs_root) {
+  return std::make_unique<HostStreamTest>(sysfs_root);
+}
+
+std::unique_ptr<Test> MakeHostStreamTest() { return MakeHostStreamTestWith("/sys"); }
 
 }  // namespace perfgate::kernels

@@ -2,9 +2,10 @@
 // test do: walking ones and zeros (64 steps: every bit of every word set alone and cleared
 // alone), moving inversions (0x55.. and 0xAA.. twice: every cell flips both ways), and seeded
 // random words with their inverse. Each step writes the whole region, then reads every word
-// back against the value computed from its index (kernels/cuda/memtest_patterns.h). Any
-// mismatch FAILs the GPU (kDataLoss) with the count, the first addresses with expected and
-// found words, and the bits that flipped. Bytes moved per sample: 2 x region x steps.
+// back against the value computed from its index (kernels/cuda/memtest_patterns.h). Every
+// mismatch is counted in memoryErrorCount, which the profile bounds (<= 0: any error FAILs the
+// GPU); the first addresses with expected and found words, and the bits that flipped, go with
+// it into Details. Bytes moved per sample: 2 x region x steps.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -15,6 +16,7 @@
 #include "kernels/cuda/test_support.h"
 #include "kernels/memtest_logic.h"
 #include "kernels/test_factories.h"
+#include "kernels/unmeasured.h"
 
 namespace perfgate::kernels {
 namespace memtest {
@@ -94,10 +96,9 @@ class MemtestRun final : public TestRun {
       for (Pattern p : patterns_)
         names += (names.empty() ? "" : ", ") + std::string(PatternName(p));
       details_["patterns"] = names;
-      if (report.errors > 0) details_["errors"] = report.Text();
+      if (report.errors > 0) details_[CountedKey("memoryErrorCount")] = report.Text();
     }
-    if (report.errors > 0) return DataLoss("memtest: " + report.Text());
-    Sample sample{{"memoryErrorCount", 0.0},
+    Sample sample{{"memoryErrorCount", static_cast<double>(report.errors)},
                   {"testedGiB", static_cast<double>(tester_->Bytes()) / (1ULL << 30U)}};
     if (seconds > 0) sample["patternBandwidthGBps"] = bytes / seconds / 1e9;
     return sample;
@@ -125,7 +126,7 @@ class MemtestTest final : public Test {
     info_.type = "memtest";
     info_.description =
         "device-memory pattern test over most of free memory: walking ones/zeros, moving "
-        "inversions, seeded random; any error fails with its addresses";
+        "inversions, seeded random; every error counted, the first named with its address";
     info_.scope = Scope::kGpu;
     info_.params = {
         DoubleParam("memoryFraction", "0.9", "", "share of the GPU's free memory tested", 0.01,
@@ -140,7 +141,7 @@ class MemtestTest final : public Test {
     };
     info_.metrics = {
         gpu::Metric("memoryErrorCount", "count", false,
-                    "words that read back wrong (any error FAILs with its addresses)"),
+                    "words that read back wrong (their addresses in Details)"),
         gpu::Metric("testedGiB", "GiB", true, "size of the tested region"),
         gpu::Metric("patternBandwidthGBps", "GB/s", true,
                     "bytes written and read per second over the sample"),

@@ -1,5 +1,6 @@
 #include "kernels/test.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -92,6 +93,15 @@ std::string Target::Name() const {
 }
 
 std::vector<MetricInfo> Test::Metrics(const Params& /*params*/) const { return Info().metrics; }
+
+ValueRange ReachableRange(const MetricInfo& metric) {
+  ValueRange r{metric.lowest, metric.highest};
+  const std::string& u = metric.unit;
+  const bool rate = u.size() > 2 && u.compare(u.size() - 2, 2, "/s") == 0;  // GB/s, TFLOP/s
+  if (IsCount(metric) || rate || u == "bool") r.lowest = std::max(r.lowest, 0.0);
+  if (u == "bool") r.highest = std::min(r.highest, 1.0);
+  return r;
+}
 
 std::string BinarySize(std::int64_t bytes, const std::string& separator) {
   constexpr std::int64_t kKiB = 1024;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -83,10 +84,27 @@ inline ParamInfo BoolParam(std::string name, bool default_value, std::string des
 
 struct MetricInfo {
   std::string name;  // lowerCamelCase with the unit in it: triadBandwidthGBps, tflops
-  std::string unit;  // "GB/s", "TFLOP/s", "count"
+  // "GB/s", "TFLOP/s"; "count" for a tally of events (errors found, settings that differ):
+  // never negative, and counted in warm-up samples too (an error is not a figure that
+  // settles); "bool" for a 0/1 flag.
+  std::string unit;
   bool higher_is_better = true;
   std::string description;
+  // The values a sample can take, ends included, where the test knows more than the unit
+  // says (a metric that cannot exceed some value by construction). ReachableRange() joins
+  // this with what the unit implies; the plan refuses a bound the range cannot cross.
+  double lowest = -std::numeric_limits<double>::infinity();
+  double highest = std::numeric_limits<double>::infinity();
 };
+
+// The ends, included, of the values a sample of `metric` can take: its declared lowest and
+// highest, narrowed by its unit (a count or a rate is never negative, a bool is 0 or 1).
+struct ValueRange {
+  double lowest = 0;
+  double highest = 0;
+};
+ValueRange ReachableRange(const MetricInfo& metric);
+inline bool IsCount(const MetricInfo& metric) { return metric.unit == "count"; }
 
 // What one run of a test occupies.
 enum class Scope {

@@ -1,6 +1,7 @@
 #include "worker/plan_checks.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "kernels/cuda/profile_select.h"
@@ -8,9 +9,19 @@
 namespace perfgate::worker {
 namespace {
 
-// GB/s, TFLOP/s: a count per second, which no measurement makes negative.
-bool IsRate(const kernels::MetricInfo& m) {
-  return m.unit.size() > 2 && m.unit.compare(m.unit.size() - 2, 2, "/s") == 0;
+std::string Number(double x) { return kernels::Params::Format(x); }
+
+// "never negative", "0 or 1", "always 0": the values a metric can take, for messages.
+std::string RangeText(const kernels::ValueRange& r) {
+  const bool low = std::isfinite(r.lowest);
+  const bool high = std::isfinite(r.highest);
+  if (low && high && r.lowest == r.highest) return "always " + Number(r.lowest);
+  if (low && high) {
+    if (r.lowest == 0 && r.highest == 1) return "0 or 1";
+    return "from " + Number(r.lowest) + " to " + Number(r.highest);
+  }
+  if (low) return r.lowest == 0 ? "never negative" : "never below " + Number(r.lowest);
+  return "never above " + Number(r.highest);
 }
 
 }  // namespace
@@ -25,25 +36,51 @@ Status CheckThresholdsBind(const v1alpha1::TestSpec& test,
     const bool relative = th.has_reference() || th.has_fraction();
     if (relative && th.has_fraction() && th.fraction() > 1) {
       return where.Error(tpath + ".fraction",
-                         "fraction " + kernels::Params::Format(th.fraction()) +
+                         "fraction " + Number(th.fraction()) +
                              " asks for more than the reference, the part's physical peak: "
                              "give a fraction in (0, 1]");
     }
     auto metric = std::find_if(metrics.begin(), metrics.end(),
                                [&](const kernels::MetricInfo& m) { return m.name == th.metric(); });
-    if (metric == metrics.end() || !IsRate(*metric)) continue;
+    if (metric == metrics.end()) continue;
+    const kernels::ValueRange range = kernels::ReachableRange(*metric);
+    const double lo = range.lowest;
+    const double hi = range.highest;
     const double bound = relative ? th.reference() * th.fraction() : th.value();
     const std::string op = th.op().empty() ? ">=" : th.op();
-    const bool passes_always = (op == ">=" && bound <= 0) || (op == ">" && bound < 0);
-    const bool never_passes = (op == "<=" || op == "<") && bound < 0;
+    // Whether every value the metric can take meets the bound, or none does; either way the
+    // figures cannot decide the threshold.
+    bool passes_always = false;
+    bool never_passes = false;
+    std::string fix;
+    if (op == ">=") {
+      passes_always = lo >= bound;
+      never_passes = hi < bound;
+      fix = passes_always ? "above " + Number(lo) : "at or below " + Number(hi);
+    } else if (op == ">") {
+      passes_always = lo > bound;
+      never_passes = hi <= bound;
+      fix = passes_always ? "at or above " + Number(lo) : "below " + Number(hi);
+    } else if (op == "<=") {
+      passes_always = hi <= bound;
+      never_passes = lo > bound;
+      fix = passes_always ? "below " + Number(hi) : "at or above " + Number(lo);
+    } else if (op == "<") {
+      passes_always = hi < bound;
+      never_passes = lo >= bound;
+      fix = passes_always ? "at or below " + Number(hi) : "above " + Number(lo);
+    }
     if (!passes_always && !never_passes) continue;
+    const std::string advice =
+        lo == hi ? "no bound can bind a metric that cannot vary: drop the threshold"
+                 : "give a bound " + fix;
     const std::string field = relative ? ".reference" : ".value";
     return where.Error(
         tpath + field,
-        "a \"" + op + "\" bound of " + kernels::Params::Format(bound) + " on " + th.metric() +
-            " (" + metric->unit + ", never negative) " +
-            (passes_always ? "passes whatever is measured" : "fails whatever is measured") +
-            ": give a bound above 0");
+        "a \"" + op + "\" bound of " + Number(bound) + " on " + th.metric() + " (" + metric->unit +
+            ", " + RangeText(range) + ") " +
+            (passes_always ? "passes whatever is measured" : "fails whatever is measured") + ": " +
+            advice);
   }
   return Status::Ok();
 }

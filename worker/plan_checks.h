@@ -13,10 +13,12 @@
 
 namespace perfgate::worker {
 
-// Every threshold of `test` (written at `path`, e.g. spec.tests[0]) can bind. A rate (a metric
-// in GB/s or TFLOP/s: never negative) with a ">=" bound at or below 0, or a ">" bound below 0,
-// passes whatever is measured; with a "<=" / "<" bound below 0 it can never pass. A fraction of
-// a reference (the part's physical peak) must lie in (0, 1].
+// Every threshold of `test` (written at `path`, e.g. spec.tests[0]) can bind: the values its
+// metric can reach (kernels::ReachableRange: a rate or a count is never negative, a bool is 0
+// or 1, a test may declare tighter ends) fall on both sides of the bound. A ">=" 0 on a rate
+// passes whatever is measured, a "<=" 0 on a count that is always 0 as well, a "<" 0 on a
+// count fails whatever is measured: each is refused. A fraction of a reference (the part's
+// physical peak) must lie in (0, 1].
 Status CheckThresholdsBind(const v1alpha1::TestSpec& test,
                            const std::vector<kernels::MetricInfo>& metrics, const std::string& path,
                            const spec::SourceMap& where);

@@ -229,24 +229,43 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   }
   std::unique_ptr<kernels::TestRun> run = std::move(prepared).value();
 
+  std::map<std::string, std::string> units;
+  for (const auto& m : t.metrics) units[m.name] = m.unit;
+  verdict::MetricSamples samples;
+  std::string stop;
+  std::string warmup_note;
+
+  // A warm-up sample's figures are left out, but not its counts (unit "count": errors found,
+  // settings that differ): an error is not a figure that settles. Counts that already FAIL a
+  // bound for good end the test here, decided on the warm-up samples.
   ctx.progress->Target(ctx.target.Name(), "warm-up");
-  for (int i = 0; i < sampling.warmup; ++i) {
+  verdict::MetricSamples warmup_counts;
+  int warmups = 0;
+  while (warmups < sampling.warmup) {
     auto s = run->RunSample();
     if (!s.ok()) {
       return finish_error(s.status().code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
                           s.status().message(), "error");
     }
+    ++warmups;
+    for (const auto& m : t.metrics) {
+      auto v = s->find(m.name);
+      if (kernels::IsCount(m) && v != s->end()) warmup_counts[m.name].push_back(v->second);
+    }
+    if (verdict::FailedForGood(t.thresholds, warmup_counts) >= 0) {
+      samples = std::move(warmup_counts);
+      stop = "decided";
+      warmup_note = " (in warm-up: " + std::to_string(warmups) + " of " +
+                    std::to_string(sampling.warmup) + " samples)";
+      break;
+    }
   }
-  r.set_warmupsamples(sampling.warmup);
+  r.set_warmupsamples(warmups);
 
-  std::map<std::string, std::string> units;
-  for (const auto& m : t.metrics) units[m.name] = m.unit;
-  verdict::MetricSamples samples;
   const double sampling_start = now();
   verdict::Assessment assessment;
-  std::string stop;
   int n = 0;
-  while (true) {
+  while (stop.empty()) {
     auto s = run->RunSample();
     if (!s.ok()) {
       return finish_error(s.status().code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
@@ -265,8 +284,8 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     if (!sampling.fixed) {
       assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.budget, units, false);
     }
-    stop = StopReason(sampling, n, out_of_time, &assessment);
-    if (!stop.empty()) break;
+    stop = StopReason(sampling, n, out_of_time, &assessment,
+                      verdict::FailedForGood(t.thresholds, samples) >= 0);
   }
   assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.budget, units, true);
   r.set_samples(n);
@@ -300,6 +319,18 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
       o.verdict = verdict::Verdict::kError;
       o.reason = metric + " could not be measured: " + nm->second;
     }
+  }
+  // A FAILed bound on a count names what was counted, as the test put it in Details.
+  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
+    auto& o = assessment.outcomes[i];
+    if (!warmup_note.empty() && o.samples == 0 && o.verdict == verdict::Verdict::kError) {
+      o.verdict = verdict::Verdict::kInconclusive;
+      o.reason = "not measured: a count failed its bound in warm-up";
+    }
+    if (o.verdict != verdict::Verdict::kFail) continue;
+    o.reason += warmup_note;
+    auto counted = run_details.find(kernels::CountedKey(t.thresholds[i].metric));
+    if (counted != run_details.end()) o.reason += ": " + counted->second;
   }
   v1alpha1::Verdict verdict = v1alpha1::PASS;
   std::string reason;
@@ -404,7 +435,9 @@ void FillIdentity(v1alpha1::Identity* id) {
 }
 
 std::string StopReason(const verdict::Sampling& sampling, int n, bool out_of_time,
-                       const verdict::Assessment* assessment) {
+                       const verdict::Assessment* assessment, bool failed_for_good) {
+  // A bound failed for good (an error count above it) fails the test whatever comes next.
+  if (failed_for_good) return "decided";
   const bool at_cap = n >= sampling.max_repeats;
   if (sampling.fixed) return at_cap ? "fixed" : "";
   if (assessment->stop) return assessment->stop_reason;

@@ -37,11 +37,13 @@ struct RunOptions {
 v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& options);
 
 // The stop rule after measured sample `n`: empty to take another sample, else the stop reason
-// (report.proto's stopReason vocabulary). A fixed plan runs to maxRepeats; a sequential one
-// stops when `assessment` (Assess of the samples so far, not final; unread for a fixed plan)
-// says so, on a decided FAIL once minRepeats are in, at maxRepeats, or when `out_of_time`.
+// (report.proto's stopReason vocabulary). Any plan stops when `failed_for_good`
+// (verdict::FailedForGood of the samples so far: a count above its bound, which no later
+// sample can mend). Otherwise a fixed plan runs to maxRepeats; a sequential one stops when
+// `assessment` (Assess of the samples so far, not final; unread for a fixed plan) says so, on a
+// decided FAIL once minRepeats are in, at maxRepeats, or when `out_of_time`.
 std::string StopReason(const verdict::Sampling& sampling, int n, bool out_of_time,
-                       const verdict::Assessment* assessment);
+                       const verdict::Assessment* assessment, bool failed_for_good);
 
 // Local exit codes (docs/operator.md, "Verdict words"): 0 passed, 1 a threshold failed, 3
 // inconclusive or error. (2, invalid input, is decided before a run.)

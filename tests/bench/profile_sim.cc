@@ -151,7 +151,11 @@ NodeOutcome SimulateNode(const std::vector<TestModel>& tests, const NoiseModel& 
         if (!t.sampling.fixed) {
           assessment = verdict::Assess(t.thresholds, samples, t.sampling, tm.budget, {}, false);
         }
-        if (!worker::StopReason(t.sampling, n, out_of_time, &assessment).empty()) break;
+        if (!worker::StopReason(t.sampling, n, out_of_time, &assessment,
+                                verdict::FailedForGood(t.thresholds, samples) >= 0)
+                 .empty()) {
+          break;
+        }
       }
       assessment = verdict::Assess(t.thresholds, samples, t.sampling, tm.budget, {}, true);
       for (const verdict::Outcome& o : assessment.outcomes) {

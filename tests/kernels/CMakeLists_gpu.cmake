@@ -15,10 +15,15 @@ perfgate_test(gpu_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_device_test.
 perfgate_test(gpu_health_counters_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_health_counters_test.cc
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_config_test.cc
-              LIBS perfgate_kernels LABELS unit)
+              LIBS perfgate_kernels perfgate_common LABELS unit)
+target_compile_definitions(gpu_config_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 perfgate_test(gpu_memtest_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_test.cc
-              LIBS perfgate_kernels LABELS unit)
+              LIBS perfgate_kernels perfgate_common LABELS unit)
+target_compile_definitions(gpu_memtest_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 perfgate_test(gpu_power_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_power_test.cc
               LIBS perfgate_kernels LABELS unit)
 perfgate_test(gpu_memtest_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest_device_test.cc
               LIBS perfgate_kernels LABELS gpu)
+perfgate_test(gpu_burn_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_burn_test.cc
+              LIBS perfgate_kernels perfgate_common LABELS unit)
+target_compile_definitions(gpu_burn_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

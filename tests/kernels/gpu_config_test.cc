@@ -1,6 +1,6 @@
 // The config test on recorded NVML answers and a fake sysfs tree: a node set up as the profile
-// expects passes, and each misconfiguration FAILs it with a message that names the setting,
-// the value found and the value expected.
+// expects passes, and each misconfiguration is counted, FAILs the profile's bound on the count,
+// and is named with the setting, the value found and the value expected.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +11,8 @@
 #include "kernels/config/config_check.h"
 #include "kernels/config/config_test.h"
 #include "kernels/nvml/nvml.h"
+#include "kernels/unmeasured.h"
+#include "tests/kernels/profile_bound.h"
 
 namespace perfgate::kernels::config {
 namespace {
@@ -183,7 +185,7 @@ class ConfigCheck : public ::testing::Test {
     node = RecordedNode{};
     fs_ = HealthyTree();
   }
-  // The test's one sample: the metric on a match, the FAIL message on a mismatch.
+  // The test's one sample; what it counted, named, goes to counted_.
   Result<Sample> Run(const Params& params = H200Profile()) {
     ConfigDeps deps;
     deps.nvml = [] { return nvml::Nvml::FromTable(HgxH200()); };
@@ -192,16 +194,36 @@ class ConfigCheck : public ::testing::Test {
     auto test = MakeConfigTestWith(deps);
     auto run = test->Prepare(params, Target{});
     if (!run.ok()) return run.status();
-    return (*run)->RunSample();
+    auto sample = (*run)->RunSample();
+    const auto details = (*run)->Details();
+    auto it = details.find(CountedKey("configMismatchCount"));
+    counted_ = it == details.end() ? "" : it->second;
+    return sample;
   }
-  std::string FailMessage() {
-    auto sample = Run();
-    EXPECT_FALSE(sample.ok());
-    if (sample.ok()) return "";
-    EXPECT_EQ(sample.status().code(), Code::kDataLoss);
-    return sample.status().message();
+  // The profile's bound on the count (max configMismatchCount <= 0) on `sample`.
+  static verdict::Outcome ProfileVerdict(const Sample& sample) {
+    return testing::Decide(
+        testing::ProfileBound("h200-sxm-141gb", "quick", "config", "configMismatchCount"),
+        {sample});
+  }
+  // A misconfigured node: its mismatches counted, the count FAILing the profile's bound, and
+  // the mismatches named (returned).
+  std::string FailMessage(const Params& params = H200Profile()) {
+    auto sample = Run(params);
+    EXPECT_TRUE(sample.ok()) << sample.status().ToString();
+    if (!sample.ok()) return "";
+    EXPECT_GT(sample->at("configMismatchCount"), 0);
+    const verdict::Outcome outcome = ProfileVerdict(*sample);
+    EXPECT_EQ(outcome.verdict, verdict::Verdict::kFail) << outcome.reason;
+    EXPECT_EQ(counted_.rfind(std::to_string(static_cast<int>(sample->at("configMismatchCount"))) +
+                                 " setting(s) differ from the profile: ",
+                             0),
+              0U)
+        << counted_;
+    return counted_;
   }
   std::shared_ptr<FakeFs> fs_;
+  std::string counted_;
   std::string nccl_ = "2.28.9";
 };
 
@@ -209,6 +231,8 @@ TEST_F(ConfigCheck, NodeAsTheProfileExpectsPasses) {
   auto sample = Run();
   ASSERT_TRUE(sample.ok()) << sample.status().message();
   EXPECT_EQ(sample->at("configMismatchCount"), 0);
+  EXPECT_EQ(counted_, "");
+  EXPECT_EQ(ProfileVerdict(*sample).verdict, verdict::Verdict::kPass);
 }
 
 TEST_F(ConfigCheck, OldDriverIsNamedWithBothVersions) {
@@ -221,9 +245,7 @@ TEST_F(ConfigCheck, ExactDriverVersion) {
   Params p = H200Profile();
   auto values = p.values();
   values["driverVersion"] = std::string("580.82.07");
-  auto sample = Run(Params(values));
-  ASSERT_FALSE(sample.ok());
-  EXPECT_NE(sample.status().message().find("driverVersion: found 580.65.06, expected 580.82.07"),
+  EXPECT_NE(FailMessage(Params(values)).find("driverVersion: found 580.65.06, expected 580.82.07"),
             std::string::npos);
 }
 
@@ -239,6 +261,9 @@ TEST_F(ConfigCheck, GpuModesAreNamedPerGpu) {
   node.gpus[1].persistence = 0;
   node.gpus[0].ecc = 0;
   node.gpus[1].mig = 1;
+  auto sample = Run();
+  ASSERT_TRUE(sample.ok());
+  EXPECT_EQ(sample->at("configMismatchCount"), 3);
   const std::string message = FailMessage();
   EXPECT_NE(message.find("3 setting(s)"), std::string::npos);
   EXPECT_NE(message.find("gpu1 (0000:2c:00.0) persistenceMode: found disabled, expected enabled"),
@@ -276,7 +301,9 @@ TEST_F(ConfigCheck, AcsRedirectOnABridgeBreaksPeerToPeer) {
 TEST_F(ConfigCheck, UnreadableAcsIsANoteNotAMismatch) {
   // Unprivileged reads of config space stop at 64 bytes.
   fs_->files["/sys/bus/pci/devices/0000:20:01.0/config"] = std::string(64, '\0');
-  ASSERT_TRUE(Run().ok());
+  auto sample = Run();
+  ASSERT_TRUE(sample.ok());
+  EXPECT_EQ(sample->at("configMismatchCount"), 0);
   EXPECT_FALSE(AcsRedirectEnabled(std::string(64, '\0')).has_value());
 }
 

@@ -10,16 +10,11 @@
 #include "kernels/cuda/hbm_stream.h"
 #include "kernels/nvml/identity.h"
 #include "kernels/test_factories.h"
+#include "tests/gpu_presence.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels {
 namespace {
-
-#define REQUIRE_GPU()                            \
-  do {                                           \
-    const Status s = cuda::RequireCudaDevice(0); \
-    if (!s.ok()) GTEST_SKIP() << s.message();    \
-  } while (false)
 
 Target Gpu0() {
   Target t;
@@ -34,7 +29,7 @@ Result<Sample> PrepareAndSample(const Test& test, const Params& params, const Ta
 }
 
 TEST(GpuDevice, HbmStreamMeasuresAndVerifies) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeHbmStreamTest();
   const Params params = testing::DefaultParams(
       test->Info(), {{"arrayBytes", std::int64_t{64} << 20}, {"roundsPerSample", std::int64_t{3}}});
@@ -47,7 +42,7 @@ TEST(GpuDevice, HbmStreamMeasuresAndVerifies) {
 // threads an H200 kernel with 36-40 registers/thread fits once per SM, so two blocks per SM
 // (the threads-per-SM guess) would run a second wave.
 TEST(GpuDevice, HbmStreamGridIsOneWaveFromTheKernelsOccupancy) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   for (int block : {1024, 256}) {
     cuda::HbmStreamConfig config;
     config.elements = 1 << 20;
@@ -69,7 +64,7 @@ TEST(GpuDevice, HbmStreamGridIsOneWaveFromTheKernelsOccupancy) {
 // Copy and scale move the same bytes and run back to back; before the gate, copy's interval
 // started on an idle GPU and counted the launch (~15% low at 64 MiB). Now the two agree.
 TEST(GpuDevice, HbmStreamCopyTimingExcludesLaunchLatency) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   cuda::HbmStreamConfig config;
   config.elements = (std::int64_t{64} << 20) / 8;
   auto stream = cuda::CreateHbmStream(config);
@@ -86,7 +81,7 @@ TEST(GpuDevice, HbmStreamCopyTimingExcludesLaunchLatency) {
 
 // A write ordered on the kernels' stream is seen by the very next kernel.
 TEST(GpuDevice, HbmStreamWriteIsOrderedBeforeTheNextKernel) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   cuda::HbmStreamConfig config;
   config.elements = 1 << 20;
   auto stream = cuda::CreateHbmStream(config);
@@ -105,7 +100,7 @@ TEST(GpuDevice, HbmStreamWriteIsOrderedBeforeTheNextKernel) {
 }
 
 TEST(GpuDevice, HbmStreamCatchesAPlantedWrongValue) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   cuda::HbmStreamConfig config;
   config.elements = (16 << 20) + 1;  // odd: the tail element path too
   auto stream = cuda::CreateHbmStream(config);
@@ -121,7 +116,7 @@ TEST(GpuDevice, HbmStreamCatchesAPlantedWrongValue) {
 }
 
 TEST(GpuDevice, GemmEveryDtypeVerifies) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeGemmTest();
   const Params params =
       testing::DefaultParams(test->Info(), {{"m", std::int64_t{2048}},
@@ -139,7 +134,7 @@ TEST(GpuDevice, GemmEveryDtypeVerifies) {
 }
 
 TEST(GpuDevice, GemmRepeatsBitForBitAndSeesAChangedReference) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   cuda::GemmConfig config;
   config.m = config.n = config.k = 1024;
   config.output_buffers = 3;
@@ -158,7 +153,7 @@ TEST(GpuDevice, GemmRepeatsBitForBitAndSeesAChangedReference) {
 // bf16 8192^3 it is a few percent of the GPU time (it was 5-8% with a kernel per buffer and a
 // host round trip per pass).
 TEST(GpuDevice, BurnPassesKeepTheGpuOnMatmuls) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   cuda::GemmConfig config;
   config.output_buffers = 8;
   config.deterministic = true;
@@ -179,7 +174,7 @@ TEST(GpuDevice, BurnPassesKeepTheGpuOnMatmuls) {
 // Every element of every buffer is compared, the ones past the last 16-byte vector included:
 // with a negative tolerance each one counts.
 TEST(GpuDevice, BurnComparisonSeesEveryElementOfEveryBuffer) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   cuda::GemmConfig config;
   config.dtype = gpu::GemmDtype::kFp64;  // any leading dimension; 2 per vector, 1 past the last
   config.m = 257;
@@ -200,7 +195,7 @@ TEST(GpuDevice, BurnComparisonSeesEveryElementOfEveryBuffer) {
 }
 
 TEST(GpuDevice, BurnWindowRunsClean) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeBurnTest();
   const Params params = testing::DefaultParams(test->Info(), {{"m", std::int64_t{2048}},
                                                               {"n", std::int64_t{2048}},
@@ -213,7 +208,7 @@ TEST(GpuDevice, BurnWindowRunsClean) {
 }
 
 TEST(GpuDevice, HostCopiesMeasureAndVerify) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeH2dD2hTest();
   const Params params =
       testing::DefaultParams(test->Info(), {{"sizes", std::vector<std::int64_t>{1 << 20, 16 << 20}},
@@ -226,7 +221,7 @@ TEST(GpuDevice, HostCopiesMeasureAndVerify) {
 }
 
 TEST(GpuDevice, P2pOnOneGpuIsNotApplicable) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeP2pTest();
   Target one;
   one.scope = Scope::kAllGpus;
@@ -237,8 +232,8 @@ TEST(GpuDevice, P2pOnOneGpuIsNotApplicable) {
 }
 
 TEST(GpuDevice, P2pPairsVerifyWhereThereAreTwo) {
-  REQUIRE_GPU();
-  if (!cuda::RequireCudaDevice(1).ok()) GTEST_SKIP() << "one GPU";
+  SKIP_WITHOUT_CUDA_DEVICE(0);
+  SKIP_WITHOUT_CUDA_DEVICE(1);
   const auto test = MakeP2pTest();
   Target two;
   two.scope = Scope::kAllGpus;
@@ -250,12 +245,10 @@ TEST(GpuDevice, P2pPairsVerifyWhereThereAreTwo) {
 }
 
 TEST(GpuDevice, HealthReadsNvml) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeHealthTest();
+  // NVML ships with the driver: where CUDA sees a device, health must read it.
   auto run = test->Prepare(testing::DefaultParams(test->Info()), Gpu0());
-  if (!run.ok() && run.status().code() == Code::kUnavailable) {
-    GTEST_SKIP() << run.status().message();
-  }
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   auto sample = (*run)->RunSample();
   ASSERT_TRUE(sample.ok()) << sample.status().ToString();
@@ -265,7 +258,7 @@ TEST(GpuDevice, HealthReadsNvml) {
 }
 
 TEST(GpuDevice, IdentityNamesTheDevice) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   auto id = ReadGpuIdentity(0);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   EXPECT_FALSE(id->name.empty());

@@ -5,18 +5,13 @@
 
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/memtest.h"
+#include "tests/gpu_presence.h"
 
 namespace perfgate::kernels::cuda {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                    \
-  do {                                        \
-    const Status s = RequireCudaDevice(0);    \
-    if (!s.ok()) GTEST_SKIP() << s.message(); \
-  } while (0)
-
 TEST(MemtestDevice, EveryPatternReadsBackOnAHealthyGpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   auto tester = CreateMemTester(0, 0.5, std::int64_t{256} << 20);
   ASSERT_TRUE(tester.ok()) << tester.status().message();
   EXPECT_EQ((*tester)->Bytes(), std::int64_t{256} << 20);
@@ -33,7 +28,7 @@ TEST(MemtestDevice, EveryPatternReadsBackOnAHealthyGpu) {
 }
 
 TEST(MemtestDevice, WithoutADeviceItSaysSo) {
-  if (RequireCudaDevice(0).ok()) GTEST_SKIP() << "a device is present";
+  SKIP_WITH_CUDA_DEVICE();
   auto tester = CreateMemTester(0, 0.5, 1 << 20);
   ASSERT_FALSE(tester.ok());
   EXPECT_EQ(tester.status().code(), Code::kUnavailable);

@@ -1,5 +1,6 @@
 // memtest on host memory standing in for a GPU's: the patterns' contracts, a clean region that
-// passes, and stuck cells that FAIL the GPU with their addresses, expected and found words.
+// passes, and stuck cells that are counted, named with their addresses, expected and found
+// words, and FAIL the GPU through the profile's bound on the count.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -7,6 +8,8 @@
 
 #include "kernels/cuda/memtest_patterns.h"
 #include "kernels/memtest_logic.h"
+#include "kernels/unmeasured.h"
+#include "tests/kernels/profile_bound.h"
 
 namespace perfgate::kernels::memtest {
 namespace {
@@ -20,8 +23,9 @@ Params Defaults(std::vector<std::string> patterns = {"walking-ones", "walking-ze
                  {"maxListedErrors", std::int64_t{4}}});
 }
 
+// One sample, and what the run's Details say about the errors it counted ("" when none).
 Result<Sample> RunOn(std::int64_t bytes, std::vector<StuckBits> stuck,
-                     const Params& params = Defaults()) {
+                     const Params& params = Defaults(), std::string* counted = nullptr) {
   auto test = MakeMemtestTestWith(
       [bytes, stuck](int, double, std::int64_t) -> Result<std::unique_ptr<cuda::MemTester>> {
         return MakeHostMemTester(bytes, stuck);
@@ -32,7 +36,19 @@ Result<Sample> RunOn(std::int64_t bytes, std::vector<StuckBits> stuck,
   target.devices = {0};
   auto run = test->Prepare(params, target);
   if (!run.ok()) return run.status();
-  return (*run)->RunSample();
+  auto sample = (*run)->RunSample();
+  if (counted != nullptr) {
+    const auto details = (*run)->Details();
+    auto it = details.find(CountedKey("memoryErrorCount"));
+    *counted = it == details.end() ? "" : it->second;
+  }
+  return sample;
+}
+
+// The full level's bound (memtest runs there only): max memoryErrorCount <= 0.
+verdict::Outcome ProfileVerdict(const Sample& sample) {
+  return testing::Decide(
+      testing::ProfileBound("h200-sxm-141gb", "full", "memtest", "memoryErrorCount"), {sample});
 }
 
 TEST(MemtestPatterns, WalkingBitsVisitEveryBitOfEveryWord) {
@@ -61,30 +77,39 @@ TEST(MemtestPatterns, InversionsFlipEveryBitAndRandomDependsOnSeed) {
 }
 
 TEST(Memtest, CleanMemoryPasses) {
-  auto sample = RunOn(1 << 16, {});
+  std::string counted;
+  auto sample = RunOn(1 << 16, {}, Defaults(), &counted);
   ASSERT_TRUE(sample.ok()) << sample.status().message();
   EXPECT_EQ(sample->at("memoryErrorCount"), 0);
+  EXPECT_EQ(counted, "");
+  EXPECT_EQ(ProfileVerdict(*sample).verdict, verdict::Verdict::kPass);
 }
 
-TEST(Memtest, StuckAtZeroBitFailsWithItsAddress) {
+TEST(Memtest, StuckAtZeroBitIsCountedNamedAndFailsTheProfileBound) {
   // Bit 4 of word 100 (offset 0x320) stuck at 0: walking ones finds it once, walking zeros
   // never, inversions and random whenever the bit should be 1.
-  auto sample = RunOn(1 << 16, {{100, 0x10, 0}}, Defaults({"walking-ones"}));
-  ASSERT_FALSE(sample.ok());
-  EXPECT_EQ(sample.status().code(), Code::kDataLoss);
-  EXPECT_EQ(sample.status().message(),
-            "memtest: 1 memory errors (walking-ones step 32: 1 errors); flipped bits 0x10; at "
-            "offset 0x320 expected 0x10 found 0x0");
+  std::string counted;
+  auto sample = RunOn(1 << 16, {{100, 0x10, 0}}, Defaults({"walking-ones"}), &counted);
+  ASSERT_TRUE(sample.ok()) << sample.status().message();
+  EXPECT_EQ(sample->at("memoryErrorCount"), 1);
+  EXPECT_EQ(counted,
+            "1 memory errors (walking-ones step 32: 1 errors); flipped bits 0x10; at offset "
+            "0x320 expected 0x10 found 0x0");
+  const verdict::Outcome outcome = ProfileVerdict(*sample);
+  EXPECT_EQ(outcome.verdict, verdict::Verdict::kFail) << outcome.reason;
+  EXPECT_EQ(outcome.observed, 1);
 }
 
 TEST(Memtest, ManyErrorsAreCountedButTheListIsBounded) {
   std::vector<StuckBits> stuck;
   for (std::uint64_t w = 0; w < 64; ++w) stuck.push_back({w, ~0ULL, 0xFFFF0000FFFF0000ULL});
-  auto sample = RunOn(1 << 12, stuck, Defaults({"moving-inversions"}));
-  ASSERT_FALSE(sample.ok());
-  const std::string& message = sample.status().message();
-  // Every step finds every stuck word; the message names 4 addresses (maxListedErrors).
-  EXPECT_EQ(message.rfind("memtest: 256 memory errors", 0), 0U) << message;
+  std::string message;
+  auto sample = RunOn(1 << 12, stuck, Defaults({"moving-inversions"}), &message);
+  ASSERT_TRUE(sample.ok()) << sample.status().message();
+  // Every step finds every stuck word; the text names 4 addresses (maxListedErrors).
+  EXPECT_EQ(sample->at("memoryErrorCount"), 256);
+  EXPECT_EQ(ProfileVerdict(*sample).verdict, verdict::Verdict::kFail);
+  EXPECT_EQ(message.rfind("256 memory errors", 0), 0U) << message;
   std::size_t listed = 0;
   for (std::size_t at = message.find("at offset"); at != std::string::npos;
        at = message.find("at offset", at + 1)) {

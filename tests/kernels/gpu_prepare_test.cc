@@ -9,6 +9,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/nvml/identity.h"
 #include "kernels/test_factories.h"
+#include "tests/gpu_presence.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels {
@@ -61,7 +62,7 @@ TEST_P(GpuTests, DescribeThemselves) {
 }
 
 TEST_P(GpuTests, WithoutADeviceRefuseWithCudasText) {
-  if (cuda::RequireCudaDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
+  SKIP_WITH_CUDA_DEVICE();
   const auto test = GetParam().make();
   Target target;
   target.scope = GetParam().scope;
@@ -76,7 +77,7 @@ TEST_P(GpuTests, WithoutADeviceRefuseWithCudasText) {
 }
 
 TEST_P(GpuTests, TargetWithoutDevicesStillNamesTheCudaCause) {
-  if (cuda::RequireCudaDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
+  SKIP_WITH_CUDA_DEVICE();
   const auto test = GetParam().make();
   Target target;
   target.scope = GetParam().scope;
@@ -104,7 +105,7 @@ TEST(GemmMetrics, FollowTheRequestedDtypes) {
 }
 
 TEST(GpuIdentity, WithoutADeviceIsUnavailable) {
-  if (cuda::RequireCudaDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
+  SKIP_WITH_CUDA_DEVICE();
   auto id = ReadGpuIdentity(0);
   EXPECT_EQ(id.status().code(), Code::kUnavailable);
   EXPECT_EQ(id.status().message().rfind("no CUDA device: ", 0), 0u);

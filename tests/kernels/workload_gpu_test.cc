@@ -7,16 +7,11 @@
 #include "kernels/workloads/alignment.h"
 #include "kernels/workloads/workload_backend.h"
 #include "kernels/workloads/workload_factories.h"
+#include "tests/gpu_presence.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels {
 namespace {
-
-#define REQUIRE_GPU()                            \
-  do {                                           \
-    const Status s = cuda::RequireCudaDevice(0); \
-    if (!s.ok()) GTEST_SKIP() << s.message();    \
-  } while (false)
 
 Target Gpu0() {
   Target t;
@@ -26,7 +21,7 @@ Target Gpu0() {
 }
 
 TEST(WorkloadGpu, SequenceSearchScoresEqualTheHostScorer) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeSequenceSearchTest();
   const Params params =
       testing::DefaultParams(test->Info(), {{"queries", std::int64_t{2}},
@@ -40,7 +35,7 @@ TEST(WorkloadGpu, SequenceSearchScoresEqualTheHostScorer) {
 }
 
 TEST(WorkloadGpu, SequenceSearchAlignerMatchesOnEveryPairOfSmallSets) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const align::SequenceSet queries = align::SyntheticSequences(3, 4, 1, 300);
   const align::SequenceSet targets = align::SyntheticSequences(4, 300, 0, 200);
   const align::Scoring scoring{10, 2};
@@ -60,7 +55,7 @@ TEST(WorkloadGpu, SequenceSearchAlignerMatchesOnEveryPairOfSmallSets) {
 }
 
 TEST(WorkloadGpu, TrainingStepReducesGradientsAndReportsTheModel) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   auto count = cuda::CudaDeviceCount();
   ASSERT_TRUE(count.ok());
   Target all;
@@ -83,7 +78,7 @@ TEST(WorkloadGpu, TrainingStepReducesGradientsAndReportsTheModel) {
 }
 
 TEST(WorkloadGpu, DecodeStepOutputsAreExact) {
-  REQUIRE_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const auto test = MakeDecodeStepTest();
   const Params params = testing::DefaultParams(test->Info(), {{"hidden", std::int64_t{1024}},
                                                               {"layers", std::int64_t{2}},

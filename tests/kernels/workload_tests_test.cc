@@ -9,6 +9,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/registry.h"
 #include "kernels/workloads/workload_factories.h"
+#include "tests/gpu_presence.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels {
@@ -76,7 +77,7 @@ TEST_P(WorkloadTests, AreListedWithTheirParametersAndMetrics) {
 }
 
 TEST_P(WorkloadTests, WithoutADeviceRefuseWithCudasText) {
-  if (cuda::RequireCudaDevice(0).ok()) GTEST_SKIP() << "a CUDA device is present";
+  SKIP_WITH_CUDA_DEVICE();
   const auto test = GetParam().make();
   Target target;
   target.scope = GetParam().scope;

@@ -10,6 +10,7 @@
 #include "kernels/nccl/harness.h"
 #include "kernels/nccl/nccl_communicator.h"
 #include "kernels/registry.h"
+#include "tests/gpu_presence.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels::nccl {
@@ -17,14 +18,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-#define SKIP_WITHOUT_GPU()                                     \
-  do {                                                         \
-    auto count = cuda::CudaDeviceCount();                      \
-    if (!count.ok()) GTEST_SKIP() << count.status().message(); \
-  } while (false)
-
 TEST(NcclGpu, OneRankAllReduceRunsVerifiesAndReportsAlgbw) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   const kernels::Test* t = FindTest("nccl-all-reduce", false);
   ASSERT_NE(t, nullptr);
   Target target;
@@ -52,7 +47,7 @@ TEST(NcclGpu, OneRankAllReduceRunsVerifiesAndReportsAlgbw) {
 }
 
 TEST(NcclGpu, TwoRankInitWhosePeerNeverComesIsAbortedByTheWatchdog) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_CUDA_DEVICE(0);
   CommunicatorOptions options;
   options.devices = {0};
   options.world_size = 2;  // rank 1 never starts

@@ -17,6 +17,7 @@
 #include "kernels/fixtures/fixtures.h"
 #include "kernels/nccl/harness.h"
 #include "kernels/registry.h"
+#include "tests/gpu_presence.h"
 #include "tests/kernels/gpu_test_params.h"
 
 namespace perfgate::kernels::nccl {
@@ -372,8 +373,9 @@ TEST(Registry, NcclTestWithoutAGpuIsUnavailableWithCudasText) {
   Target target;
   target.scope = Scope::kAllGpus;
   target.devices = {0};
+  SKIP_WITH_CUDA_DEVICE();
   auto run = t->Prepare(testing::DefaultParams(t->Info()), target);
-  if (run.ok()) GTEST_SKIP() << "a CUDA device is present";
+  ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().code(), Code::kUnavailable);
   EXPECT_THAT(run.status().message(), HasSubstr("no CUDA device"));
 }

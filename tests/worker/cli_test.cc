@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/report.h"
+#include "tests/gpu_presence.h"
 
 namespace {
 
@@ -176,6 +177,7 @@ TEST_F(Cli, LocalExampleMeasuresHostAndSkipsOptionalGpuTests) {
 }
 
 TEST_F(Cli, RequiredGpuTestsWithoutGpuExitThreeWithCudaText) {
+  SKIP_WITH_CUDA_DEVICE();
   std::string spec = Write("gpu.yaml", R"(apiVersion: perfgate.io/v1alpha1
 kind: PerfValidation
 metadata: {name: gpu}
@@ -185,7 +187,6 @@ spec:
     - type: gemm
 )");
   Outcome o = Perfgate("run " + spec);
-  if (o.output.find("no CUDA device") == std::string::npos) GTEST_SKIP() << "a GPU is present";
   EXPECT_EQ(o.exit_code, 3) << o.output;
   EXPECT_THAT(o.output, HasSubstr("ERROR  hbm-stream [gpu]: no CUDA device: "));
   EXPECT_THAT(o.output, HasSubstr("ERROR  gemm [gpu]: no CUDA device: "));

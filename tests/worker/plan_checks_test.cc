@@ -81,10 +81,82 @@ TEST(PlanChecks, BoundsThatBindAreAccepted) {
   for (const std::string bound :
        {"          value: 0.1\n", "          op: \">\"\n          value: 0\n",
         "          reference: 100\n          fraction: 1\n",
-        "          op: \"<\"\n          value: 0\n"}) {
+        "          op: \"<\"\n          value: 0.1\n"}) {
     auto plan = PlanOf(Threshold(bound));
     EXPECT_TRUE(plan.ok()) << bound << plan.status().ToString();
   }
+}
+
+// A "<" 0 on a rate reads like a ceiling but no figure is below 0: every run would FAIL.
+TEST(PlanChecks, ACeilingAtOrBelowZeroOnARateCannotPassAndIsRefused) {
+  ExpectInvalid(Threshold("          op: \"<\"\n          value: 0\n"),
+                "s.yaml:11: spec.tests[0].thresholds[0].value: a \"<\" bound of 0 on "
+                "triadBandwidthGBps (GB/s, never negative) fails whatever is measured: give a "
+                "bound above 0");
+}
+
+// One memtest threshold on memoryErrorCount (a count: never negative), `bound` below it.
+std::string CountThreshold(const std::string& bound) {
+  return "  tests:\n    - type: memtest\n      thresholds:\n"
+         "        - metric: memoryErrorCount\n          statistic: max\n" +
+         bound;
+}
+
+TEST(PlanChecks, ABoundOnACountMustFallInsideWhatCanBeCounted) {
+  ExpectInvalid(CountThreshold("          op: \">=\"\n          value: 0\n"),
+                "spec.tests[0].thresholds[0].value: a \">=\" bound of 0 on memoryErrorCount "
+                "(count, never negative) passes whatever is measured: give a bound above 0");
+  ExpectInvalid(CountThreshold("          op: \"<\"\n          value: 0\n"),
+                "a \"<\" bound of 0 on memoryErrorCount (count, never negative) fails whatever "
+                "is measured: give a bound above 0");
+  ExpectInvalid(CountThreshold("          op: \"<=\"\n          value: -1\n"),
+                "fails whatever is measured: give a bound at or above 0");
+  for (const std::string bound :
+       {"          op: \"<=\"\n          value: 0\n", "          op: \"<\"\n          value: 1\n",
+        "          op: \"<=\"\n          value: 100\n"}) {
+    auto plan = PlanOf(CountThreshold(bound));
+    EXPECT_TRUE(plan.ok()) << bound << plan.status().ToString();
+  }
+}
+
+TEST(PlanChecks, AFlagIsZeroOrOne) {
+  const std::string burn =
+      "  tests:\n    - type: burn\n      thresholds:\n"
+      "        - metric: hardwareSlowdown\n          statistic: max\n          op: \"<=\"\n";
+  ExpectInvalid(burn + "          value: 1\n",
+                "a \"<=\" bound of 1 on hardwareSlowdown (bool, 0 or 1) passes whatever is "
+                "measured: give a bound below 1");
+  EXPECT_TRUE(PlanOf(burn + "          value: 0\n").ok());
+}
+
+// A count that cannot exceed a value by construction (a test that reports failures another
+// way and the count as 0): a "<=" bound at or above it can never FAIL, so it is refused.
+TEST(PlanChecks, ABoundACountCanNeverExceedIsRefused) {
+  v1alpha1::TestSpec test;
+  test.set_type("t");
+  auto* th = test.add_thresholds();
+  th->set_metric("alwaysZeroCount");
+  th->set_statistic("max");
+  th->set_op("<=");
+  th->set_value(0);
+  kernels::MetricInfo always_zero{"alwaysZeroCount", "count", false, ""};
+  always_zero.highest = 0;
+  Status s = CheckThresholdsBind(test, {always_zero}, "spec.tests[0]", spec::SourceMap());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("spec.tests[0].thresholds[0].value: a \"<=\" bound of 0 on "
+                        "alwaysZeroCount (count, always 0) passes whatever is measured: no bound "
+                        "can bind a metric that cannot vary: drop the threshold"));
+
+  // One that reaches at most 3: "<= 5" cannot FAIL, "<= 2" can.
+  kernels::MetricInfo at_most_three{"alwaysZeroCount", "count", false, ""};
+  at_most_three.highest = 3;
+  th->set_value(5);
+  s = CheckThresholdsBind(test, {at_most_three}, "spec.tests[0]", spec::SourceMap());
+  EXPECT_THAT(s.message(), HasSubstr("(count, from 0 to 3) passes whatever is measured: give a "
+                                     "bound below 3"));
+  th->set_value(2);
+  EXPECT_TRUE(CheckThresholdsBind(test, {at_most_three}, "spec.tests[0]", spec::SourceMap()).ok());
 }
 
 TEST(PlanChecks, EveryBuiltInProfileBinds) {

@@ -302,6 +302,63 @@ TEST(Runner, FixedMethodTakesExactlyMaxRepeats) {
   EXPECT_EQ(r.tests(0).verdict(), v1alpha1::PASS);
 }
 
+// A test that counts errors (memtest, burn, config): the count is a figure like the others,
+// and the bound on it FAILs the test with the figure and what was counted, named.
+PlannedTest Counting(const FakeTest& test) {
+  PlannedTest t = WithMaxZero(Planned(test, 50), "errorCount");
+  t.metrics.push_back({"errorCount", "count", false, ""});
+  return t;
+}
+
+std::function<Result<kernels::Sample>(int, int)> ErrorsAt(int sample, double errors) {
+  return [=](int, int i) -> Result<kernels::Sample> {
+    return kernels::Sample{{"bandwidthGBps", 100.0}, {"errorCount", i == sample ? errors : 0.0}};
+  };
+}
+
+TEST(Runner, ACountAboveItsBoundFailsWithTheFigureAndWhatWasCounted) {
+  FakeTest test(kernels::Scope::kHost, ErrorsAt(4, 2), Status::Ok(),
+                {{"counted.errorCount", "2 words read back wrong: at 0x320, at 0x328"}});
+  PlannedTest p = Counting(test);
+  p.sampling.fixed = true;
+  p.sampling.max_repeats = 12;
+  Report r = RunOne(p, Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::FAIL);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("max errorCount 2"));
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr(": 2 words read back wrong: at 0x320, at 0x328"));
+  EXPECT_EQ(r.verdict(), v1alpha1::FAIL);
+  // The fourth measured sample (the first was warm-up) fails the bound for good: no later
+  // sample can lower a max, so the fixed plan stops there.
+  EXPECT_EQ(r.tests(0).samples(), 4);
+  EXPECT_EQ(r.tests(0).stopreason(), "decided");
+  ASSERT_EQ(r.tests(0).metrics_size(), 2);
+  EXPECT_EQ(r.tests(0).metrics(1).name(), "errorCount");
+  EXPECT_EQ(r.tests(0).metrics(1).summary().max(), 2);
+}
+
+TEST(Runner, ACleanCountPassesItsBound) {
+  FakeTest test(kernels::Scope::kHost, ErrorsAt(-1, 0));
+  Report r = RunOne(Counting(test), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::PASS) << r.tests(0).reason();
+  EXPECT_EQ(r.tests(0).thresholds(1).observed(), 0);
+}
+
+TEST(Runner, AnErrorCountedInWarmUpIsNotLeftOut) {
+  FakeTest test(kernels::Scope::kHost, ErrorsAt(0, 1), Status::Ok(),
+                {{"counted.errorCount", "window 1: 1 of 4096 output elements differ"}});
+  Report r = RunOne(Counting(test), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::FAIL);
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("max errorCount 1"));
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("in warm-up"));
+  EXPECT_THAT(r.tests(0).reason(), HasSubstr("window 1: 1 of 4096 output elements differ"));
+  EXPECT_EQ(r.tests(0).warmupsamples(), 1);
+  EXPECT_EQ(r.tests(0).samples(), 0);
+  EXPECT_EQ(r.tests(0).stopreason(), "decided");
+  // The figures' bound was never measured: not decided, and no ERROR either.
+  EXPECT_EQ(r.tests(0).thresholds(0).verdict(), v1alpha1::INCONCLUSIVE);
+  EXPECT_EQ(r.verdict(), v1alpha1::FAIL);
+}
+
 TEST(Runner, KeepsOnlyACappedSetOfRawSamples) {
   FakeTest test(kernels::Scope::kHost, Around(50, 0.05));
   RunOptions o = Options(0);
