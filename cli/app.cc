@@ -1,6 +1,7 @@
 #include "cli/app.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <vector>
@@ -353,8 +354,13 @@ std::unique_ptr<CLI::App> BuildApp(const std::string& program, Action* action) {
   });
   app->add_subcommand("man", "Prints the manual page (roff)")->callback([action, top] {
     *action = [top] {
-      std::cout << cmdline::ManPage(*top,
-                                    FormatRfc3339(std::chrono::system_clock::now()).substr(0, 10));
+      // SOURCE_DATE_EPOCH (reproducible builds) dates the page when it is set.
+      auto when = std::chrono::system_clock::now();
+      const char* epoch = std::getenv("SOURCE_DATE_EPOCH");  // NOLINT(concurrency-mt-unsafe)
+      if (epoch != nullptr && *epoch != '\0') {
+        when = std::chrono::system_clock::time_point(std::chrono::seconds(std::atoll(epoch)));
+      }
+      std::cout << cmdline::ManPage(*top, FormatRfc3339(when).substr(0, 10));
       return exit_code::kOk;
     };
   });

@@ -18,11 +18,11 @@ echo "== clang-tidy (.clang-tidy) on the product sources"
 bash scripts/check-tidy.sh build-ci
 
 echo "== the product without CUDA or fixtures (preset nocuda: what the images hold)"
-# Built to prove it builds and for the image test's `perfgate-worker list`: -O1 without debug
+# Built to prove it builds, for the image tests and the Debian package test: -O1 without debug
 # information, which compiles in about half the time of the preset's -O2 -g.
 cmake --preset nocuda -DPERFGATE_TESTS=OFF -DPERFGATE_TEST_FIXTURES=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" >/dev/null
-cmake --build --preset nocuda -j "$(nproc)" --target perfgate-operator perfgate-worker
+cmake --build --preset nocuda -j "$(nproc)" --target perfgate-operator perfgate-worker perfgate
 
 echo "== tests"
 ctest --preset ci -j "$(nproc)" --timeout 600
