@@ -1,5 +1,5 @@
 // Thresholds relative to a PerfBaseline (docs/store.md, "Baselines in a cluster"): a baseline
-// built from a known-good run the operator recorded, put in the cluster as `perfgate-worker
+// built from a known-good run the operator recorded, put in the cluster as `perfgate
 // baseline create -o json` writes it, decides the next run by its figure.
 #include <cstdio>
 

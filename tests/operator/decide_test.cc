@@ -1751,7 +1751,7 @@ TEST(DecideBaselines, WithoutAStoreABaselineIsRefused) {
   EXPECT_NE(d.status->value("message", "").find("baseline"), std::string::npos);
 }
 
-// The PerfBaseline object h200-june, as `perfgate-worker baseline create -o yaml` writes it.
+// The PerfBaseline object h200-june, as `perfgate baseline create -o yaml` writes it.
 Json H200JuneObject(double figure) {
   return {{"apiVersion", "perfgate.io/v1alpha1"},
           {"kind", "PerfBaseline"},
