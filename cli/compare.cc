@@ -20,12 +20,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return stats::Quantile(v, 0.5);
-}
-
 // Keys that name a result or a single device rather than a configuration: never an
 // explanation.
 bool LabelKey(const std::string& key) {
@@ -478,15 +472,15 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
       row.group = groups[gi];
       row.paired = paired[groups[gi]];
       std::map<std::string, double> a, b;
-      for (const auto& [node, nv] : ref_it->second) a[node] = Median(nv.values);
-      for (const auto& [node, nv] : g_it->second) b[node] = Median(nv.values);
+      for (const auto& [node, nv] : ref_it->second) a[node] = stats::Median(nv.values);
+      for (const auto& [node, nv] : g_it->second) b[node] = stats::Median(nv.values);
       row.n_reference = static_cast<int>(a.size());
       row.n_group = static_cast<int>(b.size());
       std::vector<double> av, bv;
       for (const auto& [n, v] : a) av.push_back(v);
       for (const auto& [n, v] : b) bv.push_back(v);
-      row.median_reference = Median(av);
-      row.median_group = Median(bv);
+      row.median_reference = stats::Median(av);
+      row.median_group = stats::Median(bv);
       const bool all_same =
           std::all_of(av.begin(), av.end(), [&](double v) { return v == av[0]; }) &&
           std::all_of(bv.begin(), bv.end(), [&](double v) { return v == av[0]; });
@@ -515,7 +509,7 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
                           : g == groups[gi] ? Role::kGroup
                                             : Role::kOther;
         for (const auto& [node, nv] : nodes) {
-          const double v = Median(nv.values);
+          const double v = stats::Median(nv.values);
           if (v > 0) obs.push_back({std::log(v), role, nv.config.get()});
         }
       }

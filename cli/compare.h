@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/fleet.h"
 #include "common/result.h"
+#include "core/fleet.h"
 #include "store/store.h"
 
 namespace perfgate::compare {

@@ -7,8 +7,8 @@
 
 #include "common/report.h"
 #include "common/yaml_emit.h"
-#include "operator/eta.h"
-#include "operator/selection.h"
+#include "core/eta.h"
+#include "core/selection.h"
 
 namespace perfgate::planview {
 

@@ -1,6 +1,6 @@
 // `perfgate plan`: what a validation would run on which nodes and what it would cost, resolved
-// exactly as the operator resolves it (operator/plan.h) against the cluster's nodes and
-// PerfProfiles as read. The times are estimates from the plan's price (worker/plan.h
+// exactly as the operator resolves it (core/resolve.h) against the cluster's nodes and
+// PerfProfiles as read. The times are estimates from the plan's price (core/plan.h
 // PricePlan): a healthy node's typical samples times each test's declared per-sample time, and
 // the worst case at every test's maxRepeats or maxSeconds. Pure: the objects are passed in.
 #pragma once
@@ -11,7 +11,7 @@
 
 #include "common/result.h"
 #include "common/spec.h"
-#include "operator/plan.h"
+#include "core/resolve.h"
 
 namespace perfgate::planview {
 

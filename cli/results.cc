@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "cli/compare.h"
-#include "cli/fleet.h"
 #include "cli/html_report.h"
 #include "cli/plan_view.h"
 #include "cli/summary.h"
@@ -25,9 +24,10 @@
 #include "common/report.h"
 #include "common/strings.h"
 #include "common/time.h"
+#include "core/fleet.h"
+#include "core/resolve.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "operator/snapshot.h"
 #include "store/store.h"
 
 namespace perfgate::cli {

@@ -7,7 +7,7 @@
 #include "common/report.h"
 #include "common/time.h"
 #include "common/yaml_emit.h"
-#include "operator/gpu_model.h"
+#include "core/gpu_model.h"
 
 namespace perfgate::summary {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/fleet.h"
+#include "core/fleet.h"
 
 namespace perfgate::summary {
 

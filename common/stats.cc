@@ -189,6 +189,12 @@ double Quantile(std::span<const double> sorted, double q) {
   return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return Quantile(values, 0.5);
+}
+
 double BinomialCdf(int k, int n, double p) {
   if (k < 0) return 0;
   if (k >= n) return 1;

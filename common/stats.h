@@ -41,6 +41,10 @@ int CountOutliers(std::span<const double> sorted);
 // Type-7 quantile of `sorted` (ascending), q in [0, 1].
 double Quantile(std::span<const double> sorted, double q);
 
+// The median of `values` in any order: Quantile(sorted, 0.5), the median every report and verdict
+// shows (Summarize), so an even count gives the mean of the two middle values. 0 for none.
+double Median(std::vector<double> values);
+
 // What "lags its peers" means wherever perfgate says it (the fleet report, /metrics, the worker's
 // capture for a GPU behind its siblings): a robust z of at least 3.5, at least 3% worse than the
 // median, and a healthy group of any size flagging nothing 99% of the time.

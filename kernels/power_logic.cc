@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/stats.h"
 #include "kernels/nvml/nvml.h"
 #include "kernels/nvml/readings.h"
 
 namespace perfgate::kernels::power {
 namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 std::string Fixed(double value, int digits) {
   char buffer[32];
@@ -46,8 +40,8 @@ PowerAnalysis AnalyzePowerTimeline(const std::vector<PowerSample>& timeline, dou
       }
     }
   }
-  a.sustained_sm_clock_mhz = Median(clocks);
-  a.power_w = Median(powers);
+  a.sustained_sm_clock_mhz = stats::Median(clocks);
+  a.power_w = stats::Median(powers);
   if (power_limit_w > 0) a.power_to_limit = a.power_w / power_limit_w;
   for (const auto& [name, count] : reason_counts) {
     a.reason_percent[name] = 100.0 * count / with_reasons;

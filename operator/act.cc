@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "common/time.h"
+#include "core/json_fields.h"
+#include "core/names.h"
 #include "operator/cache_strip.h"
 #include "operator/disruption.h"
-#include "operator/json_fields.h"
 #include "operator/log.h"
-#include "operator/names.h"
 #include "operator/node_actions.h"
 #include "operator/watch_nodes.h"
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/result.h"
+#include "core/json_fields.h"
 #include "operator/claims.h"
-#include "operator/json_fields.h"
 
 namespace perfgate::op {
 

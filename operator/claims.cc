@@ -1,10 +1,10 @@
 #include "operator/claims.h"
 
 #include "common/labels.h"
+#include "core/names.h"
 #include "kube/leaderelection.h"
 #include "operator/act.h"
 #include "operator/log.h"
-#include "operator/names.h"
 #include "operator/snapshot.h"
 
 namespace perfgate::op {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json_fields.h"
 #include "kube/client.h"
-#include "operator/json_fields.h"
 
 namespace perfgate::op {
 

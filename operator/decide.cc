@@ -7,17 +7,17 @@
 #include "common/labels.h"
 #include "common/termination.h"
 #include "common/time.h"
+#include "core/eta.h"
+#include "core/names.h"
+#include "core/resolve.h"
+#include "core/selection.h"
 #include "operator/disruption.h"
-#include "operator/eta.h"
 #include "operator/gangs.h"
 #include "operator/identity.h"
 #include "operator/lifecycle.h"
-#include "operator/names.h"
 #include "operator/node_actions.h"
-#include "operator/plan.h"
 #include "operator/pods.h"
 #include "operator/regressions.h"
-#include "operator/selection.h"
 #include "operator/status.h"
 #include "operator/watch_nodes.h"
 
@@ -375,7 +375,7 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
 }
 
 // status.timeLeft: the time the undecided nodes still need, from the plan's price per node
-// (operator/eta.h), `slots` nodes at a time; none while suspended.
+// (core/eta.h), `slots` nodes at a time; none while suspended.
 void SetTimeLeft(const ResolvedPlan& plan, const std::map<std::string, const PodView*>& pods,
                  const std::vector<NodeOutcome>& outcomes, int slots, bool suspended,
                  Clock::time_point now, Json* status) {

@@ -5,7 +5,7 @@
 
 #include "common/labels.h"
 #include "common/time.h"
-#include "operator/names.h"
+#include "core/names.h"
 
 namespace perfgate::op {
 namespace {

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "common/time.h"
-#include "operator/names.h"
-#include "operator/selection.h"
+#include "core/names.h"
+#include "core/selection.h"
 
 namespace perfgate::op {
 namespace {

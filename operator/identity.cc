@@ -4,7 +4,7 @@
 #include <cctype>
 #include <map>
 
-#include "operator/names.h"
+#include "core/names.h"
 #include "operator/watch_nodes.h"
 
 namespace perfgate::op {

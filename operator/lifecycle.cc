@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/time.h"
-#include "operator/names.h"
+#include "core/names.h"
 #include "operator/repeated_failures.h"
 #include "operator/schedule.h"
 #include "operator/status.h"

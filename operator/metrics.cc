@@ -7,9 +7,9 @@
 #include <optional>
 #include <set>
 
-#include "cli/fleet.h"
 #include "common/time.h"
-#include "operator/json_fields.h"
+#include "core/fleet.h"
+#include "core/json_fields.h"
 #include "operator/reconciler.h"
 
 namespace perfgate::op {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "operator/names.h"
+#include "core/names.h"
 
 namespace perfgate::op {
 

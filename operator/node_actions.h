@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/json_fields.h"
+#include "core/json_fields.h"
 
 namespace perfgate::op {
 

@@ -4,7 +4,7 @@
 
 #include "common/labels.h"
 #include "common/report.h"
-#include "operator/names.h"
+#include "core/names.h"
 #include "operator/watch_nodes.h"
 
 namespace perfgate::op {

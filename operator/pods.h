@@ -6,8 +6,8 @@
 #include <string>
 
 #include "common/termination.h"
+#include "core/json_fields.h"
 #include "operator/config.h"
-#include "operator/json_fields.h"
 #include "perfgate/v1alpha1/validation.pb.h"
 
 namespace perfgate::op {

@@ -16,12 +16,12 @@
 #include "kube/client.h"
 // What callers of the reconciler use: its config, caches and metrics, and the naming and
 // selection rules its tests check.
+#include "core/names.h"
+#include "core/selection.h"
 #include "operator/act.h"
 #include "operator/config.h"
 #include "operator/gangs.h"
-#include "operator/names.h"
 #include "operator/pods.h"
-#include "operator/selection.h"
 #include "operator/snapshot.h"
 
 namespace perfgate::op {

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "common/report.h"
+#include "core/names.h"
 #include "operator/log.h"
-#include "operator/names.h"
 #include "operator/repeated_failures.h"
 
 namespace perfgate::op {

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "common/report.h"
-#include "operator/names.h"
+#include "core/names.h"
 #include "store/compare.h"
 #include "store/store.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json_fields.h"
 #include "operator/actions.h"
-#include "operator/json_fields.h"
 #include "operator/snapshot.h"
 
 namespace perfgate::op {

@@ -4,9 +4,9 @@
 #include <set>
 
 #include "common/labels.h"
+#include "core/names.h"
+#include "core/selection.h"
 #include "operator/lifecycle.h"
-#include "operator/names.h"
-#include "operator/selection.h"
 #include "operator/watch_nodes.h"
 
 namespace perfgate::op {
@@ -157,15 +157,6 @@ Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
 }
 
 }  // namespace
-
-Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj) {
-  const std::string name = Name(obj);
-  Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
-              {"kind", "PerfValidation"},
-              {"metadata", {{"name", name}}},
-              {"spec", obj.value("spec", Json::object())}};
-  return spec::ParseValidation(doc.dump(2), "PerfValidation/" + name);
-}
 
 PodView ViewOfPod(const Json& pod) {
   PodView v;

@@ -13,11 +13,11 @@
 
 #include "common/result.h"
 #include "common/spec.h"
+#include "core/json_fields.h"
+#include "core/resolve.h"
 #include "kube/client.h"
 #include "operator/claims.h"
 #include "operator/config.h"
-#include "operator/json_fields.h"
-#include "operator/plan.h"
 #include "operator/store_view.h"
 
 namespace perfgate::op {
@@ -100,10 +100,6 @@ struct Snapshot {
 // Reads the snapshot of validation `name`. Blocking; an error means "retry with backoff".
 Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const ReconcilerConfig& config,
                          const std::string& name);
-
-// The parsed document of a validation object, exactly as `kubectl apply` gave it to the loader
-// (errors name the line of this JSON rendering).
-Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj);
 
 // A PodView of a pod object (no direct reads).
 PodView ViewOfPod(const Json& pod);

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json_fields.h"
 #include "operator/actions.h"
-#include "operator/json_fields.h"
 #include "operator/regressions.h"
 #include "operator/snapshot.h"
 

@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "core/resolve.h"
 #include "store/store.h"
 
 namespace perfgate::op {
 
-struct StoreView {
+// Its baselines (StoreBaselines) are what plan resolution (core/resolve.h) reads of it.
+struct StoreView : StoreBaselines {
   std::string describe;    // the store's URL, any password left out
   bool available = false;  // reachable now, and nothing waits in the spool
   std::string error;       // why not, when not available
@@ -26,10 +28,6 @@ struct StoreView {
   // not this run), newest first, as many as the repeated-failure window; a node without an
   // entry could not be read.
   std::map<std::string, std::vector<std::string>> recent_verdicts;
-  // The baselines the spec's (and its profiles') thresholds name, by name, read once per run;
-  // a name that could not be read is in `baselineErrors` with why.
-  std::map<std::string, store::Baseline> baselines;
-  std::map<std::string, Status> baseline_errors;
 };
 
 }  // namespace perfgate::op

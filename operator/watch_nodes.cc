@@ -3,9 +3,9 @@
 #include <map>
 #include <vector>
 
+#include "core/names.h"
+#include "core/selection.h"
 #include "operator/identity.h"
-#include "operator/names.h"
-#include "operator/selection.h"
 
 namespace perfgate::op {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/result.h"
+#include "core/json_fields.h"
 #include "operator/actions.h"
-#include "operator/json_fields.h"
 #include "operator/snapshot.h"
 #include "perfgate/v1alpha1/validation.pb.h"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs clang-tidy 14 (.clang-tidy) over the product's C++ sources: common/, kernels/, kube/,
-# operator/, worker/, store/ and cli/ (where present), .cc files only — not the .cu files (nvcc's
-# dialect), not the generated protobuf code, not the tests. Uses the compile commands of a
+# store/, core/, worker/, operator/ and cli/ (where present), .cc files only — not the .cu files
+# (nvcc's dialect), not the generated protobuf code, not the tests. Uses the compile commands of a
 # configured and built tree (default build-ci, which scripts/test-all.sh builds first: the
 # generated protobuf headers must exist). Fails on any warning. Files run in parallel, one
 # clang-tidy per core.
@@ -19,7 +19,7 @@ root="$(pwd)"
 mapfile -t files < <(python3 - "$build/compile_commands.json" "$root" <<'PY'
 import json, os, sys
 db, root = sys.argv[1], sys.argv[2]
-dirs = ("common", "kernels", "kube", "operator", "worker", "store", "cli")
+dirs = ("common", "kernels", "kube", "store", "core", "worker", "operator", "cli")
 seen = set()
 for entry in json.load(open(db)):
     path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))

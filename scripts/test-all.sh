@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything once (warnings as errors), checks formatting and
-# clang-tidy, and runs every test: unit, integration and end-to-end suites (CTest), then the
-# spec loader's fuzzer for a minute. This is what CI runs (.ci/run).
+# Installs what is missing, checks formatting and the layers, builds everything once (warnings
+# as errors), checks clang-tidy, and runs every test: unit, integration and end-to-end suites
+# (CTest), then the spec loader's fuzzer for a minute. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -9,6 +9,9 @@ bash scripts/install-deps.sh test services
 
 echo "== format check"
 bash scripts/check-format.sh
+
+echo "== layers check (each folder uses only the layers below it)"
+bash scripts/check-layers.sh
 
 echo "== build (preset ci)"
 cmake --preset ci >/dev/null

@@ -16,12 +16,6 @@ struct Reference {
   std::set<std::string> sources;
 };
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return stats::Quantile(v, 0.5);
-}
-
 // Every metric of `now` that `reference_of` (test, device, metric) finds a reference for.
 std::vector<MetricComparison> Compare(
     const v1alpha1::Report& now,
@@ -43,7 +37,7 @@ std::vector<MetricComparison> Compare(
       c.unit = m.unit();
       c.higher_is_better = m.higherisbetter();
       c.now_median = m.summary().median();
-      c.before_median = Median(ref->medians);
+      c.before_median = stats::Median(ref->medians);
       c.runs_before = static_cast<int>(ref->sources.size());
       const std::vector<double> x(m.samples().begin(), m.samples().end());
       c.ratio = stats::HodgesLehmannRatio(x, ref->samples, confidence);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/report.h"
+#include "common/stats.h"
 
 namespace perfgate::store {
 namespace {
@@ -288,12 +289,6 @@ void AddMetricFilter(const MetricQuery& q, const std::string& m, Where* w) {
   w->Eq(m + ".test", q.test);
   w->Eq(m + ".device", q.device);
   w->Eq(m + ".metric", q.metric);
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 class SqlStore final : public Store {
@@ -584,7 +579,7 @@ class SqlStore final : public Store {
         BaselineValue v;
         std::tie(v.gpu_model, v.profile_version, v.test, v.metric) = key;
         v.statistic = kBaselineStatistics[s];
-        v.value = Median(stats[s]);
+        v.value = stats::Median(stats[s]);
         v.count = static_cast<int>(stats[s].size());
         v.low = *std::min_element(stats[s].begin(), stats[s].end());
         v.high = *std::max_element(stats[s].begin(), stats[s].end());

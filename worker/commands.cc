@@ -21,11 +21,11 @@
 #include "common/exit_codes.h"
 #include "common/report.h"
 #include "common/spec.h"
+#include "core/plan.h"
 #include "kernels/registry.h"
 #include "worker/cluster.h"
 #include "worker/diagnostics.h"
 #include "worker/history.h"
-#include "worker/plan.h"
 #include "worker/runner.h"
 
 namespace perfgate::worker {

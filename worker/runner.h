@@ -7,9 +7,9 @@
 #include <ostream>
 #include <vector>
 
+#include "core/plan.h"
 #include "kernels/devices.h"
 #include "perfgate/v1alpha1/report.pb.h"
-#include "worker/plan.h"
 
 namespace perfgate::worker {
 

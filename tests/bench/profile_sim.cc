@@ -41,7 +41,7 @@
 
 #include "common/spec.h"
 #include "common/verdict.h"
-#include "worker/plan.h"
+#include "core/plan.h"
 #include "worker/runner.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/fleet.h"
+#include "core/fleet.h"
 
 namespace perfgate::testing {
 

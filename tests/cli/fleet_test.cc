@@ -1,6 +1,6 @@
 // Reading many nodes' reports, and what the fleet view computes from them: figures, nodes that
 // lag their peers, P2P matrices and NCCL curves.
-#include "cli/fleet.h"
+#include "core/fleet.h"
 
 #include <gtest/gtest.h>
 

@@ -97,6 +97,18 @@ TEST(Quantile, Type7ByHand) {
   EXPECT_DOUBLE_EQ(Quantile(one, 0.95), 3.5);
 }
 
+// The one median (a baseline's figure, a compare row, a burn's sustained clock): any order in,
+// the middle value of an odd count, the mean of the two middle ones of an even count, the same
+// figure Summarize reports, and 0 for no values.
+TEST(Median, MiddleOfAnyOrderAndZeroForNone) {
+  EXPECT_DOUBLE_EQ(Median({9, 2, 5}), 5.0);
+  EXPECT_DOUBLE_EQ(Median({9, 2, 5, 4}), 4.5);
+  EXPECT_DOUBLE_EQ(Median({7}), 7.0);
+  EXPECT_DOUBLE_EQ(Median({}), 0.0);
+  const std::vector<double> x = {5, 2, 9, 4, 4, 7, 4, 5};
+  EXPECT_DOUBLE_EQ(Median(x), Summarize(x).median);
+}
+
 TEST(Summarize, HandWorkedSample) {
   // Sum 40, mean 5; squared deviations 9+1+1+1+0+0+4+16 = 32; sd = sqrt(32 / 7).
   const std::vector<double> x = {5, 9, 4, 2, 4, 7, 4, 5};

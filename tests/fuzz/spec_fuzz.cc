@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/spec.h"
-#include "worker/plan.h"
+#include "core/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

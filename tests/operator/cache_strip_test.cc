@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "operator/gpu_model.h"
+#include "core/gpu_model.h"
 #include "operator/reconciler.h"
 
 namespace perfgate::op {

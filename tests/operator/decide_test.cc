@@ -50,7 +50,7 @@
 #include "common/report.h"
 #include "common/termination.h"
 #include "common/time.h"
-#include "operator/names.h"
+#include "core/names.h"
 #include "operator/node_actions.h"
 #include "operator/reconciler.h"
 

@@ -10,9 +10,9 @@
 
 #include "common/labels.h"
 #include "common/time.h"
+#include "core/names.h"
 #include "operator/decide.h"
 #include "operator/gangs.h"
-#include "operator/names.h"
 
 namespace perfgate::op {
 namespace {

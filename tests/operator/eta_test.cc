@@ -1,6 +1,6 @@
 // The time left that `kubectl get pval` shows (status.timeLeft): from the plan's price per node
 // and where the nodes stand.
-#include "operator/eta.h"
+#include "core/eta.h"
 
 #include <gtest/gtest.h>
 

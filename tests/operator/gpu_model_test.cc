@@ -1,6 +1,6 @@
 // A node's GPU model from its labels, as each managed cloud writes them, picks the built-in
 // profile that GFD's label would: the table read against the shipped profiles' gpuModels.
-#include "operator/gpu_model.h"
+#include "core/gpu_model.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

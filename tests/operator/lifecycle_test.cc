@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/time.h"
-#include "operator/names.h"
+#include "core/names.h"
 #include "operator/node_actions.h"
 
 namespace perfgate::op {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
+#include "core/names.h"
 #include "operator/act.h"
-#include "operator/names.h"
 #include "operator/snapshot.h"
 #include "tests/kube/fakes.h"
 

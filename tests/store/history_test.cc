@@ -12,9 +12,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "core/plan.h"
 #include "tests/store/sample_results.h"
 #include "worker/history.h"
-#include "worker/plan.h"
 
 namespace perfgate::worker {
 namespace {

@@ -1,7 +1,7 @@
 // Bounds and profiles that mean something: numbers that are not numbers, bounds that cannot
 // bind, and a profile named for another GPU model are invalid input, each naming the file, the
 // line and the field.
-#include "worker/plan_checks.h"
+#include "core/plan_checks.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "worker/plan.h"
+#include "core/plan.h"
 
 namespace perfgate::worker {
 namespace {

@@ -1,6 +1,6 @@
 // Plan building: the semantic checks a user meets (unknown test, bad parameter, negative
 // repeats, a threshold on a metric the test does not produce), defaults, and profiles.
-#include "worker/plan.h"
+#include "core/plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The time a run has left, estimated from its plan's price (worker/plan.h PricePlan: the
+// The time a run has left, estimated from its plan's price (core/plan.h PricePlan: the
 // typical wall time of one node) and where its nodes stand. An estimate, not a promise: a
 // node's real time depends on how soon its figures settle (sequential sampling) and on how
 // long its pod waits to be scheduled. Pure.

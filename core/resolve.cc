@@ -1,13 +1,13 @@
-#include "operator/plan.h"
+#include "core/resolve.h"
 
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
 #include <set>
 
+#include "core/plan.h"
 #include "kernels/cuda/profile_select.h"
 #include "store/baseline_object.h"
-#include "worker/plan.h"
 
 namespace perfgate::op {
 namespace {
@@ -111,7 +111,7 @@ void FixSampling(Json* plan) {
 
 Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                        const ClusterProfiles& cluster, bool fixtures,
-                                       const SelectedModels& models, const StoreView* store,
+                                       const SelectedModels& models, const StoreBaselines* store,
                                        const ClusterBaselines* baselines) {
   std::map<std::string, std::string> node_products;
   for (const auto& [node, m] : models.known) node_products[node] = m.model;
@@ -299,6 +299,15 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
 
 }  // namespace
 
+Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj) {
+  const std::string name = Name(obj);
+  Json doc = {{"apiVersion", obj.value("apiVersion", "perfgate.io/v1alpha1")},
+              {"kind", "PerfValidation"},
+              {"metadata", {{"name", name}}},
+              {"spec", obj.value("spec", Json::object())}};
+  return spec::ParseValidation(doc.dump(2), "PerfValidation/" + name);
+}
+
 ProfilesNeeded ProfilesToRead(const v1alpha1::PerfValidationSpec& spec) {
   ProfilesNeeded need;
   const std::string& p = spec.profile();
@@ -335,7 +344,7 @@ Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& l
                                  const ClusterProfiles& profiles, bool fixtures,
                                  const std::vector<std::string>& selected,
                                  const std::map<std::string, Json>& nodes,
-                                 const SelectedModels& models, const StoreView* store,
+                                 const SelectedModels& models, const StoreBaselines* store,
                                  const ClusterBaselines* baselines) {
   // A baseline the store could not give now (and the cluster has no PerfBaseline of that name):
   // try again, rather than call the spec invalid.

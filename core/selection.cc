@@ -1,9 +1,9 @@
-#include "operator/selection.h"
+#include "core/selection.h"
 
 #include <algorithm>
 #include <set>
 
-#include "operator/names.h"
+#include "core/names.h"
 
 namespace perfgate::op {
 

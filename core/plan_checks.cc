@@ -1,4 +1,4 @@
-#include "worker/plan_checks.h"
+#include "core/plan_checks.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "operator/eta.h"
+#include "core/eta.h"
 
 #include <algorithm>
 #include <cmath>

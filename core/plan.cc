@@ -1,4 +1,4 @@
-#include "worker/plan.h"
+#include "core/plan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,9 +11,9 @@
 
 #include "common/report.h"
 #include "common/strings.h"
+#include "core/plan_checks.h"
 #include "kernels/cuda/profile_select.h"
 #include "kernels/registry.h"
-#include "worker/plan_checks.h"
 
 namespace perfgate::worker {
 namespace {

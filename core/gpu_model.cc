@@ -1,4 +1,4 @@
-#include "operator/gpu_model.h"
+#include "core/gpu_model.h"
 
 #include "common/strings.h"
 

@@ -1,4 +1,4 @@
-#include "operator/names.h"
+#include "core/names.h"
 
 #include <cctype>
 

@@ -1,13 +1,13 @@
 // Which nodes a validation selects, how many GPUs each offers, and which GPU model each has
-// (operator/gpu_model.h). Pure: reads node objects, no API calls.
+// (core/gpu_model.h). Pure: reads node objects, no API calls.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "operator/gpu_model.h"
-#include "operator/json_fields.h"
+#include "core/gpu_model.h"
+#include "core/json_fields.h"
 #include "perfgate/v1alpha1/validation.pb.h"
 
 namespace perfgate::op {

@@ -1,4 +1,4 @@
-#include "cli/fleet.h"
+#include "core/fleet.h"
 
 #include <algorithm>
 #include <cmath>

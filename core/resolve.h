@@ -1,6 +1,7 @@
 // Plan resolution: a validation's spec, checked exactly as the worker will read it (BuildPlan),
 // against the selected nodes' GPU models and the cluster's PerfProfiles as observed, resolved
-// into the plan document its workers run. Pure: the profiles are passed in.
+// into the plan document its workers run. Pure: the profiles are passed in. The operator
+// resolves each validation with it, and `perfgate plan` shows what the operator would do.
 #pragma once
 
 #include <map>
@@ -10,10 +11,10 @@
 
 #include "common/result.h"
 #include "common/spec.h"
-#include "operator/json_fields.h"
-#include "operator/selection.h"
-#include "operator/store_view.h"
-#include "worker/plan.h"
+#include "core/json_fields.h"
+#include "core/plan.h"
+#include "core/selection.h"
+#include "store/store.h"
 
 namespace perfgate::op {
 
@@ -44,6 +45,14 @@ struct ResolvedPlan {
   worker::PlanPrice price;
 };
 
+// What the results store gave for the baselines the spec's (and its profiles') thresholds name,
+// by name, read once per run; a name that could not be read is in `baseline_errors` with why
+// (kNotFound: the store has no baseline of that name).
+struct StoreBaselines {
+  std::map<std::string, store::Baseline> baselines;
+  std::map<std::string, Status> baseline_errors;
+};
+
 // The PerfBaseline objects the thresholds name, read from the cluster by name (a name without
 // an object is absent).
 struct ClusterBaselines {
@@ -60,8 +69,13 @@ Result<ResolvedPlan> ResolvePlan(const spec::Loaded<v1alpha1::PerfValidation>& l
                                  const ClusterProfiles& profiles, bool fixtures,
                                  const std::vector<std::string>& selected,
                                  const std::map<std::string, Json>& nodes,
-                                 const SelectedModels& models, const StoreView* store = nullptr,
+                                 const SelectedModels& models,
+                                 const StoreBaselines* store = nullptr,
                                  const ClusterBaselines* baselines = nullptr);
+
+// The parsed document of a validation object, exactly as `kubectl apply` gave it to the loader
+// (errors name the line of this JSON rendering).
+Result<spec::Loaded<v1alpha1::PerfValidation>> ParseValidationObject(const Json& obj);
 
 // The baseline names the thresholds of `spec` and of `profiles` name.
 std::set<std::string> BaselinesNamed(const v1alpha1::PerfValidationSpec& spec,
