@@ -24,8 +24,10 @@
 //
 // Usage: perfgate-profile-sim [--profiles profiles] [--healthy 1000] [--degraded 600]
 //        [--gpus 8] [--threads 2] [--seed 1] [--check]
-// Output: a Markdown table per profile and level. --check exits 1 unless every cell has healthy
-// nodes PASSing within the budget in >= 99% of runs and degraded nodes FAILing in >= 95%.
+// Output: a Markdown table per profile and level, as docs/benchmarks.md shows it
+// (scripts/profile-table.sh writes it there, and checks that it is current). --check exits 1 unless
+// every cell has healthy nodes PASSing within the budget in >= 99% of runs and degraded nodes
+// FAILing in >= 95%.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -39,9 +41,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/spec.h"
 #include "common/verdict.h"
 #include "core/plan.h"
+#include "tests/bench/error_rates.h"
 #include "worker/runner.h"
 
 namespace {
@@ -240,18 +242,7 @@ int main(int argc, char** argv) {
       o.gpus, o.healthy, o.degraded);
   for (const std::string& name : names) {
     for (const std::string level : {"quick", "full"}) {
-      const std::string yaml =
-          "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\n"
-          "metadata: {name: sim}\nspec: {profile: " +
-          name + ", level: " + level + ", gpusPerNode: " + std::to_string(o.gpus) + "}\n";
-      auto loaded = perfgate::spec::ParseValidation(yaml, "sim.yaml");
-      if (!loaded.ok()) {
-        std::fprintf(stderr, "%s\n", loaded.status().message().c_str());
-        return 2;
-      }
-      worker::PlanOptions popts;
-      popts.profile_dirs = {o.profiles};
-      auto plan = worker::BuildPlan(*loaded, popts);
+      auto plan = perfgate::sim::ProfilePlan(o.profiles, name, level, o.gpus);
       if (!plan.ok()) {
         std::fprintf(stderr, "%s %s: %s\n", name.c_str(), level.c_str(),
                      plan.status().message().c_str());
@@ -275,7 +266,7 @@ int main(int argc, char** argv) {
         }
         tests.push_back(tm);
       }
-      std::printf("### %s, %s (%d statistical checks per node, budget %.0f min)\n\n", name.c_str(),
+      std::printf("#### %s, %s (%d statistical checks per node, budget %.0f min)\n\n", name.c_str(),
                   level.c_str(), checks, BudgetSeconds(level) / 60);
       std::printf(
           "| noise | healthy PASS | PASS within budget | healthy FAIL | node time median "
