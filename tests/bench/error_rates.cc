@@ -95,7 +95,11 @@ Tally RunTrials(const Scenario& scenario, const verdict::Sampling& sampling,
       if (!sampling.fixed) {
         assessment = verdict::Assess(thresholds, samples, sampling, budget, no_units, false);
       }
-      if (!worker::StopReason(sampling, n, false, &assessment).empty()) break;
+      if (!worker::StopReason(sampling, n, false, &assessment,
+                              verdict::FailedForGood(thresholds, samples) >= 0)
+               .empty()) {
+        break;
+      }
     }
     assessment = verdict::Assess(thresholds, samples, sampling, budget, no_units, true);
     const verdict::Verdict v = assessment.outcomes.front().verdict;
