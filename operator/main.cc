@@ -325,7 +325,8 @@ int main(int argc, char** argv) {
               flags.clock_start);
   }
   op::Reconciler reconciler(client, caches, rc, now);
-  if (flags.store != "off" && !flags.store.empty()) {
+  const bool store_enabled = flags.store != "off" && !flags.store.empty();
+  if (store_enabled) {
     op::RecorderOptions ro;
     ro.url = flags.store;
     if (ro.url == "postgres" || ro.url == "postgresql") {
@@ -342,6 +343,11 @@ int main(int argc, char** argv) {
     ro.reopen_after = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), rc.store_retry);
     reconciler.SetRecorder(std::make_shared<op::Recorder>(ro));
     log->info("recording results of cluster {} in the results store", flags.cluster_name);
+  } else {
+    log->warn(
+        "no results store (--store=off): completed results are not kept beyond the PerfResults "
+        "and nodes are not checked for regressions; --store=sqlite://... on a volume or "
+        "--store=postgres keeps them (docs/store.md)");
   }
 
   op::ControllerOptions co;
@@ -371,6 +377,7 @@ int main(int argc, char** argv) {
     snapshot.results_written_by_operator = m.results_written_by_operator.load();
     snapshot.queue_depth = controller.QueueDepth();
     snapshot.leading = leading;
+    snapshot.store_enabled = store_enabled;
     snapshot.validations = validations->List();
     snapshot.nodes = nodes->List();
     snapshot.per_node = flags.metrics_per_node;

@@ -293,6 +293,10 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
   if (s.per_node) RenderNodeResults(s.results, &out);
   header("perfgate_leader", "gauge", "Whether this replica leads.");
   out += std::string("perfgate_leader ") + (s.leading ? "1" : "0") + "\n";
+  header("perfgate_store_enabled", "gauge",
+         "1 when completed results are recorded in a results store, 0 with --store=off: results "
+         "are not kept beyond the PerfResults.");
+  out += std::string("perfgate_store_enabled ") + (s.store_enabled ? "1" : "0") + "\n";
   return out;
 }
 

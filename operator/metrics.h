@@ -19,6 +19,8 @@ struct MetricsSnapshot {
   uint64_t results_written_by_operator = 0;
   size_t queue_depth = 0;
   bool leading = false;
+  // Whether completed results are recorded in a results store (--store other than off).
+  bool store_enabled = false;
   std::vector<nlohmann::json> validations;  // PerfValidation objects
   std::vector<nlohmann::json> nodes;        // Node objects
   // PerfResult objects as the cache keeps them (StripResult with figures), read only with

@@ -23,7 +23,7 @@ test=(
   # The CI preset links with lld (much faster than ld.bfd on the test binaries).
   lld
   # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap.
-  golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
+  golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev
   lua5.1 lua-cjson debootstrap curl python3 python3-yaml
   # The Debian package test, and the completion tests' shells.
   dpkg-dev zsh

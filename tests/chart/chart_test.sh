@@ -2,10 +2,16 @@
 # The chart's tests (CTest label integration, tests/chart/CMakeLists.txt):
 #   chart_test.sh render-default   renders values.yaml's defaults; lint (chart-render --lint)
 #   chart_test.sh render-readme    renders with the README's `helm install` overrides
-#   chart_test.sh render-store     the results store in each mode: SQLite on a claim, PostgreSQL
-#                                  from a Secret, off
+#   chart_test.sh render-store     the results store in each mode: off (the default: no volume),
+#                                  SQLite on a claim, PostgreSQL from a Secret
+#   chart_test.sh render-schema    values.schema.json: every documented setting accepted, a
+#                                  misspelt key or a wrong type refused, naming the key
 #   chart_test.sh files-in-sync    the chart's CRDs and profiles are byte-identical copies
 #   chart_test.sh kube-sim         kubectl apply into kube-sim; RBAC as the two service accounts
+#   chart_test.sh bare-cluster     the default install on a cluster with no StorageClass: nothing
+#                                  waits for a volume, the operator runs with the chart's flags and
+#                                  a validation passes; NOTES, log and /metrics say results are
+#                                  not kept (also needs OPERATOR_BIN, WORKER_BIN)
 # Env: CHART_RENDER, KUBE_SIM, REPO_ROOT, WORK_DIR (scratch, emptied first).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -90,8 +96,15 @@ render-readme)
   echo "render-readme: ok"
   ;;
 render-store)
-  # Default: SQLite in a file on a PersistentVolumeClaim mounted where the flag points.
-  "$CHART_RENDER" --lint "$CHART_DIR" >"$WORK_DIR/sqlite.yaml" || fail "render with the default store"
+  # Default: off, so the chart installs where no StorageClass is: no claim, no store volume.
+  "$CHART_RENDER" --lint "$CHART_DIR" >"$WORK_DIR/default.yaml" || fail "render with the default store"
+  ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/default.yaml" || fail "the default install renders a claim"
+  deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/default.yaml")"
+  grep -q -e '--store=off' <<<"$deploy" || fail "default store: --store=off not passed"
+  ! grep -q -e 'persistentVolumeClaim:' -e 'name: store$' <<<"$deploy" || fail "default store: a store volume is mounted"
+  # SQLite in a file on a PersistentVolumeClaim mounted where the flag points.
+  "$CHART_RENDER" --lint --set store.mode=sqlite "$CHART_DIR" >"$WORK_DIR/sqlite.yaml" \
+    || fail "render with store.mode sqlite"
   deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/sqlite.yaml")"
   pvc="$(doc_of PersistentVolumeClaim perfgate-operator-store <"$WORK_DIR/sqlite.yaml")"
   [ -n "$pvc" ] || fail "store.mode sqlite: no PersistentVolumeClaim perfgate-operator-store"
@@ -100,8 +113,13 @@ render-store)
       'mountPath: /var/lib/perfgate' 'claimName: perfgate-operator-store'; do
     grep -q -e "$want" <<<"$deploy" || fail "store.mode sqlite: operator Deployment lacks $want"
   done
+  ! grep -q 'storageClassName' <<<"$pvc" || fail "a StorageClass named in the claim while none was set"
+  "$CHART_RENDER" --lint --set store.mode=sqlite --set store.sqlite.storageClassName=fast-ssd "$CHART_DIR" \
+    >"$WORK_DIR/class.yaml" || fail "render with store.sqlite.storageClassName"
+  grep -q 'storageClassName: fast-ssd' <<<"$(doc_of PersistentVolumeClaim perfgate-operator-store <"$WORK_DIR/class.yaml")" \
+    || fail "store.sqlite.storageClassName not in the claim"
   # An existing claim is used, none created.
-  "$CHART_RENDER" --lint --set store.sqlite.existingClaim=results --set store.clusterName=gpu-east \
+  "$CHART_RENDER" --lint --set store.mode=sqlite --set store.sqlite.existingClaim=results --set store.clusterName=gpu-east \
     "$CHART_DIR" >"$WORK_DIR/claim.yaml" || fail "render with store.sqlite.existingClaim"
   ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/claim.yaml" || fail "a claim rendered beside existingClaim"
   deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/claim.yaml")"
@@ -121,18 +139,71 @@ render-store)
     fail "store.mode postgres rendered without store.postgres.existingSecret"
   fi
   grep -q 'store.postgres.existingSecret' "$WORK_DIR/err" || fail "the missing-Secret error does not name the value"
-  # Off: no flag value but off, no claim, no store volume.
-  "$CHART_RENDER" --lint --set store.mode=off "$CHART_DIR" >"$WORK_DIR/off.yaml" || fail "render with store.mode off"
-  ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/off.yaml" || fail "a claim rendered with the store off"
-  deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/off.yaml")"
-  grep -q -e '--store=off' <<<"$deploy" || fail "store.mode off: --store=off not passed"
-  ! grep -q 'name: store' <<<"$deploy" || fail "store.mode off: a store volume is still mounted"
+  # Off, named: as the default. In a values file an unquoted `off` is YAML's false: still off.
+  printf 'store:\n  mode: off\n' >"$WORK_DIR/unquoted-off.yaml"
+  for how in "--set store.mode=off" "--values $WORK_DIR/unquoted-off.yaml"; do
+    # shellcheck disable=SC2086 # $how is two words on purpose
+    "$CHART_RENDER" --lint $how "$CHART_DIR" >"$WORK_DIR/off.yaml" || fail "render with $how"
+    ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/off.yaml" || fail "$how: a claim rendered with the store off"
+    deploy="$(doc_of Deployment perfgate-operator <"$WORK_DIR/off.yaml")"
+    grep -q -e '--store=off' <<<"$deploy" || fail "$how: --store=off not passed"
+    ! grep -q 'name: store' <<<"$deploy" || fail "$how: a store volume is still mounted"
+  done
+  # NOTES say where results are kept, or that they are not.
+  notes_of() { "$CHART_RENDER" --notes "$@" "$CHART_DIR" 2>&1 >/dev/null; }
+  grep -q 'Results are NOT kept: store.mode is off' <<<"$(notes_of)" || fail "NOTES: the default does not say results are not kept"
+  grep -q 'Results are kept in SQLite on the PersistentVolumeClaim perfgate-operator-store' \
+    <<<"$(notes_of --set store.mode=sqlite)" || fail "NOTES: sqlite does not name the claim"
+  grep -q 'Results are kept in PostgreSQL' \
+    <<<"$(notes_of --set store.mode=postgres --set store.postgres.existingSecret=perfgate-db)" \
+    || fail "NOTES: postgres does not say results are kept"
   # A mode the chart does not know is an error naming the value.
   if "$CHART_RENDER" --set store.mode=mysql "$CHART_DIR" >/dev/null 2>"$WORK_DIR/err"; then
     fail "store.mode mysql rendered"
   fi
   grep -q 'store.mode' "$WORK_DIR/err" || fail "the bad-mode error does not name store.mode"
   echo "render-store: ok"
+  ;;
+render-schema)
+  [ -f "$CHART_DIR/values.schema.json" ] || fail "the chart has no values.schema.json"
+  # Every setting values.yaml documents as one of a set, each accepted (lint also checks that
+  # the schema describes every key of values.yaml and refuses unknown keys at every level).
+  for set in store.mode=off store.mode=sqlite "store.mode=postgres store.postgres.existingSecret=db" \
+      operator.logFormat=text operator.logFormat=json operator.image.pullPolicy=Always \
+      operator.image.pullPolicy=Never admissionPolicy.failurePolicy=Ignore metrics.perNode=true \
+      metrics.service.enabled=false \
+      "metrics.serviceMonitor.enabled=true metrics.prometheusRule.enabled=true metrics.grafanaDashboard.enabled=true" \
+      "operator.replicas=2 operator.extraArgs={--workers=8}" \
+      "operator.tolerations[0].key=gpu operator.tolerations[0].operator=Exists" \
+      "diagnostics.bundles.volume.hostPath.path=/var/log/perfgate imagePullSecrets[0].name=regcred"; do
+    args=()
+    for kv in $set; do args+=(--set "$kv"); done
+    "$CHART_RENDER" --lint "${args[@]}" "$CHART_DIR" >/dev/null 2>"$WORK_DIR/err" \
+      || { cat "$WORK_DIR/err" >&2; fail "refused: $set"; }
+  done
+  # refused WANT RENDER_ARGS...: the render fails and its message names the key as Helm does.
+  refused() {
+    local want="$1"; shift
+    if "$CHART_RENDER" "$@" "$CHART_DIR" >/dev/null 2>"$WORK_DIR/err"; then
+      fail "accepted: $*"
+    fi
+    grep -q "values don't meet the specifications of the schema(s)" "$WORK_DIR/err" \
+      || { cat "$WORK_DIR/err" >&2; fail "$*: not refused by the schema"; }
+    grep -qF -- "$want" "$WORK_DIR/err" || { cat "$WORK_DIR/err" >&2; fail "$*: the error lacks '$want'"; }
+  }
+  refused '- operator: Additional property imagee is not allowed' --set operator.imagee=x
+  refused '- (root): Additional property operatorr is not allowed' --set operatorr.replicas=2
+  refused '- store.sqlite: Additional property storageClass is not allowed' --set store.sqlite.storageClass=fast
+  refused '- operator.replicas: Invalid type. Expected: integer, given: string' --set operator.replicas=two
+  refused '- metrics.perNode: Invalid type. Expected: boolean, given: string' --set metrics.perNode=yes
+  refused '- operator.logFormat: operator.logFormat must be one of the following' --set operator.logFormat=xml
+  refused '- metrics.port: Must be less than or equal to 65535' --set metrics.port=80800
+  # The same from a values file, as most installs pass them.
+  printf 'metrics:\n  servicemonitor:\n    enabled: true\n' >"$WORK_DIR/typo.yaml"
+  refused '- metrics: Additional property servicemonitor is not allowed' --values "$WORK_DIR/typo.yaml"
+  printf 'operator:\n  leaderElect: "no"\n' >"$WORK_DIR/type.yaml"
+  refused '- operator.leaderElect: Invalid type. Expected: boolean, given: string' --values "$WORK_DIR/type.yaml"
+  echo "render-schema: ok"
   ;;
 files-in-sync)
   "$REPO_ROOT/tests/chart/sync-chart-files.sh" --check
@@ -192,8 +263,67 @@ kube-sim)
     || { cat "$WORK_DIR/reapply.log" >&2; fail "second apply"; }
   echo "kube-sim: ok"
   ;;
+bare-cluster)
+  # kube-sim serves no StorageClass and binds no claim: like a bare GPU cluster where a claim
+  # would stay Pending and the operator pod with it. The default install must need neither.
+  : "${KUBE_SIM:?}" "${OPERATOR_BIN:?}" "${WORKER_BIN:?}"
+  image=registry.example.com/perfgate/perfgate-worker
+  operator_pid=""
+  cleanup() {
+    if [ -n "$operator_pid" ]; then kill "$operator_pid" 2>/dev/null || true; wait "$operator_pid" 2>/dev/null || true; fi
+    stop_kube_sim
+  }
+  trap cleanup EXIT
+  start_kube_sim "$WORK_DIR" --nodes 2 --gpus-per-node 1 --image-map "$image=$WORKER_BIN"
+  [ -z "$(kubectl get storageclasses -o name 2>/dev/null)" ] || fail "kube-sim has a StorageClass"
+  # The defaults, less the worker image (which kube-sim maps to the worker binary).
+  overrides=(--set worker.image.repository="$image" --set worker.image.tag=bare)
+  install_chart "$WORK_DIR" perfgate-system "${overrides[@]}"
+  "$CHART_RENDER" --notes "${overrides[@]}" "$CHART_DIR" 2>"$WORK_DIR/notes.txt" >/dev/null \
+    || fail "render NOTES"
+  # Nothing waits for a volume: no claim rendered or stored, and every volume of the operator's
+  # pod is one the kubelet makes itself.
+  ! grep -q '^kind: PersistentVolumeClaim' "$WORK_DIR/rendered.yaml" || fail "the default install renders a claim"
+  [ -z "$(kubectl get pvc -A -o name)" ] || fail "a PersistentVolumeClaim was created"
+  python3 - "$WORK_DIR/rendered.yaml" <<'PY' || fail "the operator's pod needs a volume a bare cluster cannot give"
+import sys, yaml
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if doc and doc.get("kind") == "Deployment":
+        for v in doc["spec"]["template"]["spec"].get("volumes", []):
+            kinds = set(v) - {"name"}
+            if kinds - {"emptyDir", "configMap", "secret", "projected", "downwardAPI"}:
+                sys.exit("volume %s: %s" % (v["name"], sorted(kinds)))
+PY
+  # The operator with exactly the chart's flags, as its own service account.
+  operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
+  mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
+    | drop_flags --metrics-bind-address --health-probe-bind-address)
+  printf '%s\n' "${args[@]}" | grep -qx -e '--store=off' || fail "the default install does not run with --store=off"
+  health_port="$(free_port)"
+  "$OPERATOR_BIN" "${args[@]}" --kubeconfig="$WORK_DIR/operator.kubeconfig" \
+    --metrics-bind-address=0 --health-probe-bind-address="127.0.0.1:$health_port" \
+    --enable-fixtures >"$WORK_DIR/operator.log" 2>&1 &
+  operator_pid=$!
+  wait_for curl -fsS "http://127.0.0.1:$health_port/readyz" \
+    || { cat "$WORK_DIR/operator.log" >&2; fail "the operator is not ready in 10 s"; }
+  synthetic_spec first-check synthetic "" 100 0.01 0 | kubectl apply -f - >/dev/null || fail "apply a validation"
+  kubectl wait pval/first-check --for=condition=Complete --timeout=60s >/dev/null \
+    || { tail -20 "$WORK_DIR/operator.log" >&2; kubectl get pval first-check -o yaml >&2; fail "validation not complete in 60 s"; }
+  passed="$(kubectl get pval first-check -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+  [ "$passed" = True ] || { kubectl get pval first-check -o yaml >&2; fail "Passed=$passed, want True"; }
+  [ "$(kubectl -n perfgate-system get perfresults -l perfgate.io/validation=first-check -o name | wc -l)" = 2 ] \
+    || fail "want a PerfResult per node"
+  # Where a person looks, each says results are not kept.
+  grep -q 'Results are NOT kept: store.mode is off' "$WORK_DIR/notes.txt" || fail "NOTES do not say results are not kept"
+  grep -q -- '--set store.mode=sqlite' "$WORK_DIR/notes.txt" || fail "NOTES do not say how to keep results"
+  grep -q 'no results store (--store=off): completed results are not kept' "$WORK_DIR/operator.log" \
+    || fail "the operator's log does not say results are not kept"
+  curl -fsS "http://127.0.0.1:$health_port/metrics" >"$WORK_DIR/metrics.txt" || fail "/metrics"
+  grep -qx 'perfgate_store_enabled 0' "$WORK_DIR/metrics.txt" || fail "/metrics lacks perfgate_store_enabled 0"
+  echo "bare-cluster: ok"
+  ;;
 *)
-  echo "usage: chart_test.sh render-default|render-readme|render-store|files-in-sync|kube-sim" >&2
+  echo "usage: chart_test.sh render-default|render-readme|render-store|render-schema|files-in-sync|kube-sim|bare-cluster" >&2
   exit 2
   ;;
 esac

@@ -63,7 +63,8 @@ step_e2e() {
   trap cleanup EXIT
   start_kube_sim "$WORK_DIR" --nodes 8 --gpus-per-node 8 --image-map "$image=$WORKER_BIN"
   install_chart "$WORK_DIR" perfgate-system --set worker.image.repository="$image" \
-    --set worker.image.tag=e2e --set metrics.perNode=true --set metrics.grafanaDashboard.enabled=true
+    --set worker.image.tag=e2e --set metrics.perNode=true --set metrics.grafanaDashboard.enabled=true \
+    --set store.mode=sqlite
   grep -q dashboard <<<"$(kubectl -n perfgate-system get configmap -l grafana_dashboard=1 -o name)" \
     || fail "the dashboard ConfigMap was not applied with its sidecar label"
   operator_kubeconfig "$WORK_DIR/operator.kubeconfig"
@@ -71,7 +72,7 @@ step_e2e() {
   mapfile -t args < <(operator_args "$WORK_DIR/rendered.yaml" \
     | drop_flags --metrics-bind-address --health-probe-bind-address --store)
   grep -qx -- --metrics-per-node <<<"$(printf '%s\n' "${args[@]}")" || fail "metrics.perNode gave no --metrics-per-node"
-  # The chart's default store (SQLite), in the work dir rather than the volume's path.
+  # The chart's SQLite store (store.mode=sqlite), in the work dir rather than the volume's path.
   args+=("--store=sqlite://$WORK_DIR/store/results.db")
   metrics_port="$(free_port)"
   "$OPERATOR_BIN" "${args[@]}" --kubeconfig="$WORK_DIR/operator.kubeconfig" \

@@ -56,6 +56,11 @@ TEST(Metrics, CountersAndGaugesByVerdict) {
   EXPECT_THAT(text, HasSubstr("perfgate_nodes{verdict=\"failed\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_nodes{verdict=\"error\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("perfgate_leader 1\n"));
+  // Whether results are kept: 0 with --store=off.
+  EXPECT_THAT(text, HasSubstr("# TYPE perfgate_store_enabled gauge\nperfgate_store_enabled 0\n"));
+  MetricsSnapshot stored = Fleet();
+  stored.store_enabled = true;
+  EXPECT_THAT(RenderMetrics(stored), HasSubstr("perfgate_store_enabled 1\n"));
   // Bounded cardinality unless asked: no node names.
   EXPECT_THAT(text, Not(HasSubstr("node-0")));
 }

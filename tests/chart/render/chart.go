@@ -17,6 +17,7 @@ type Chart struct {
 	Dir       string
 	Metadata  map[string]interface{} // Chart.yaml as written
 	Values    map[string]interface{} // values.yaml
+	Schema    []byte                 // values.schema.json; nil when the chart has none
 	Templates map[string]string      // "NAME/templates/x.yaml" -> text
 	Files     map[string][]byte      // every other file, path relative to the chart
 	CRDs      []Document             // crds/*.yaml, as they are (Helm never templates them)
@@ -41,6 +42,10 @@ func LoadChart(dir string) (*Chart, error) {
 		return nil, fmt.Errorf("%s/Chart.yaml: no name", dir)
 	}
 	if c.Values, err = readYAMLMap(filepath.Join(dir, "values.yaml")); err != nil {
+		return nil, err
+	}
+	if c.Schema, err = os.ReadFile(filepath.Join(dir, "values.schema.json")); err != nil &&
+		!os.IsNotExist(err) {
 		return nil, err
 	}
 	// Walk does not descend into a root that is a symlink (a chart linked into place).

@@ -13,7 +13,8 @@ import (
 //   - every document parses as YAML and has apiVersion, kind and metadata.name;
 //   - no Role/ClusterRole rule uses a wildcard in any field;
 //   - every .Values path a template names exists in values.yaml;
-//   - every file in crds/ is a CustomResourceDefinition.
+//   - every file in crds/ is a CustomResourceDefinition;
+//   - values.schema.json describes every key of values.yaml and refuses unknown keys (schema.go).
 //
 // It returns one line per finding, sorted.
 func Lint(c *Chart, docs []Document) []string {
@@ -22,6 +23,7 @@ func Lint(c *Chart, docs []Document) []string {
 		findings = append(findings, lintDocument(d)...)
 	}
 	findings = append(findings, MissingValues(c)...)
+	findings = append(findings, SchemaGaps(c)...)
 	for _, d := range c.CRDs {
 		obj := map[string]interface{}{}
 		if err := yaml.Unmarshal([]byte(d.Text), &obj); err != nil {

@@ -49,6 +49,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chart-render:", err)
 		os.Exit(2)
 	}
+	// As `helm install` and `helm template`: the merged values must meet values.schema.json.
+	if err := ValidateValues(chart, values); err != nil {
+		fmt.Fprintln(os.Stderr, "chart-render:", err)
+		os.Exit(1)
+	}
 	opts := RenderOptions{
 		ReleaseName: *release,
 		Namespace:   *namespace,

@@ -166,3 +166,72 @@ func TestLoadChartThroughASymlink(t *testing.T) {
 			len(c.CRDs), c.Files)
 	}
 }
+
+const demoSchema = `{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "type": "object", "additionalProperties": false,
+  "properties": {
+    "image": {"type": "object", "additionalProperties": false,
+              "properties": {"tag": {"type": "string"}, "pullPolicy": {"enum": ["Always", "Never"]}}},
+    "replicas": {"type": "integer", "minimum": 0},
+    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "open": {"type": "object", "properties": {"a": {"type": "string"}}}
+  }
+}`
+
+func TestValuesRefusedByTheSchemaAsHelmWordsIt(t *testing.T) {
+	c := testChart(nil, map[string]interface{}{})
+	c.Schema = []byte(demoSchema)
+	ok := map[string]interface{}{"image": map[string]interface{}{"tag": "1.0", "pullPolicy": "Never"},
+		"replicas": int64(2), "labels": map[string]interface{}{"x": "y"}}
+	if err := ValidateValues(c, ok); err != nil {
+		t.Fatalf("valid values refused: %v", err)
+	}
+	for _, tc := range []struct {
+		values map[string]interface{}
+		want   string
+	}{
+		{map[string]interface{}{"image": map[string]interface{}{"tagg": "1"}},
+			"- image: Additional property tagg is not allowed"},
+		{map[string]interface{}{"replicaz": 1}, "- (root): Additional property replicaz is not allowed"},
+		{map[string]interface{}{"replicas": "three"}, "- replicas: Invalid type. Expected: integer, given: string"},
+		{map[string]interface{}{"replicas": int64(-1)}, "- replicas: Must be greater than or equal to 0"},
+		{map[string]interface{}{"image": map[string]interface{}{"pullPolicy": "Sometimes"}},
+			"- image.pullPolicy: image.pullPolicy must be one of the following"},
+		{map[string]interface{}{"labels": map[string]interface{}{"x": int64(1)}},
+			"- labels.x: Invalid type. Expected: string, given: integer"},
+	} {
+		err := ValidateValues(c, tc.values)
+		if err == nil {
+			t.Errorf("%v: accepted", tc.values)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "values don't meet the specifications of the schema(s) in the following chart(s):\ndemo:\n") ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %q, want %q under the chart's name", tc.values, err, tc.want)
+		}
+	}
+	c.Schema = nil
+	if err := ValidateValues(c, map[string]interface{}{"anything": 1}); err != nil {
+		t.Errorf("a chart without a schema refused values: %v", err)
+	}
+}
+
+func TestSchemaGapsNameUndescribedKeysAndOpenObjects(t *testing.T) {
+	c := testChart(nil, map[string]interface{}{
+		"image":  map[string]interface{}{"tag": "", "digest": ""},
+		"labels": map[string]interface{}{"free": "form"},
+		"extra":  1,
+	})
+	c.Schema = []byte(demoSchema)
+	gaps := strings.Join(SchemaGaps(c), "\n")
+	for _, want := range []string{"does not describe image.digest", "does not describe extra",
+		"open lists its keys without additionalProperties: false"} {
+		if !strings.Contains(gaps, want) {
+			t.Errorf("SchemaGaps missed %q:\n%s", want, gaps)
+		}
+	}
+	if strings.Contains(gaps, "labels") || strings.Contains(gaps, "image.tag") {
+		t.Errorf("SchemaGaps flagged a described key or a free-form map:\n%s", gaps)
+	}
+}
