@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "cli/commands.h"
@@ -40,6 +41,24 @@ void TakeOldOutput(const std::string& command, std::string* format, std::string*
   std::cerr << "perfgate " << command << ": -o " << *format << " is now --out " << *format << "\n";
   *out = *format;
   format->clear();
+}
+
+// An option that takes a fraction in (low, high), written 3% or 0.03, into `*value`.
+void AddFraction(CLI::App* cmd, const std::string& name, double* value, double low, double high,
+                 const std::string& description) {
+  cmd->add_option_function<std::string>(
+      name,
+      [=](const std::string& text) {
+        const double v = ParseFraction(text);
+        if (!(v > low && v < high)) {
+          std::ostringstream range;
+          range << "(" << low << ", " << high << ")";
+          throw CLI::ValidationError(name + " must be a fraction in " + range.str() +
+                                     " such as 3% or 0.03, got " + text);
+        }
+        *value = v;
+      },
+      description);
 }
 
 void AddPlan(CLI::App& app, Action* action, bool cluster_by_default) {
@@ -142,17 +161,6 @@ void AddCompareAndExport(CLI::App& app, Action* action) {
     cmd->add_option("--test", from->test,
                     "only these tests (names as in the spec, comma-separated)");
   };
-  auto fraction = [](double* value, const std::string& name, double low, double high) {
-    return [value, name, low, high](const std::string& text) -> std::string {
-      const double v = ParseFraction(text);
-      if (!(v > low && v < high)) {
-        return name + " must be a fraction in (" + std::to_string(low).substr(0, 4) + ", " +
-               std::to_string(high).substr(0, 4) + ") such as 3% or 0.03, got " + text;
-      }
-      *value = v;
-      return "";
-    };
-  };
   auto cmp = std::make_shared<CompareArgs>();
   CLI::App* compare = app.add_subcommand(
       "compare", "Compares two sets of results (A B), or the groups a key forms (--by KEY)");
@@ -165,23 +173,10 @@ void AddCompareAndExport(CLI::App& app, Action* action) {
   compare->add_option("--by", cmp->by,
                       "compare the groups this key forms (cluster, driverVersion, ...)");
   compare->add_option("--reference", cmp->reference, "the reference group's value (with --by)");
-  std::string margin_text, alpha_text;
-  compare->add_option_function<std::string>(
-      "--margin",
-      [cmp, fraction](const std::string& t) {
-        if (auto e = fraction(&cmp->margin, "--margin", 0, 1)(t); !e.empty()) {
-          throw CLI::ValidationError(e);
-        }
-      },
-      "equivalence margin, 3% or 0.03 (default 3%)");
-  compare->add_option_function<std::string>(
-      "--alpha",
-      [cmp, fraction](const std::string& t) {
-        if (auto e = fraction(&cmp->alpha, "--alpha", 0, 0.5)(t); !e.empty()) {
-          throw CLI::ValidationError(e);
-        }
-      },
-      "family-wise error of regressed/improved rows (default 0.05)");
+  AddFraction(compare, "--margin", &cmp->margin, 0, 1,
+              "equivalence margin, 3% or 0.03 (default 3%)");
+  AddFraction(compare, "--alpha", &cmp->alpha, 0, 0.5,
+              "family-wise error of regressed/improved rows (default 0.05)");
   auto* paired = compare->add_flag_callback(
       "--paired", [cmp] { cmp->pairing = "paired"; }, "pair the same nodes in A and B");
   auto* unpaired = compare->add_flag_callback(
