@@ -26,7 +26,7 @@ mkdir -p "$WORK_DIR"
 root="$WORK_DIR/rootfs"
 mounted=()
 cleanup() {
-  for m in "${mounted[@]}"; do umount "$m" 2>/dev/null || true; done
+  for m in "${mounted[@]}"; do umount -R "$m" 2>/dev/null || true; done
 }
 trap cleanup EXIT
 
@@ -62,7 +62,8 @@ cp "$root.status" "$root/var/lib/dpkg/status"
 rm -rf "$root/tmp/pg" "$root/usr/share/perfgate"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-mount --rbind /sys "$root/sys" && mounted+=("$root/sys")
+# sysfs itself (host-stream reads the CPUs' caches and NUMA nodes), not the mounts below it.
+mount --bind /sys "$root/sys" && mounted+=("$root/sys")
 mkdir -p "$root/tmp/pg"
 cp "$deb" "$root/tmp/pg/"
 cp "$REPO_ROOT/examples/local.yaml" "$REPO_ROOT/examples/h200-node.yaml" "$root/tmp/pg/"
