@@ -116,11 +116,11 @@ CLI::Option* AddChoice(CLI::App* app, const std::string& name, std::string* valu
 }
 
 int ParseAndRun(CLI::App& app, int argc, const char* const* argv, const Action& action) {
-  if (argc <= 1) {
+  if (argc <= 1 && app.get_require_subcommand_min() > 0) {
     std::cerr << app.help();
     return exit_code::kInvalid;
   }
-  const std::string first = argv[1];
+  const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && !Subcommands(app).empty()) {
     bool known = false;
     for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {

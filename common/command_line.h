@@ -17,9 +17,10 @@ using Action = std::function<int()>;
 CLI::Option* AddChoice(CLI::App* app, const std::string& name, std::string* value,
                        const std::vector<std::string>& choices, const std::string& description);
 
-// Parses argv into `app` (whose subcommands set `*action`) and runs the action. Help and
+// Parses argv into `app` (whose callbacks set `*action`) and runs the action. Help and
 // --version print and return 0; a parse error prints "PROGRAM [SUB]: message" and a pointer
-// to --help on stderr and returns exit_code::kInvalid; an unknown first word names itself.
+// to --help on stderr and returns exit_code::kInvalid; an unknown first word names itself, and
+// no words at all print the help (exit_code::kInvalid) where a subcommand is required.
 // Blocking.
 int ParseAndRun(CLI::App& app, int argc, const char* const* argv, const Action& action);
 

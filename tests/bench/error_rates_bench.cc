@@ -25,12 +25,14 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "common/command_line.h"
 #include "core/plan.h"
 #include "tests/bench/error_rates.h"
 
@@ -50,37 +52,20 @@ struct Options {
   bool check = false;
 };
 
-Options Parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--profiles") {
-      o.profiles = next();
-    } else if (a == "--profile") {
-      o.profile = next();
-    } else if (a == "--gpus") {
-      o.gpus = std::stoi(next());
-    } else if (a == "--trials") {
-      o.trials = std::max(1, std::stoi(next()));
-    } else if (a == "--threads") {
-      o.threads = std::max(1, std::stoi(next()));
-    } else if (a == "--seed") {
-      o.seed = std::stoull(next());
-    } else if (a == "--check") {
-      o.check = true;
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      std::exit(2);
-    }
-  }
-  return o;
+// The options, on the command line every perfgate program uses (common/command_line.h).
+std::unique_ptr<CLI::App> Parse(Options* o, perfgate::cmdline::Action* action) {
+  auto app = std::make_unique<CLI::App>(
+      "Both error rates of each statistic under the profiles' own sampling",
+      "perfgate-error-rates");
+  app->add_option("--profiles", o->profiles, "the profiles' folder")->check(CLI::ExistingDirectory);
+  app->add_option("--profile", o->profile, "the profile whose sampling is simulated");
+  app->add_option("--gpus", o->gpus, "GPUs per node")->check(CLI::PositiveNumber);
+  app->add_option("--trials", o->trials, "trials per cell")->check(CLI::PositiveNumber);
+  app->add_option("--threads", o->threads, "worker threads")->check(CLI::PositiveNumber);
+  app->add_option("--seed", o->seed, "the random seed");
+  app->add_flag("--check", o->check, "exit 1 when a rate is above its promise");
+  app->callback([action] { *action = [] { return 0; }; });
+  return app;
 }
 
 // One table: a sampling plan under one node budget.
@@ -147,7 +132,12 @@ std::string SamplingText(const verdict::Sampling& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = Parse(argc, argv);
+  Options o;
+  perfgate::cmdline::Action action;
+  auto app = Parse(&o, &action);
+  if (const int code = perfgate::cmdline::ParseAndRun(*app, argc, argv, action); code != 0) {
+    return code;
+  }
   std::vector<Config> configs;
   verdict::Sampling quick_sampling;
   bool have_quick = false;

@@ -35,12 +35,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/command_line.h"
 #include "common/verdict.h"
 #include "core/plan.h"
 #include "tests/bench/error_rates.h"
@@ -189,43 +191,30 @@ double Quantile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
-Options Parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--profiles") {
-      o.profiles = next();
-    } else if (a == "--healthy") {
-      o.healthy = std::stoi(next());
-    } else if (a == "--degraded") {
-      o.degraded = std::stoi(next());
-    } else if (a == "--gpus") {
-      o.gpus = std::stoi(next());
-    } else if (a == "--threads") {
-      o.threads = std::max(1, std::stoi(next()));
-    } else if (a == "--seed") {
-      o.seed = std::stoull(next());
-    } else if (a == "--check") {
-      o.check = true;
-    } else {
-      std::fprintf(stderr, "unknown option %s\n", a.c_str());
-      std::exit(2);
-    }
-  }
-  return o;
+// The options, on the command line every perfgate program uses (common/command_line.h).
+std::unique_ptr<CLI::App> Parse(Options* o, perfgate::cmdline::Action* action) {
+  auto app = std::make_unique<CLI::App>(
+      "The built-in profiles simulated on healthy and degraded nodes", "perfgate-profile-sim");
+  app->add_option("--profiles", o->profiles, "the profiles' folder")->check(CLI::ExistingDirectory);
+  app->add_option("--healthy", o->healthy, "healthy nodes per cell")->check(CLI::PositiveNumber);
+  app->add_option("--degraded", o->degraded, "degraded nodes per cell")->check(CLI::PositiveNumber);
+  app->add_option("--gpus", o->gpus, "GPUs per node")->check(CLI::PositiveNumber);
+  app->add_option("--threads", o->threads, "worker threads")->check(CLI::PositiveNumber);
+  app->add_option("--seed", o->seed, "the random seed");
+  app->add_flag("--check", o->check, "exit 1 when a profile misses a goal");
+  app->callback([action] { *action = [] { return 0; }; });
+  return app;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options o = Parse(argc, argv);
+  Options o;
+  perfgate::cmdline::Action action;
+  auto app = Parse(&o, &action);
+  if (const int code = perfgate::cmdline::ParseAndRun(*app, argc, argv, action); code != 0) {
+    return code;
+  }
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(o.profiles)) {
     if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
