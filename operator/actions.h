@@ -15,6 +15,13 @@
 
 namespace perfgate::op {
 
+// Asks for the next look `after` from now, unless one is already asked for sooner (a requeue of 0
+// is none asked): every part of a decision that needs a look again goes through this, so the
+// soonest wins and none pushes another's later.
+inline void RequeueSooner(std::chrono::milliseconds* requeue, std::chrono::milliseconds after) {
+  if (requeue->count() == 0 || *requeue > after) *requeue = after;
+}
+
 // How one node stands in the current run.
 struct NodeOutcome {
   std::string node;
@@ -145,7 +152,7 @@ struct Decision {
   std::vector<NodeOutcome> outcomes;
   // Why the run waits, if it waits (also in the status message).
   std::vector<std::string> waiting;
-  std::chrono::milliseconds requeue_after{0};
+  std::chrono::milliseconds requeue_after{0};  // RequeueSooner sets it; 0: no look asked
   // Not OK: nothing is applied; the reconcile fails and is retried with backoff.
   Status retry;
 };

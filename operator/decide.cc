@@ -103,7 +103,7 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
   // the next look sooner: Reconciler).
   const std::chrono::milliseconds every =
       std::chrono::milliseconds(std::chrono::seconds(duration)) / 3;
-  if (d->requeue_after.count() == 0 || d->requeue_after > every) d->requeue_after = every;
+  RequeueSooner(&d->requeue_after, every);
 }
 
 // The validation is being deleted: its pods go, the verdict labels it set go (its taints
@@ -327,9 +327,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       }
       auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(config.scheduling_timeout - age);
-      if (st.requeue.count() == 0 || left < st.requeue) {
-        st.requeue = left + std::chrono::milliseconds(100);
-      }
+      RequeueSooner(&st.requeue, left + std::chrono::milliseconds(100));
       // Reported, not fought over: e.g. "Insufficient nvidia.com/gpu" while other pods hold them.
       if (!why.empty()) d->waiting.push_back(node + " (unscheduled: " + why + ")");
     }
@@ -583,21 +581,17 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   if (!d->waiting.empty()) {
     msg += "; waiting for " + d->waiting.front() +
            (d->waiting.size() > 1 ? " and " + std::to_string(d->waiting.size() - 1) + " more" : "");
-    if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(5)) {
-      st.requeue = std::chrono::seconds(5);
-    }
+    RequeueSooner(&st.requeue, std::chrono::seconds(5));
   }
   d->status = RunningStatus(status, old_status, ctx.suspended,
                             ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
   if (st.claim_waits > 0 && !ctx.suspended) {
     // A released claim wakes nobody: look again soon.
-    if (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2)) {
-      st.requeue = std::chrono::seconds(2);
-    }
+    RequeueSooner(&st.requeue, std::chrono::seconds(2));
   }
-  if (draining && (st.requeue.count() == 0 || st.requeue > std::chrono::seconds(2))) {
+  if (draining) {
     // A refused eviction (a PodDisruptionBudget) is asked again, as kubectl drain does.
-    st.requeue = std::chrono::seconds(2);
+    RequeueSooner(&st.requeue, std::chrono::seconds(2));
   }
   if (st.claim_waits + st.busy_waits + disruption_waits > 0 && !ctx.suspended) {
     // Waiting for nodes other validations hold (their claim, or their worker still running
@@ -633,10 +627,7 @@ void DecideStore(const Snapshot& s, const ReconcilerConfig& config, const std::s
                          "results store " + s.store->describe + " is back; spooled results written",
                          true, ""});
   }
-  if (!s.store->available &&
-      (d->requeue_after.count() == 0 || d->requeue_after > config.store_retry)) {
-    d->requeue_after = config.store_retry;
-  }
+  if (!s.store->available) RequeueSooner(&d->requeue_after, config.store_retry);
   d->status = std::move(status);
 }
 

@@ -230,7 +230,7 @@ void DecideLifecycle(const Snapshot& s, Clock::time_point now, Decision* d) {
     status["missedSchedules"] = status.value("missedSchedules", 0) + step->missed;
   }
   auto look_again = [d](std::chrono::milliseconds after) {
-    if (d->requeue_after.count() == 0 || d->requeue_after > after) d->requeue_after = after;
+    RequeueSooner(&d->requeue_after, after);
   };
   if (step->skipped) {
     const std::string t = FormatRfc3339(*step->skipped);

@@ -47,10 +47,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (store_changed) return ReconcileResult{std::chrono::milliseconds(100)};
   ReconcileResult result{decision.requeue_after};
   // A node claimed by a faster validation: the next look shows it waiting (or free again).
-  if (actor_.TakeClaimLost(name) &&
-      (result.requeue_after.count() == 0 || result.requeue_after > std::chrono::seconds(1))) {
-    result.requeue_after = std::chrono::seconds(1);
-  }
+  if (actor_.TakeClaimLost(name)) RequeueSooner(&result.requeue_after, std::chrono::seconds(1));
   return result;
 }
 
