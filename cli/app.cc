@@ -108,6 +108,12 @@ void AddPlan(CLI::App& app, Action* action, bool cluster_by_default) {
                            !a.cluster.cluster.kubeconfig.empty() ||
                            !a.cluster.cluster.context.empty() || !is_file;
       if (!cluster) {
+        if (!a.cluster.output.empty() && a.cluster.output != "table") {
+          std::cerr << "perfgate plan: -o " << a.cluster.output
+                    << " is for a plan resolved against a cluster (--cluster); a spec priced "
+                       "here prints its table\n";
+          return exit_code::kInvalid;
+        }
         a.here.spec = file;
         return worker::PlanHere(a.here);
       }

@@ -356,6 +356,9 @@ TEST_F(Cli, BadInputNamesItselfAndExitsTwo) {
   o = Perfgate("compare /nonexistent/a /nonexistent/b");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_THAT(o.output, HasSubstr("/nonexistent/a"));
+  o = Perfgate("plan " + Example("h200-node.yaml") + " -o json");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_THAT(o.output, HasSubstr("-o json is for a plan resolved against a cluster"));
   o = Perfgate("plan " + Example("h200-node.yaml") + " --gpus 0");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_THAT(o.output, HasSubstr("--gpus"));
