@@ -25,6 +25,7 @@
 #include "common/strings.h"
 #include "common/time.h"
 #include "core/fleet.h"
+#include "core/names.h"
 #include "core/resolve.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -77,14 +78,11 @@ Result<std::shared_ptr<kube::Client>> Connect(const ClusterFlags& flags) {
   return kube::NewClient(*config);
 }
 
-const kube::GroupVersionResource kValidations{"perfgate.io", "v1alpha1", "perfvalidations"};
-const kube::GroupVersionResource kResults{"perfgate.io", "v1alpha1", "perfresults"};
-
 // The validation's PerfResults of its current run (status.run).
 Result<std::vector<fleet::NodeReport>> FromCluster(kube::Client& client,
                                                    const std::string& validation,
                                                    const std::string& ns) {
-  auto obj = client.Get(kValidations, "", validation);
+  auto obj = client.Get(op::ValidationsResource(), "", validation);
   if (!obj.ok()) return obj.status().WithContext("perfvalidation " + validation);
   std::string run;
   if (const auto& st = (*obj)["status"]; st.is_object() && st.contains("run")) {
@@ -95,9 +93,9 @@ Result<std::vector<fleet::NodeReport>> FromCluster(kube::Client& client,
                   "perfvalidation " + validation + " has not started a run yet");
   }
   kube::ListOptions options;
-  options.labelSelector =
-      "perfgate.io/validation=" + LabelValue(validation) + ",perfgate.io/run=" + run;
-  auto list = client.ListAll(kResults, ns, options);
+  options.labelSelector = std::string(op::kValidationLabel) + "=" + LabelValue(validation) + "," +
+                          op::kRunLabel + "=" + run;
+  auto list = client.ListAll(op::ResultsResource(), ns, options);
   if (!list.ok()) return list.status().WithContext("perfresults in namespace " + ns);
   auto reports = fleet::ParseReports(list->dump(), "perfresults of " + validation);
   if (reports.ok() && reports->empty()) {
@@ -157,7 +155,7 @@ int Summary(const SummaryArgs& args) {
   auto nodes = (*client)->ListAll(kube::NodesResource(), "", {});
   if (!nodes.ok()) return Fail("summary", nodes.status().WithContext("nodes"));
   const std::string& ns = args.cluster.name_space;
-  auto results = (*client)->ListAll(kResults, ns, {});
+  auto results = (*client)->ListAll(op::ResultsResource(), ns, {});
   if (!results.ok()) {
     return Fail("summary", results.status().WithContext("perfresults in " + ns).message());
   }
@@ -177,8 +175,6 @@ int Summary(const SummaryArgs& args) {
   return 0;
 }
 
-const kube::GroupVersionResource kProfiles{"perfgate.io", "v1alpha1", "perfprofiles"};
-
 int ClusterPlan(const ClusterPlanArgs& args) {
   const std::string& output = args.output;
   const std::string& file = args.file;
@@ -191,7 +187,7 @@ int ClusterPlan(const ClusterPlanArgs& args) {
   if (!file.empty()) {
     loaded = spec::LoadValidation(file);
   } else {
-    auto obj = (*client)->Get(kValidations, "", args.validation);
+    auto obj = (*client)->Get(op::ValidationsResource(), "", args.validation);
     if (!obj.ok())
       return Fail("plan", obj.status().WithContext("perfvalidation " + args.validation));
     loaded = op::ParseValidationObject(*obj);
@@ -204,7 +200,7 @@ int ClusterPlan(const ClusterPlanArgs& args) {
     by_name[n["metadata"].value("name", "")] = n;
   }
   op::ClusterProfiles profiles;
-  auto listed = (*client)->ListAll(kProfiles, "", {});
+  auto listed = (*client)->ListAll(op::ProfilesResource(), "", {});
   if (!listed.ok()) return Fail("plan", listed.status().WithContext("perfprofiles"));
   for (const auto& p : listed->value("items", nlohmann::json::array())) {
     profiles.by_name[p["metadata"].value("name", "")] = p;
@@ -226,8 +222,8 @@ int Rerun(const RerunArgs& args) {
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
   const std::string token = std::to_string(ms);
-  nlohmann::json patch = {{"metadata", {{"annotations", {{"perfgate.io/rerun", token}}}}}};
-  auto done = (*client)->Patch(kValidations, "", name, kube::PatchType::kMerge, patch);
+  nlohmann::json patch = {{"metadata", {{"annotations", {{op::kRerunAnnotation, token}}}}}};
+  auto done = (*client)->Patch(op::ValidationsResource(), "", name, kube::PatchType::kMerge, patch);
   if (!done.ok()) return Fail("rerun", done.status().WithContext("perfvalidation " + name));
   std::cout << "perfvalidation.perfgate.io/" << name << " rerun requested (" << token << ")\n";
   return 0;
@@ -244,7 +240,7 @@ int Bundle(const BundleArgs& args) {
   if (!client.ok()) return Fail("bundle", client.status());
   std::string run = args.run;
   if (run.empty()) {
-    auto obj = (*client)->Get(kValidations, "", validation);
+    auto obj = (*client)->Get(op::ValidationsResource(), "", validation);
     if (!obj.ok()) {
       return Fail("bundle", obj.status().WithContext("perfvalidation " + validation));
     }
@@ -254,10 +250,10 @@ int Bundle(const BundleArgs& args) {
     if (run.empty()) return Fail("bundle", "perfvalidation " + validation + " has no run yet");
   }
   kube::ListOptions options;
-  options.labelSelector =
-      "perfgate.io/diagnosis=true,perfgate.io/validation=" + LabelValue(validation) +
-      ",perfgate.io/node=" + LabelValue(node) + ",perfgate.io/run=" + run;
-  auto list = (*client)->ListAll({"", "v1", "configmaps"}, ns, options);
+  options.labelSelector = "perfgate.io/diagnosis=true," + std::string(op::kValidationLabel) + "=" +
+                          LabelValue(validation) + "," + op::kNodeLabel + "=" + LabelValue(node) +
+                          "," + op::kRunLabel + "=" + run;
+  auto list = (*client)->ListAll(op::ConfigMapsResource(), ns, options);
   if (!list.ok()) {
     return Fail("bundle", list.status().WithContext("configmaps in namespace " + ns));
   }
