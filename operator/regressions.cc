@@ -7,6 +7,7 @@
 #include <optional>
 #include <tuple>
 
+#include "common/node_verdict.h"
 #include "common/report.h"
 #include "core/names.h"
 #include "store/compare.h"
@@ -66,7 +67,7 @@ RegressionCheck FindRegressions(const Snapshot& s, const std::vector<NodeOutcome
   check.history_read = s.store && s.store->available;
   // The reports of the nodes that passed, by node, and by GPU model for the peer comparison.
   std::map<std::string, bool> passed;
-  for (const auto& o : outcomes) passed[o.node] = o.verdict == "PASS";
+  for (const auto& o : outcomes) passed[o.node] = o.verdict == verdict::Verdict::kPass;
   // The full reports come with the store's view: without a store nothing is compared.
   if (!s.store) return check;
   std::map<std::string, const v1alpha1::Report*> reports;
@@ -130,10 +131,10 @@ std::string DescribeRegression(const Regression& r) {
 
 void FailRegressed(const RegressionCheck& check, std::vector<NodeOutcome>* outcomes) {
   for (auto& o : *outcomes) {
-    if (o.verdict != "PASS") continue;
+    if (!o.verdict || !verdict::RegressionFails(*o.verdict)) continue;
     for (const auto& r : check.found) {
       if (r.node != o.node) continue;
-      o.verdict = "FAIL";
+      o.verdict = verdict::Verdict::kFail;
       o.test = r.test;
       o.figure = r.metric + " ratio " + Fixed3(r.ratio);
       o.reason = "regression (policy.failOnRegression): " + DescribeRegression(r);

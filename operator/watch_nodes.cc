@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "common/node_verdict.h"
 #include "core/names.h"
 #include "core/selection.h"
 #include "operator/identity.h"
@@ -201,7 +202,7 @@ void RecordIdentities(const Snapshot& s, Decision* d) {
   Json identities = d->status->value("nodeIdentities", Json::object());
   bool changed = false;
   for (const auto& o : d->outcomes) {
-    if (o.verdict.empty() || identities.contains(o.node)) continue;
+    if (!o.verdict || identities.contains(o.node)) continue;
     auto it = s.nodes.find(o.node);
     if (it == s.nodes.end()) continue;
     const std::string id = NodeIdentity(it->second);
@@ -230,14 +231,18 @@ void DecideProvisioning(const Snapshot& s, Decision* d) {
   const auto& t = s.spec->doc.spec().provisioningtaint();
   std::map<std::string, std::string> reason_of;
   for (const auto& o : d->outcomes) {
-    reason_of[o.node] = o.verdict + (o.reason.empty() ? "" : ": " + o.reason);
+    if (!o.verdict) continue;
+    reason_of[o.node] =
+        verdict::VerdictName(*o.verdict) + (o.reason.empty() ? "" : ": " + o.reason);
   }
   for (const auto& v : d->node_verdicts) {
     auto it = s.nodes.find(v.node);
     if (it == s.nodes.end()) continue;
-    ProvisioningAction a{v.node, t.key(), t.value(), EffectOf(t), v.verdict == "PASS", ""};
+    ProvisioningAction a{
+        v.node, t.key(), t.value(), EffectOf(t), v.verdict == verdict::Verdict::kPass, ""};
     if (!a.passed) {
-      a.reason = Cut(reason_of.contains(v.node) ? reason_of[v.node] : v.verdict, 1000);
+      a.reason = Cut(
+          reason_of.contains(v.node) ? reason_of[v.node] : verdict::VerdictName(v.verdict), 1000);
     }
     Json edited = it->second;
     if (ApplyProvisioning(&edited, a)) d->provisioning.push_back(std::move(a));
