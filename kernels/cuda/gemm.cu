@@ -338,14 +338,27 @@ class GemmRunnerImpl final : public GemmRunner {
     }
     cudaStream_t s = stream_.get();
     PG_CUDA(cudaMemsetAsync(counter_.get(), 0, counter_.bytes(), s));
-    for (int p = 0; p < passes; ++p) {
-      PG_CUDA(cudaEventRecord(pass_events_[2 * p].get(), s));
-      RETURN_IF_ERROR(QueueMatmuls(config_.output_buffers));
-      PG_CUDA(cudaEventRecord(pass_events_[2 * p + 1].get(), s));
-      RETURN_IF_ERROR(QueueCompare(rel_tol));
+    // Behind the launch gate: the passes start once queued (or on a backlog of
+    // LaunchGate::kMaxBacklog operations while the host queues the rest).
+    RETURN_IF_ERROR(gate_.Hold(s));
+    const Status queued = [&]() -> Status {
+      for (int p = 0; p < passes; ++p) {
+        PG_CUDA(cudaEventRecord(pass_events_[2 * p].get(), s));
+        RETURN_IF_ERROR(QueueMatmuls(config_.output_buffers));
+        PG_CUDA(cudaEventRecord(pass_events_[2 * p + 1].get(), s));
+        RETURN_IF_ERROR(QueueCompare(rel_tol));
+        gate_.Queued(3);
+      }
+      PG_CUDA(cudaEventRecord(pass_events_[needed - 1].get(), s));
+      return Status::Ok();
+    }();
+    gate_.Open();
+    if (!queued.ok()) {
+      (void)cudaStreamSynchronize(s);
+      return queued;
     }
-    PG_CUDA(cudaEventRecord(pass_events_[needed - 1].get(), s));
     ASSIGN_OR_RETURN(const std::int64_t wrong, ReadCounter());
+    RETURN_IF_ERROR(gate_.CheckOpenedInTime("burn"));
     CheckedPasses out;
     out.wrong = wrong;
     out.matmuls = static_cast<std::int64_t>(passes) * config_.output_buffers;
