@@ -2,7 +2,11 @@
 // memory until the host sets it, or until its timeout.
 #include "kernels/cuda/launch_gate.cuh"
 
+#include <chrono>
+#include <thread>
 #include <utility>
+
+#include "kernels/cuda/device.h"
 
 namespace perfgate::kernels::cuda {
 namespace {
@@ -58,6 +62,27 @@ Status LaunchGate::Hold(cudaStream_t stream) {
 void LaunchGate::Open() {
   volatile int* flags = flags_.as<int>();
   __atomic_store_n(const_cast<int*>(&flags[0]), 1, __ATOMIC_RELEASE);
+}
+
+Result<LaunchGateProbe> ProbeLaunchGate(int ordinal, double wait_seconds, std::int64_t timeout_ns) {
+  RETURN_IF_ERROR(RequireCudaDevice(ordinal));
+  PG_CUDA(cudaSetDevice(ordinal));
+  ASSIGN_OR_RETURN(LaunchGate gate,
+                   LaunchGate::Create(static_cast<unsigned long long>(timeout_ns)));
+  ASSIGN_OR_RETURN(Stream stream, Stream::Create());
+  ASSIGN_OR_RETURN(Event behind, Event::Create());
+  RETURN_IF_ERROR(gate.Hold(stream.get()));
+  const cudaError_t recorded = cudaEventRecord(behind.get(), stream.get());
+  std::this_thread::sleep_for(std::chrono::duration<double>(wait_seconds));
+  const cudaError_t query = cudaEventQuery(behind.get());
+  gate.Open();
+  PG_CUDA(recorded);
+  PG_CUDA(cudaStreamSynchronize(stream.get()));
+  if (query != cudaSuccess && query != cudaErrorNotReady) PG_CUDA(query);
+  LaunchGateProbe probe;
+  probe.held = query == cudaErrorNotReady;
+  probe.timed_out = !gate.CheckOpenedInTime("probe").ok();
+  return probe;
 }
 
 Status LaunchGate::CheckOpenedInTime(const std::string& what) const {
