@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/launch_gate.cuh"
 #include "kernels/cuda/memtest.h"
 
 namespace perfgate::kernels::cuda {
@@ -82,14 +83,15 @@ __global__ void VerifyPattern(const std::uint64_t* words, std::uint64_t n, Patte
 class CudaMemTester final : public MemTester {
  public:
   CudaMemTester(int device, DeviceBuffer region, DeviceBuffer counters, int grid, Stream stream,
-                Event start, Event stop)
+                Event start, Event stop, LaunchGate gate)
       : device_(device),
         region_(std::move(region)),
         counters_(std::move(counters)),
         grid_(grid),
         stream_(std::move(stream)),
         start_(std::move(start)),
-        stop_(std::move(stop)) {}
+        stop_(std::move(stop)),
+        gate_(std::move(gate)) {}
 
   Result<MemStepResult> RunStep(Pattern pattern, int step, std::uint64_t seed, int max_listed,
                                 double hold_seconds) override {
@@ -105,30 +107,31 @@ class CudaMemTester final : public MemTester {
     if (march && (step < 0 || step >= memtest::kMarchCMinusElements)) {
       return InvalidArgument("memtest: March C- has no element " + std::to_string(step));
     }
-    // Each kernel is timed alone (events around exactly it); the wait between them is not.
+    // Each kernel is timed alone behind the launch gate; the wait between them is not timed.
     double seconds = 0;
     if (!march) {
-      PG_CUDA(cudaEventRecord(start_.get(), s));
-      WritePattern<<<grid_, kBlock, 0, s>>>(words, n, pattern, step, seed);
-      PG_CUDA(cudaGetLastError());
-      PG_CUDA(cudaEventRecord(stop_.get(), s));
-      ASSIGN_OR_RETURN(seconds, ElapsedSeconds(start_, stop_));  // the write is done everywhere
+      // Blocks until the write is done everywhere.
+      ASSIGN_OR_RETURN(seconds,
+                       TimeBehindGate(gate_, s, start_, stop_, "memtest write", [&]() -> Status {
+                         WritePattern<<<grid_, kBlock, 0, s>>>(words, n, pattern, step, seed);
+                         return CudaStatus(cudaGetLastError(), "memtest write kernel");
+                       }));
     }
     if (hold_seconds > 0) {
       PG_CUDA(cudaStreamSynchronize(s));
       std::this_thread::sleep_for(std::chrono::duration<double>(hold_seconds));
     }
-    PG_CUDA(cudaEventRecord(start_.get(), s));
-    if (march) {
-      MarchElementKernel<<<grid_, kBlock, 0, s>>>(words, n, memtest::kMarchCMinus[step], errors,
-                                                  listed, max_listed);
-    } else {
-      VerifyPattern<<<grid_, kBlock, 0, s>>>(words, n, pattern, step, seed, errors, listed,
-                                             max_listed);
-    }
-    PG_CUDA(cudaGetLastError());
-    PG_CUDA(cudaEventRecord(stop_.get(), s));
-    ASSIGN_OR_RETURN(const double read_seconds, ElapsedSeconds(start_, stop_));
+    ASSIGN_OR_RETURN(const double read_seconds,
+                     TimeBehindGate(gate_, s, start_, stop_, "memtest read", [&]() -> Status {
+                       if (march) {
+                         MarchElementKernel<<<grid_, kBlock, 0, s>>>(
+                             words, n, memtest::kMarchCMinus[step], errors, listed, max_listed);
+                       } else {
+                         VerifyPattern<<<grid_, kBlock, 0, s>>>(words, n, pattern, step, seed,
+                                                                errors, listed, max_listed);
+                       }
+                       return CudaStatus(cudaGetLastError(), "memtest read kernel");
+                     }));
     seconds += read_seconds;
     PG_CUDA(cudaGetLastError());
     MemStepResult out;
@@ -160,6 +163,7 @@ class CudaMemTester final : public MemTester {
   int grid_;
   Stream stream_;
   Event start_, stop_;
+  LaunchGate gate_;
 };
 
 }  // namespace
@@ -184,9 +188,10 @@ Result<std::unique_ptr<MemTester>> CreateMemTester(int device, double fraction,
       ASSIGN_OR_RETURN(Stream stream, Stream::Create());
       ASSIGN_OR_RETURN(Event start, Event::Create());
       ASSIGN_OR_RETURN(Event stop, Event::Create());
+      ASSIGN_OR_RETURN(LaunchGate gate, LaunchGate::Create());
       return std::unique_ptr<MemTester>(std::make_unique<CudaMemTester>(
           device, std::move(region).value(), std::move(counters), sms * 8, std::move(stream),
-          std::move(start), std::move(stop)));
+          std::move(start), std::move(stop), std::move(gate)));
     }
     cudaGetLastError();  // clear the allocation failure
     bytes = static_cast<std::int64_t>(static_cast<double>(bytes) * 0.95);
