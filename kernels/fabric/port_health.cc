@@ -327,7 +327,8 @@ std::unique_ptr<Test> MakePortHealthTestWith(fabric::PortReader read, std::strin
 }
 
 std::unique_ptr<Test> MakePortHealthTest() {
-  return MakePortHealthTestWith([] { return fabric::ReadIbPorts("/sys"); },
+  std::shared_ptr<const config::HostFs> fs = config::RealHostFs();
+  return MakePortHealthTestWith([fs] { return fabric::ReadIbPorts(*fs, "/sys"); },
                                 "/sys/class/infiniband");
 }
 

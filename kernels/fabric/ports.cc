@@ -3,21 +3,16 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string_view>
 
 namespace perfgate::kernels::fabric {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The file's first line without its newline; empty when it cannot be read.
-std::string ReadLine(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
+// The text's first line without trailing blanks; empty when it cannot be read.
+std::string FirstLine(const Result<std::string>& text) {
+  if (!text.ok()) return "";
+  std::string line = text->substr(0, text->find('\n'));
   while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())) != 0) {
     line.pop_back();
   }
@@ -39,28 +34,16 @@ bool AllDigits(std::string_view s) {
   });
 }
 
-// Entries of `dir` in name order (numbers by value when every name is a number).
-std::vector<fs::path> Entries(const fs::path& dir) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) out.push_back(entry.path());
-  std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) {
-    const std::string x = a.filename().string();
-    const std::string y = b.filename().string();
-    if (AllDigits(x) && AllDigits(y) && x.size() != y.size()) return x.size() < y.size();
-    return x < y;
+// The names in `dir`, numbers by value ("2" before "10"); empty when it cannot be listed.
+std::vector<std::string> Names(const config::HostFs& fs, const std::string& dir) {
+  auto names = fs.List(dir);
+  if (!names.ok()) return {};
+  std::vector<std::string> out = std::move(names).value();
+  std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    if (AllDigits(a) && AllDigits(b) && a.size() != b.size()) return a.size() < b.size();
+    return a < b;
   });
   return out;
-}
-
-std::map<std::string, std::uint64_t> ReadCounters(const fs::path& dir) {
-  std::map<std::string, std::uint64_t> counters;
-  for (const fs::path& file : Entries(dir)) {
-    const std::string value = ReadLine(file);
-    if (!AllDigits(value)) continue;
-    counters[file.filename().string()] = std::strtoull(value.c_str(), nullptr, 10);
-  }
-  return counters;
 }
 
 }  // namespace
@@ -95,36 +78,45 @@ void ParseRate(const std::string& text, IbPort* port) {
   port->speed = speed;
 }
 
-Result<std::vector<IbPort>> ReadIbPorts(const std::string& sysfs_root) {
-  const fs::path classes = fs::path(sysfs_root) / "class" / "infiniband";
-  std::error_code ec;
-  if (!fs::is_directory(classes, ec)) {
-    return FailedPrecondition(classes.string() +
-                              " does not exist: no InfiniBand or RoCE device here (or its "
-                              "driver is not loaded)");
+Result<std::vector<IbPort>> ReadIbPorts(const config::HostFs& fs, const std::string& sysfs_root) {
+  const std::string classes = sysfs_root + "/class/infiniband";
+  auto hcas = fs.List(classes);
+  if (!hcas.ok()) {
+    if (hcas.status().code() == Code::kNotFound) {
+      return FailedPrecondition(classes +
+                                " does not exist: no InfiniBand or RoCE device here (or its "
+                                "driver is not loaded)");
+    }
+    return Unavailable(hcas.status().message());
   }
   std::vector<IbPort> ports;
-  for (const fs::path& hca : Entries(classes)) {
+  for (const std::string& hca : Names(fs, classes)) {
+    const std::string dev = classes + "/" + hca;
+    // device -> ../../../0000:18:00.0, the HCA's PCI function.
     std::string pci;
-    // device -> ../../../0000:18:00.0
-    if (auto target = fs::read_symlink(hca / "device", ec); !ec) pci = target.filename().string();
+    if (auto function = fs.Resolve(dev + "/device"); function.ok()) {
+      pci = function->substr(function->rfind('/') + 1);
+    }
     int numa = -1;
-    if (const std::string node = ReadLine(hca / "device" / "numa_node");
-        !node.empty() && (AllDigits(node) || (node[0] == '-' && AllDigits(node.substr(1))))) {
+    if (const std::string node = FirstLine(fs.Read(dev + "/device/numa_node"));
+        AllDigits(node) || (node.size() > 1 && node[0] == '-' && AllDigits(node.substr(1)))) {
       numa = std::atoi(node.c_str());
     }
-    for (const fs::path& dir : Entries(hca / "ports")) {
-      const std::string number = dir.filename().string();
+    for (const std::string& number : Names(fs, dev + "/ports")) {
       if (!AllDigits(number)) continue;
+      const std::string dir = dev + "/ports/" + number;
       IbPort port;
-      port.hca = hca.filename().string();
+      port.hca = hca;
       port.port = std::atoi(number.c_str());
-      port.state = StateWord(ReadLine(dir / "state"));
-      port.phys_state = StateWord(ReadLine(dir / "phys_state"));
-      port.rate_text = ReadLine(dir / "rate");
+      port.state = StateWord(FirstLine(fs.Read(dir + "/state")));
+      port.phys_state = StateWord(FirstLine(fs.Read(dir + "/phys_state")));
+      port.rate_text = FirstLine(fs.Read(dir + "/rate"));
       ParseRate(port.rate_text, &port);
-      port.link_layer = ReadLine(dir / "link_layer");
-      port.counters = ReadCounters(dir / "counters");
+      port.link_layer = FirstLine(fs.Read(dir + "/link_layer"));
+      for (const std::string& counter : Names(fs, dir + "/counters")) {
+        const std::string value = FirstLine(fs.Read(dir + "/counters/" + counter));
+        if (AllDigits(value)) port.counters[counter] = std::strtoull(value.c_str(), nullptr, 10);
+      }
       port.pci_address = pci;
       port.numa_node = numa;
       ports.push_back(std::move(port));

@@ -1,7 +1,8 @@
 // The node's InfiniBand and RoCE ports as sysfs describes them: state, physical state, rate and
 // width, link layer, the error counters, and the PCI address and NUMA node of the HCA that owns
-// each port. port-health reads them before and after its window (port_health.cc). The sysfs
-// root is a parameter so unit tests read recorded trees (tests/kernels/sysfs/).
+// each port. port-health reads them before and after its window (port_health.cc), config checks
+// their state and rate against its expectations. Reads go through HostFs from a sysfs root, so
+// unit tests read recorded trees (tests/kernels/sysfs/) or a fake one.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kernels/config/host_fs.h"
 
 namespace perfgate::kernels::fabric {
 
@@ -37,11 +39,12 @@ struct IbPort {
   std::string Placement() const;
 };
 
-// Reads every port of every HCA under <sysfs_root>/class/infiniband/<hca>/ports/<n>/, in HCA
-// then port order. FailedPrecondition when <sysfs_root>/class/infiniband does not exist (no
-// RDMA device on this machine, or its driver is not loaded); a port's file that is missing
-// leaves its field empty. Blocking.
-Result<std::vector<IbPort>> ReadIbPorts(const std::string& sysfs_root);
+// Reads every port of every HCA under <sysfs_root>/class/infiniband/<hca>/ports/<n>/ ("/sys"
+// on the host), in HCA then port order. FailedPrecondition when <sysfs_root>/class/infiniband
+// does not exist (no RDMA device on this machine, or its driver is not loaded), Unavailable
+// when it cannot be listed; a port's file that cannot be read leaves its field empty.
+// Blocking.
+Result<std::vector<IbPort>> ReadIbPorts(const config::HostFs& fs, const std::string& sysfs_root);
 
 // "400 Gb/sec (4X NDR)" -> rate 400, width 4, speed "NDR" into `port`; fields that do not
 // parse stay 0 or empty. Pure.

@@ -23,8 +23,13 @@ std::string Tree(const std::string& name) {
   return std::string(PERFGATE_SOURCE_DIR) + "/tests/kernels/sysfs/" + name;
 }
 
+Result<std::vector<IbPort>> ReadTree(const std::string& name) {
+  static const std::unique_ptr<config::HostFs> fs = config::RealHostFs();
+  return ReadIbPorts(*fs, Tree(name));
+}
+
 TEST(IbPorts, ReadsEveryPortWithItsStateRateCountersAndPlacement) {
-  auto ports = ReadIbPorts(Tree("cx7-ndr-clean"));
+  auto ports = ReadTree("cx7-ndr-clean");
   ASSERT_TRUE(ports.ok()) << ports.status().message();
   ASSERT_EQ(ports->size(), 8U);
   const IbPort& first = ports->front();
@@ -45,7 +50,7 @@ TEST(IbPorts, ReadsEveryPortWithItsStateRateCountersAndPlacement) {
 }
 
 TEST(IbPorts, ReadsADownPortAndADegradedOne) {
-  auto down = ReadIbPorts(Tree("cx7-ndr-port-down"));
+  auto down = ReadTree("cx7-ndr-port-down");
   ASSERT_TRUE(down.ok());
   const IbPort& port = down->at(5);
   EXPECT_EQ(port.Name(), "mlx5_5/1");
@@ -53,7 +58,7 @@ TEST(IbPorts, ReadsADownPortAndADegradedOne) {
   EXPECT_EQ(port.phys_state, "Polling");
   EXPECT_FALSE(port.Up());
 
-  auto narrow = ReadIbPorts(Tree("cx7-ndr-degraded-width"));
+  auto narrow = ReadTree("cx7-ndr-degraded-width");
   ASSERT_TRUE(narrow.ok());
   EXPECT_EQ(narrow->at(2).rate_gbps, 200);
   EXPECT_EQ(narrow->at(2).width, 2);
@@ -76,7 +81,7 @@ TEST(IbPorts, ParsesTheRatesLinuxWrites) {
 }
 
 TEST(IbPorts, AMachineWithoutRdmaDevicesSaysSo) {
-  auto ports = ReadIbPorts(Tree("epyc-9654-2s"));
+  auto ports = ReadTree("epyc-9654-2s");
   ASSERT_FALSE(ports.ok());
   EXPECT_EQ(ports.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(ports.status().message().find("class/infiniband does not exist"), std::string::npos);
@@ -85,7 +90,7 @@ TEST(IbPorts, AMachineWithoutRdmaDevicesSaysSo) {
 // Reads `first` once (Prepare's reading), then `then` for every later reading.
 PortReader Snapshots(const std::string& first, const std::string& then) {
   auto reads = std::make_shared<int>(0);
-  return [=]() { return ReadIbPorts(Tree((*reads)++ == 0 ? first : then)); };
+  return [=]() { return ReadTree((*reads)++ == 0 ? first : then); };
 }
 
 // The bounds the built-in profiles set: nothing down or degraded against NDR 4X, no link
@@ -194,7 +199,7 @@ TEST(PortHealth, AnErrorBurstOverItsBoundFailsNamingThePort) {
 }
 
 TEST(PortHealth, AMachineWithoutRdmaPortsIsSkippedWithTheReason) {
-  auto test = MakePortHealthTestWith([] { return ReadIbPorts(Tree("epyc-9654-2s")); }, "the tree");
+  auto test = MakePortHealthTestWith([] { return ReadTree("epyc-9654-2s"); }, "the tree");
   const v1alpha1::TestResult r = RunPortHealth(*test);
   EXPECT_EQ(r.verdict(), v1alpha1::SKIPPED);
   EXPECT_THAT(r.reason(), HasSubstr("class/infiniband does not exist"));
