@@ -12,6 +12,7 @@
 #include "kernels/fabric/port_health.h"
 #include "kernels/fabric/ports.h"
 #include "kernels/registry.h"
+#include "tests/kernels/profile_bound.h"
 #include "worker/runner.h"
 
 namespace perfgate::kernels::fabric {
@@ -93,8 +94,8 @@ PortReader Snapshots(const std::string& first, const std::string& then) {
   return [=]() { return ReadTree((*reads)++ == 0 ? first : then); };
 }
 
-// The bounds the built-in profiles set: nothing down or degraded against NDR 4X, no link
-// down, at most 100 errors of a kind on a port.
+// port-health as the built-in H100 profile runs it (its quick level): rated NDR 4X, and the
+// profile's own bounds on the counts.
 worker::PlannedTest Planned(const kernels::Test& test) {
   worker::PlannedTest t;
   t.name = "port-health";
@@ -105,20 +106,19 @@ worker::PlannedTest Planned(const kernels::Test& test) {
                      {"ratedWidth", std::int64_t{4}},
                      {"intervalSeconds", 0.0}});
   t.metrics = test.Info().metrics;
-  auto bound = [&](const char* metric, double value) {
+  for (const char* metric : {"portDownCount", "portDegradedCount", "linkDownedCount",
+                             "symbolErrorCount", "linkErrorRecoveryCount", "portRcvErrorCount",
+                             "bufferOverrunErrorCount", "linkIntegrityErrorCount"}) {
+    const verdict::Threshold bound =
+        kernels::testing::ProfileBound("h100-sxm-80gb", "quick", "port-health", metric);
     v1alpha1::Threshold spec;
     spec.set_metric(metric);
     spec.set_statistic("max");
     spec.set_op("<=");
-    spec.set_value(value);
+    spec.set_value(bound.bound);
     t.threshold_specs.push_back(spec);
-    t.thresholds.push_back({metric, verdict::Statistic::kMax, verdict::Op::kLe, value});
-  };
-  bound("portDownCount", 0);
-  bound("portDegradedCount", 0);
-  bound("linkDownedCount", 0);
-  bound("symbolErrorCount", 100);
-  bound("portRcvErrorCount", 100);
+    t.thresholds.push_back(bound);
+  }
   t.sampling.warmup = 0;
   t.sampling.min_repeats = 2;
   t.sampling.max_repeats = 2;
