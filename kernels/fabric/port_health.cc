@@ -5,16 +5,17 @@
 //   portDegradedCount  ports up below their rated rate or width (ratedRateGbps, ratedWidth)
 //   linkDownedCount, symbolErrorCount, linkErrorRecoveryCount, portRcvErrorCount,
 //   bufferOverrunErrorCount, linkIntegrityErrorCount: the largest increase of that counter on
-//                      one port (a bound is per port, as fabric monitors set theirs)
+//                      one port (a bound is per port: errors spread over eight rails are not
+//                      one bad cable)
 //   slowestPortRateGbps, narrowestPortWidth: of the ports that are up
 // Every count names its ports in counted.<metric>, so a FAIL says which port; port.<hca>/<n>
 // gives each port's state, rate, link layer, PCI address, NUMA node and counter increases.
 //
-// The window is the test's own: the runner has no hook around the other tests, so a spec that
-// wants the counters across its load lists port-health last (the profiles do) and reads the
-// increases of its window, plus the state and rate of every port at the end. IB counters
-// saturate rather than wrap; one that went backwards was reset (perfquery -R) and counts from
-// zero.
+// The window is the test's own: the runner has no hook around the other tests, so the
+// increases are those of port-health's samples. A spec lists it after its load (the profiles
+// list it last) to read the ports' state and rate as the load left them, and the errors of the
+// window that follows. IB counters saturate rather than wrap; one that went backwards was reset
+// (perfquery -R) and counts from zero.
 //
 // A machine without /sys/class/infiniband has no port to check: SKIPPED with that reason.
 #include <algorithm>
