@@ -8,11 +8,11 @@
 #     man look for them, and the built-in profiles under /usr/share/perfgate/profiles;
 #   - bad input in the installed command: an unknown command, an unknown option, a missing file,
 #     each exit 2 with a message that names it.
-# The minbase root is cached in WORK_DIR/cache by scripts/debian-root.sh (PERFGATE_IMAGE_FRESH=1
-# makes it again). Needs root, debootstrap and a Debian mirror (PERFGATE_DEBIAN_MIRROR); exit 77
-# (skipped) without root or debootstrap. Env: BUILD_DIR, REPO_ROOT, WORK_DIR.
+# The minbase root is cached in CACHE_DIR by scripts/debian-root.sh (the image tests' cache;
+# PERFGATE_IMAGE_FRESH=1 makes it again). Needs root, debootstrap and a Debian mirror (PERFGATE_DEBIAN_MIRROR); exit 77
+# (skipped) without root or debootstrap. Env: BUILD_DIR, REPO_ROOT, WORK_DIR, CACHE_DIR.
 set -euo pipefail
-: "${BUILD_DIR:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}"
+: "${BUILD_DIR:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}" "${CACHE_DIR:?}"
 fail() {
   echo "FAIL: $*" >&2
   exit 1
@@ -50,7 +50,7 @@ if grep -q 'perfgate-operator' <<<"$contents"; then fail "the CLI package holds 
 # Each run starts from a copy of the cached minbase root: nothing of an earlier run is left.
 # shellcheck source=scripts/debian-root.sh
 source "$REPO_ROOT/scripts/debian-root.sh"
-base="$(debian_minbase "$WORK_DIR/cache")" || fail "debootstrap"
+base="$(debian_minbase "$CACHE_DIR")" || fail "debootstrap"
 umount -R "$root/proc" "$root/sys" 2>/dev/null || true
 rm -rf --one-file-system "$root"
 cp -a "$base" "$root"
