@@ -4,16 +4,15 @@
 # cuBLAS/cuBLASLt, NCCL) copied from that toolkit. NVML (libnvidia-ml.so.1) and libcuda come
 # from the node's driver at run time: the NVIDIA container toolkit mounts them when the pod sets
 # NVIDIA_DRIVER_CAPABILITIES=compute,utility (the operator's worker pods do).
-#   docker buildx build -f docker/worker.Dockerfile --platform linux/amd64 \
+#   docker buildx build -f docker/worker.Dockerfile --platform linux/amd64,linux/arm64 \
 #     -t REGISTRY/perfgate-worker:TAG --push .
-# For arm64 (Grace hosts: GH200, GB200) set CUDA_REPO_ARCH=sbsa and --platform linux/arm64.
+# arm64 is for Grace hosts (GH200, GB200): its toolkit comes from NVIDIA's sbsa repository.
 # The same image as scripts/build-images.sh builds without a Docker engine (the release's
 # archive): the runtime packages, user, entrypoint, working directory and env below are that
 # script's (`scripts/build-images.sh --describe worker`), and a test keeps them in step.
-ARG CUDA_REPO_ARCH=x86_64
 
 FROM debian:bookworm AS build
-ARG CUDA_REPO_ARCH
+ARG TARGETARCH
 # A100 (80), H100/H200 and GH200 (90), B200 and GB200 (100).
 ARG CUDA_ARCHITECTURES="80;90;100"
 RUN apt-get update \
@@ -23,8 +22,9 @@ RUN apt-get update \
       libcpprest-dev libssl-dev libboost-system-dev \
       libyaml-cpp-dev libprotobuf-dev protobuf-compiler libcli11-dev \
       libspdlog-dev libfmt-dev nlohmann-json3-dev libpq-dev libsqlite3-dev \
+ && case "${TARGETARCH}" in arm64) repo_arch=sbsa ;; *) repo_arch=x86_64 ;; esac \
  && curl -fsSLo /tmp/cuda-keyring.deb \
-      "https://developer.download.nvidia.com/compute/cuda/repos/debian12/${CUDA_REPO_ARCH}/cuda-keyring_1.1-1_all.deb" \
+      "https://developer.download.nvidia.com/compute/cuda/repos/debian12/${repo_arch}/cuda-keyring_1.1-1_all.deb" \
  && dpkg -i /tmp/cuda-keyring.deb \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

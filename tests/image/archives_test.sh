@@ -17,7 +17,8 @@
 # Image sizes are printed (docs/benchmarks.md). The Debian roots are cached in CACHE_DIR.
 # Needs root, debootstrap, umoci, skopeo and a Debian mirror the first time; exit 77 (skipped)
 # without root or those tools.
-# Env: PRODUCT_TREE (nocuda, no fixtures), KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR, CACHE_DIR.
+# Env: PRODUCT_TREE (nocuda, no fixtures), KUBE_SIM, CHART_RENDER, REPO_ROOT, WORK_DIR, CACHE_DIR;
+# WORKER_TREE, a CUDA product tree for the worker image (default PRODUCT_TREE).
 set -euo pipefail
 # shellcheck source=tests/chart/lib.sh
 source "$(dirname "$0")/../chart/lib.sh"
@@ -42,7 +43,7 @@ trap cleanup EXIT
 
 start=$SECONDS
 bash "$build_images" --out "$WORK_DIR/out" --cache "$CACHE_DIR" --operator-tree "$PRODUCT_TREE" \
-  --worker-tree "$PRODUCT_TREE" >"$WORK_DIR/build.log" 2>&1 \
+  --worker-tree "${WORKER_TREE:-$PRODUCT_TREE}" >"$WORK_DIR/build.log" 2>&1 \
   || { tail -20 "$WORK_DIR/build.log" >&2; fail "scripts/build-images.sh"; }
 echo "image: both archives built in $((SECONDS - start)) s"
 version="$(sed -n 's/^project(perfgate VERSION \([0-9.]*\).*/\1/p' "$REPO_ROOT/CMakeLists.txt")"
