@@ -804,6 +804,10 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     d.restore_nodes = NodesToGiveBack(s.nodes, s.name, d.under_test, keep_cordon);
   }
   if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
+  if (!s.store && d.status) {
+    SetStoreOffCondition(&*d.status, s.validation.value("status", Json::object()), s.generation,
+                         FormatRfc3339(now_tp));
+  }
   return d;
 }
 

@@ -86,6 +86,15 @@ void SetRecordedCondition(Json* status, const Json& old_status, const StoreView&
   SetCondition(status, old_status, "Recorded", "False", "StoreUnavailable", msg, generation, now);
 }
 
+void SetStoreOffCondition(Json* status, const Json& old_status, int64_t generation,
+                          const std::string& now) {
+  SetCondition(status, old_status, "Recorded", "False", "StoreOff",
+               "results are not kept: the operator runs without a results store (--store=off); "
+               "install the chart with store.mode=sqlite or store.mode=postgres to keep every "
+               "result and check nodes against their history",
+               generation, now);
+}
+
 void SetRegressedCondition(Json* status, const Json& old_status, const RegressionCheck& check,
                            int64_t generation, const std::string& now) {
   if (check.compared == 0 && check.found.empty()) return;

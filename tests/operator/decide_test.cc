@@ -1605,12 +1605,27 @@ TEST(DecideStore, UnavailableStoreLeavesTheVerdictAndSaysSo) {
   EXPECT_EQ(d.requeue_after.count(), 0);
 }
 
-TEST(DecideStore, WithoutAStoreThereIsNoRecordedCondition) {
+TEST(DecideStore, WithoutAStoreRecordedSaysResultsAreNotKeptAndHow) {
   World w("off", StreamSpec());
+  // From the first reconcile on, where a person looks (kubectl describe, kubectl get -o yaml).
+  Decision first = w.Decide();
+  ASSERT_TRUE(first.status);
+  EXPECT_EQ(Condition(*first.status, "Recorded").value("reason", ""), "StoreOff")
+      << first.status->dump(2);
   FinishMeasured(&w, 3000);
+  w.now += std::chrono::seconds(30);
   Decision d = w.Decide();
   ASSERT_TRUE(d.status);
-  EXPECT_TRUE(Condition(*d.status, "Recorded").empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed");
+  const Json rec = Condition(*d.status, "Recorded");
+  EXPECT_EQ(rec.value("status", ""), "False") << d.status->dump(2);
+  EXPECT_EQ(rec.value("reason", ""), "StoreOff");
+  EXPECT_NE(rec.value("message", "").find("not kept"), std::string::npos);
+  EXPECT_NE(rec.value("message", "").find("store.mode=sqlite"), std::string::npos);
+  // Unchanged since the first reconcile: its transition time is kept, and no event is sent.
+  EXPECT_EQ(rec.value("lastTransitionTime", ""),
+            Condition(*first.status, "Recorded").value("lastTransitionTime", ""));
+  EXPECT_FALSE(HasEvent(d, "StoreOff", true));
   // Nothing compared either: the full reports come with the store.
   EXPECT_TRUE(Condition(*d.status, "Regressed").empty()) << d.status->dump(2);
   EXPECT_FALSE(d.status->contains("regressions"));
