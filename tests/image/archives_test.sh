@@ -24,13 +24,7 @@ set -euo pipefail
 source "$(dirname "$0")/../chart/lib.sh"
 : "${PRODUCT_TREE:?}" "${KUBE_SIM:?}" "${CHART_RENDER:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}" "${CACHE_DIR:?}"
 CHART_DIR="$REPO_ROOT/charts/perfgate"
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: needs root" >&2
-  exit 77
-fi
-for tool in debootstrap umoci skopeo unshare; do
-  command -v "$tool" >/dev/null || { echo "SKIP: needs $tool (scripts/install-deps.sh test)" >&2; exit 77; }
-done
+needs_root_and debootstrap umoci skopeo unshare
 build_images="$REPO_ROOT/scripts/build-images.sh"
 rm -rf "$WORK_DIR/out" "$WORK_DIR/unpacked"
 mkdir -p "$WORK_DIR" "$WORK_DIR/unpacked"

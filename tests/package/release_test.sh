@@ -16,13 +16,7 @@ set -euo pipefail
 # shellcheck source=tests/chart/lib.sh
 source "$(dirname "$0")/../chart/lib.sh"
 : "${PRODUCT_TREE:?}" "${KUBE_SIM:?}" "${CHART_RENDER:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}" "${CACHE_DIR:?}"
-if [ "$(id -u)" != 0 ]; then
-  echo "SKIP: needs root" >&2
-  exit 77
-fi
-for tool in debootstrap umoci skopeo cpack; do
-  command -v "$tool" >/dev/null || { echo "SKIP: needs $tool (scripts/install-deps.sh test)" >&2; exit 77; }
-done
+needs_root_and debootstrap umoci skopeo cpack
 trap stop_kube_sim EXIT
 rel="$WORK_DIR/release"
 rm -rf "$rel" "$WORK_DIR/again" "$WORK_DIR/registry" "$WORK_DIR/chart"
