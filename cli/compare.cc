@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/compare.h"
 #include "common/report.h"
 #include "common/stats.h"
 #include "common/strings.h"
@@ -518,24 +519,25 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
         out.rows.push_back(std::move(row));
         continue;
       }
-      stats::Shift shift;
+      // The ratio group / reference as every comparison gives it (common/compare.h).
+      stats::Shift ratio;
       stats::RankTest test;
       if (row.paired) {
         row.n_pairs = static_cast<int>(d.size());
-        shift = stats::HodgesLehmannPairedShift(d, options.confidence);
+        ratio = comparison::PairedRatio(d, options.confidence);
         test = stats::WilcoxonSignedRankTest(d);
         row.p_equivalence = stats::PairedEquivalencePValue(d, options.margin);
         row.method = "wilcoxon-signed-rank " + test.method;
       } else {
-        shift = stats::HodgesLehmannShift(lb, la, options.confidence);
+        ratio = comparison::Ratio(bv, av, options.confidence);
         test = stats::MannWhitneyTest(lb, la);
         row.p_equivalence = stats::EquivalencePValue(lb, la, options.margin);
         row.method = "mann-whitney " + test.method;
       }
-      row.ratio = std::exp(shift.estimate);
-      row.ratio_low = std::exp(shift.interval.low);
-      row.ratio_high = std::exp(shift.interval.high);
-      row.interval_confidence = shift.interval.confidence;
+      row.ratio = ratio.estimate;
+      row.ratio_low = ratio.interval.low;
+      row.ratio_high = ratio.interval.high;
+      row.interval_confidence = ratio.interval.confidence;
       row.p = test.p_two_sided;
       row.explanations = Explain(obs, by);
       out.rows.push_back(std::move(row));

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/svg.h"
+#include "common/node_verdict.h"
 #include "common/report.h"
 #include "common/stats.h"
 
@@ -158,9 +159,9 @@ std::vector<const NodeReport*> WorstFirst(const std::vector<NodeReport>& reports
   std::vector<const NodeReport*> order;
   for (const auto& r : reports) order.push_back(&r);
   std::stable_sort(order.begin(), order.end(), [](const NodeReport* a, const NodeReport* b) {
-    const int sa = report::Severity(a->report.verdict());
-    const int sb = report::Severity(b->report.verdict());
-    return sa != sb ? sa > sb : a->node < b->node;
+    const int sa = verdict::Severity(report::FromProto(a->report.verdict()));
+    const int sb = verdict::Severity(report::FromProto(b->report.verdict()));
+    return sa != sb ? sa < sb : a->node < b->node;
   });
   return order;
 }

@@ -27,18 +27,34 @@ int DeviceOrdinal(const std::string& device) {
   return std::stoi(device.substr(3));
 }
 
-int Severity(v1alpha1::Verdict v) {
+v1alpha1::Verdict ToProto(verdict::Verdict v) {
   switch (v) {
-    case v1alpha1::FAIL:
-      return 4;
-    case v1alpha1::ERROR:
-      return 3;
-    case v1alpha1::INCONCLUSIVE:
-      return 2;
+    case verdict::Verdict::kPass:
+      return v1alpha1::PASS;
+    case verdict::Verdict::kFail:
+      return v1alpha1::FAIL;
+    case verdict::Verdict::kInconclusive:
+      return v1alpha1::INCONCLUSIVE;
+    case verdict::Verdict::kSkipped:
+      return v1alpha1::SKIPPED;
+    case verdict::Verdict::kError:
+      return v1alpha1::ERROR;
+  }
+  return v1alpha1::ERROR;
+}
+
+verdict::Verdict FromProto(v1alpha1::Verdict v) {
+  switch (v) {
     case v1alpha1::PASS:
-      return 1;
+      return verdict::Verdict::kPass;
+    case v1alpha1::FAIL:
+      return verdict::Verdict::kFail;
+    case v1alpha1::INCONCLUSIVE:
+      return verdict::Verdict::kInconclusive;
+    case v1alpha1::SKIPPED:
+      return verdict::Verdict::kSkipped;
     default:
-      return 0;
+      return verdict::Verdict::kError;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/verdict.h"
 #include "perfgate/v1alpha1/report.pb.h"
 
 namespace perfgate::report {
@@ -13,9 +14,11 @@ namespace perfgate::report {
 // "PASS", "FAIL", ... ("UNSPECIFIED" for 0).
 std::string VerdictName(v1alpha1::Verdict v);
 
-// How bad a verdict is, for sorting worst first: FAIL 4, ERROR 3, INCONCLUSIVE 2, PASS 1,
-// anything else (SKIPPED, unset) 0.
-int Severity(v1alpha1::Verdict v);
+// The one mapping between the API's verdict and the rules' (common/verdict.h). A report
+// without a verdict (VERDICT_UNSPECIFIED) was never finished and reads as ERROR. Order verdicts
+// with verdict::Severity (common/node_verdict.h).
+v1alpha1::Verdict ToProto(verdict::Verdict v);
+verdict::Verdict FromProto(v1alpha1::Verdict v);
 
 // The CUDA ordinal of a test result's device ("gpu3" -> 3); -1 for "host" or anything else.
 int DeviceOrdinal(const std::string& device);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/node_verdict.h"
 #include "common/report.h"
 
 namespace perfgate::termination {
@@ -128,7 +129,8 @@ std::string Encode(const NodeResult& result, size_t maxBytes) {
   std::vector<int> order(static_cast<size_t>(r.tests_size()));
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return report::Severity(r.tests(a).verdict()) > report::Severity(r.tests(b).verdict());
+    return verdict::Severity(report::FromProto(r.tests(a).verdict())) <
+           verdict::Severity(report::FromProto(r.tests(b).verdict()));
   });
   size_t used = Dump(head).size() + kOmitDigits;
   std::vector<std::pair<int, Json>> kept;

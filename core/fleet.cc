@@ -6,7 +6,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -165,12 +164,14 @@ std::vector<Figure> Figures(const std::vector<NodeReport>& reports) {
       }
       for (const auto& m : t.metrics()) {
         if (checked.count(m.name()) || m.name().find('@') != std::string::npos) continue;
-        if (m.summary().n() == 0) continue;
+        // A summary without a count (a report written by hand) with samples: their median.
+        if (m.summary().n() == 0 && m.samples().empty()) continue;
         Figure f = base;
         f.metric = m.name();
         f.unit = m.unit();
         f.statistic = "median";
-        f.value = m.summary().median();
+        f.value = m.summary().n() > 0 ? m.summary().median()
+                                      : stats::Median({m.samples().begin(), m.samples().end()});
         f.higher_is_better = m.higherisbetter();
         if (std::isfinite(f.value)) out.push_back(std::move(f));
       }
@@ -188,21 +189,19 @@ std::string GroupKey(const Figure& f) {
   return f.test + "\x1f" + f.metric + "\x1f" + f.statistic + "\x1f" + f.op;
 }
 
-std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z, double min_gap) {
+std::vector<Lagging> FindLagging(const std::vector<Figure>& figures,
+                                 const comparison::PeerRule& rule) {
   std::map<std::string, std::vector<const Figure*>> groups;
   for (const Figure& f : figures) groups[GroupKey(f) + "\x1f" + f.model].push_back(&f);
   std::vector<Lagging> out;
   for (const auto& [key, members] : groups) {
-    std::set<std::string> nodes;
-    for (const Figure* f : members) nodes.insert(f->node);
-    if (nodes.size() < 8) continue;
-    std::vector<double> values;
-    for (const Figure* f : members) values.push_back(f->value);
-    for (const stats::Lag& lag : stats::LaggingPeers(values, members.front()->higher_is_better, z,
-                                                     min_gap, stats::kLaggingFamilyError)) {
+    std::vector<comparison::Member> values;
+    for (const Figure* f : members) values.push_back({f->node, f->value});
+    for (const comparison::Lag& lag :
+         comparison::LaggingPeers(values, members.front()->higher_is_better, rule)) {
       const Figure& f = *members[lag.index];
       if (f.verdict == v1alpha1::FAIL) continue;  // already a failure, not a lag
-      out.push_back({f, lag.median, f.value / lag.median, -lag.robust_z});
+      out.push_back({f, lag.peer_median, lag.ratio, -lag.robust_z, lag.peers, lag.interval});
     }
   }
   std::sort(out.begin(), out.end(), [](const Lagging& a, const Lagging& b) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/compare.h"
 #include "common/result.h"
 #include "common/stats.h"
 #include "perfgate/v1alpha1/report.pb.h"
@@ -61,23 +62,20 @@ std::vector<Figure> Figures(const std::vector<NodeReport>& reports);
 // Which figures belong together: test, metric, statistic and op.
 std::string GroupKey(const Figure& f);
 
-// A node whose figure lags its peers: among the figures of the same group and GPU model (from
-// at least 8 nodes), its robust z-score (distance from the median in units of 1.4826 x the
-// median absolute deviation of the figures on the worse side of the median, so a skewed
-// figure such as a minimum over pairs is judged by its own tail) is on the worse side by at
-// least `z`, and by at least the
-// Bonferroni bound for the group (the normal quantile 1 - 0.01 / figures, so a healthy group of
-// any size flags nothing 99% of the time), and it is at least `min_gap` (a fraction) worse than
-// the median. A figure that fails its own threshold is a failure and not listed. Sorted worst
-// first.
+// A node whose figure lags its peers: among the figures of the same group and GPU model, it lags
+// the other nodes' figures as comparison::LaggingPeers says (worse than their median by the
+// rule's margin, and an outlier of the spread between them). A figure that fails its own
+// threshold is a failure and not listed, though it counts among the peers. Sorted worst first.
 struct Lagging {
   Figure figure;
-  double peer_median = 0;
-  double ratio = 0;  // figure / peerMedian
-  double z = 0;      // robust z, signed so that negative is worse
+  double peer_median = 0;    // the other nodes' median
+  double ratio = 0;          // figure / peerMedian
+  double z = 0;              // robust z, signed so that negative is worse
+  int peers = 0;             // the other nodes it was compared with
+  stats::Interval interval;  // of the ratio
 };
-std::vector<Lagging> FindLagging(const std::vector<Figure>& figures, double z = stats::kLaggingZ,
-                                 double min_gap = stats::kLaggingMinGap);
+std::vector<Lagging> FindLagging(const std::vector<Figure>& figures,
+                                 const comparison::PeerRule& rule = {});
 
 // A node's peer-to-peer matrix from the p2p test's details ("pair gpu0->gpu1": "peer 389.1 GB/s,
 // no peer 21.0 GB/s"): the best of the two, GB/s, by ordered pair. Empty without a p2p test.

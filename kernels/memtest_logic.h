@@ -1,7 +1,7 @@
 // memtest's host-side logic, apart from CUDA so unit tests run it: the pattern names, the
 // report of the errors found (bounded, each with its address, expected and found words, and
-// the bits that flipped), a host MemTester over ordinary memory with faults to inject, and the
-// test with its device factory injected.
+// the bits that flipped), a host MemTester over simulated memory with faults to inject, and
+// the test with its device factory injected.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 
 namespace perfgate::kernels::memtest {
 
-// "walking-ones", "walking-zeros", "moving-inversions", "random".
+// "walking-ones", "walking-zeros", "march-c-", "random".
 const char* PatternName(Pattern p);
 std::optional<Pattern> ParsePattern(const std::string& name);
 
@@ -36,13 +36,39 @@ struct ErrorReport {
   std::string Text() const;
 };
 
-// A MemTester over host memory, for unit tests: `stuck_bits` forces bits of a word to a value
-// after every write (a cell stuck at 0 or 1).
+// Faults a simulated memory (MakeHostMemTester) holds, as memory-test literature models them.
+// A cell stuck at 0 or 1: `mask` bits of `word` always hold `value`'s bits.
 struct StuckBits {
   std::uint64_t word = 0;
   std::uint64_t mask = 0;
   std::uint64_t value = 0;  // the stuck bits' value
 };
+// A transition fault: `mask` bits of `word` cannot go 0 -> 1 (`rising`) or 1 -> 0.
+struct TransitionFault {
+  std::uint64_t word = 0;
+  std::uint64_t mask = 0;
+  bool rising = true;
+};
+// An idempotent coupling fault: a write that takes any `aggressor_mask` bit of word
+// `aggressor` 0 -> 1 (`rising`) or 1 -> 0 forces the `victim_mask` bits of word `victim` to
+// `victim_value`'s bits.
+struct CouplingFault {
+  std::uint64_t aggressor = 0;
+  std::uint64_t aggressor_mask = 0;
+  bool rising = true;
+  std::uint64_t victim = 0;
+  std::uint64_t victim_mask = 0;
+  std::uint64_t victim_value = 0;
+};
+struct MemFaults {
+  std::vector<StuckBits> stuck;
+  std::vector<TransitionFault> transition;
+  std::vector<CouplingFault> coupling;
+};
+
+// A MemTester over simulated host memory with `faults`, for unit tests. March C- runs through
+// the same MarchVisit as the device kernel, each element strictly in its address order.
+std::unique_ptr<cuda::MemTester> MakeHostMemTester(std::int64_t bytes, MemFaults faults);
 std::unique_ptr<cuda::MemTester> MakeHostMemTester(std::int64_t bytes,
                                                    std::vector<StuckBits> stuck);
 

@@ -216,7 +216,7 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
   });
 }
 
-Status Actor::MarkNode(const std::string& node, const std::string& verdict,
+Status Actor::MarkNode(const std::string& node, verdict::Verdict verdict,
                        const std::string& validation, const std::string& on_failure,
                        const Json* cached, std::optional<bool> repeated_failure) {
   return EditNode(node, cached, [&](Json* n) {

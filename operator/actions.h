@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/verdict.h"
 #include "core/json_fields.h"
 #include "operator/claims.h"
 
@@ -25,8 +26,8 @@ inline void RequeueSooner(std::chrono::milliseconds* requeue, std::chrono::milli
 // How one node stands in the current run.
 struct NodeOutcome {
   std::string node;
-  std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR | "" (not yet)
-  std::string test;     // the first test that did not pass
+  std::optional<verdict::Verdict> verdict;  // nullopt: not decided yet
+  std::string test;                         // the first test that did not pass
   std::string figure;
   std::string reason;
   // The operator wrote its result (never scheduled, crashed, timed out): no worker of it runs.
@@ -52,7 +53,7 @@ struct PodCreate {
 
 struct NodeVerdict {
   std::string node;
-  std::string verdict;  // PASS | FAIL | INCONCLUSIVE | ERROR
+  verdict::Verdict verdict = verdict::Verdict::kError;
   // Whether the node fails repeatedly (label perfgate.io/repeated-failure set or removed);
   // nullopt: not known (no results store), the label is left as it is.
   std::optional<bool> repeated_failure;

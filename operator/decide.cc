@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/labels.h"
+#include "common/node_verdict.h"
 #include "common/termination.h"
 #include "common/time.h"
 #include "core/eta.h"
@@ -66,7 +67,7 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
   const bool complete = d->status && !d->status->value("completionTime", "").empty();
   std::set<std::string> done;
   for (const auto& o : d->outcomes) {
-    if (!o.verdict.empty()) done.insert(o.node);
+    if (o.verdict) done.insert(o.node);
   }
   // A worker of this run without a claim (made before claims existed, or the claim deleted by
   // hand): claimed again, unless its node is done (its claim was released on purpose).
@@ -158,12 +159,14 @@ void DecideCleanUp(const Snapshot& s, int keep_results, Decision* d) {
 NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
   const Json spec = result.value("spec", Json::object());
   const Json report = spec.value("report", Json::object());
-  NodeOutcome o{node, report.value("verdict", "ERROR"), "", spec.value("worst", ""),
-                report.value("reason", "")};
-  if (o.verdict == "VERDICT_UNSPECIFIED" || o.verdict.empty()) o.verdict = "ERROR";
+  // A report without a verdict word was never finished: ERROR.
+  NodeOutcome o{
+      node, verdict::ParseVerdict(report.value("verdict", "")).value_or(verdict::Verdict::kError),
+      "", spec.value("worst", ""), report.value("reason", "")};
   o.by_operator = spec.value("writtenBy", "") == "operator";
   for (const auto& t : report.value("tests", Json::array())) {
-    if (t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED") {
+    const auto v = verdict::ParseVerdict(t.value("verdict", ""));
+    if (v != verdict::Verdict::kPass && v != verdict::Verdict::kSkipped) {
       o.test = t.value("name", "");
       break;
     }
@@ -254,7 +257,8 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
     d->results.push_back(
         {BuildOperatorResult(ctx.owner, config.name_space, s.run, node, pod_name, reason, now),
          ""});
-    outcomes.push_back({node, "ERROR", "", "", reason, true});
+    const verdict::Judgement j = verdict::NoResult(reason);
+    outcomes.push_back({node, j.verdict, "", "", j.reason, true});
   };
   for (const auto& node : selected) {
     const std::string pod_name = WorkerName(s, node);
@@ -286,14 +290,14 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       } else {
         st.to_start.push_back(node);
       }
-      outcomes.push_back({node, "", "", "", ""});
+      outcomes.push_back({node, std::nullopt, "", "", ""});
       continue;
     }
     const PodView& pod = *pod_it->second;
     if (pod.terminal) {
       if (pod.result_in_api) {
         st.requeue = std::chrono::milliseconds(200);
-        outcomes.push_back({node, "", "", "", ""});
+        outcomes.push_back({node, std::nullopt, "", "", ""});
         continue;
       }
       // A worker that measured but could not write its result (the API server down past its
@@ -333,7 +337,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       if (!why.empty()) d->waiting.push_back(node + " (unscheduled: " + why + ")");
     }
     st.active++;
-    outcomes.push_back({node, "", "", "", ""});
+    outcomes.push_back({node, std::nullopt, "", "", ""});
   }
   return st;
 }
@@ -344,7 +348,7 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
                       const std::string& now, const RegressionCheck& regressions, Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::vector<NodeOutcome>& outcomes = d->outcomes;
-  for (const auto& o : outcomes) d->node_verdicts.push_back({o.node, o.verdict, std::nullopt});
+  for (const auto& o : outcomes) d->node_verdicts.push_back({o.node, *o.verdict, std::nullopt});
   d->on_failure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
   const bool fresh = status.value("completionTime", "").empty();
   status = CompleteStatus(status, old_status, outcomes, s.generation, now);
@@ -356,9 +360,10 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
           {"Warning", "Regression", r.node + ": " + DescribeRegression(r), true, ""});
     }
     for (const auto& o : outcomes) {
-      if (o.verdict != "PASS") {
-        d->events.push_back(
-            {"Warning", "NodeNotPassed", o.node + " " + o.verdict + ": " + o.reason, true, ""});
+      if (o.verdict != verdict::Verdict::kPass) {
+        d->events.push_back({"Warning", "NodeNotPassed",
+                             o.node + " " + verdict::VerdictName(*o.verdict) + ": " + o.reason,
+                             true, ""});
       }
     }
     if (const Json suspects = status.value("suspectNodes", Json::array()); !suspects.empty()) {
@@ -385,7 +390,7 @@ void SetTimeLeft(const ResolvedPlan& plan, const std::map<std::string, const Pod
   std::vector<double> running;
   int waiting = 0;
   for (const auto& o : outcomes) {
-    if (!o.verdict.empty()) continue;
+    if (o.verdict) continue;
     auto it = pods.find(o.node);
     if (it == pods.end() || it->second->terminal || !it->second->scheduled) {
       waiting++;
@@ -422,7 +427,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     if (!p.terminal && BaseRun(p.run) == s.run) live.insert(p.node);
   }
   for (const auto& o : outcomes) {
-    if (!o.verdict.empty()) live.erase(o.node);  // its worker is exiting
+    if (o.verdict) live.erase(o.node);  // its worker is exiting
   }
   // Safe disruption (single-node runs): nodes other pods' GPUs keep busy wait, are cordoned or
   // drained; at most maxUnavailable of the selected nodes under test.
@@ -439,7 +444,10 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
                                                 WorkerName(s, node), reason, now),
                             ""});
       for (auto& o : outcomes) {
-        if (o.node == node) o = {node, "ERROR", "", "", reason, true};
+        if (o.node == node) {
+          const verdict::Judgement j = verdict::NoResult(reason);
+          o = {node, j.verdict, "", "", j.reason, true};
+        }
       }
     }
     d->disrupt_nodes = std::move(dp.disrupt);
@@ -493,7 +501,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       for (size_t g = 0; g < gangs.size(); ++g) {
         bool fresh = true;
         for (const auto& peer : gangs[g]) {
-          fresh &= outcomes[outcome_of[peer]].verdict.empty() && starting.contains(peer) &&
+          fresh &= !outcomes[outcome_of[peer]].verdict && starting.contains(peer) &&
                    !pods.contains(peer);
         }
         ready[g] = fresh;
@@ -505,14 +513,14 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     for (const auto& node : st.to_start) {
       const std::string pod_name = WorkerName(s, node);
       if (plan.gang) {
-        if (!outcomes[outcome_of[node]].verdict.empty()) continue;
+        if (outcomes[outcome_of[node]].verdict) continue;
         // A gang starts whole: every member is still to run and free (a busy one waits).
         bool whole = true;
         bool started = false;
         for (const auto& g : gangs) {
           if (std::find(g.begin(), g.end(), node) == g.end()) continue;
           for (const auto& peer : g) {
-            whole &= outcomes[outcome_of[peer]].verdict.empty() &&
+            whole &= !outcomes[outcome_of[peer]].verdict &&
                      (starting.contains(peer) || pods.contains(peer));
             started |= pods.contains(peer);
           }
@@ -540,10 +548,10 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
   // again in smaller gangs until the suspects are named.
   const bool all_decided = std::all_of(outcomes.begin(), outcomes.end(),
-                                       [](const NodeOutcome& o) { return !o.verdict.empty(); });
+                                       [](const NodeOutcome& o) { return o.verdict.has_value(); });
   if (plan.gang && all_decided) {
-    std::map<std::string, std::string> verdict_of;
-    for (const auto& o : outcomes) verdict_of[o.node] = o.verdict;
+    std::map<std::string, verdict::Verdict> verdict_of;
+    for (const auto& o : outcomes) verdict_of[o.node] = *o.verdict;
     const std::string mode = spec.gang().narrow().empty() ? "pairs" : spec.gang().narrow();
     const Narrowing narrowing =
         Narrow(ctx, gangs, verdict_of, shape, mode, disruption.max_unavailable, d);
@@ -750,7 +758,7 @@ void MarkWorkingNodes(const Snapshot& s, Decision* d) {
   }
   std::set<std::string> decided;
   for (const auto& o : d->outcomes) {
-    if (!o.verdict.empty()) decided.insert(o.node);
+    if (o.verdict) decided.insert(o.node);
   }
   std::set<std::string> working;
   for (const auto& p : s.pods) {
@@ -795,12 +803,16 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     std::set<std::string> keep_cordon;
     if (s.spec && s.spec->doc.spec().policy().onfailure() == "taintAndCordon") {
       for (const auto& v : d.node_verdicts) {
-        if (v.verdict == "FAIL" && v.quarantine) keep_cordon.insert(v.node);
+        if (v.verdict == verdict::Verdict::kFail && v.quarantine) keep_cordon.insert(v.node);
       }
     }
     d.restore_nodes = NodesToGiveBack(s.nodes, s.name, d.under_test, keep_cordon);
   }
   if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
+  if (!s.store && d.status) {
+    SetStoreOffCondition(&*d.status, s.validation.value("status", Json::object()), s.generation,
+                         FormatRfc3339(now_tp));
+  }
   return d;
 }
 

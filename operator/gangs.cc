@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/node_verdict.h"
 #include "common/time.h"
 #include "core/names.h"
 #include "core/selection.h"
@@ -14,9 +15,9 @@ namespace {
 // "<run>-<stage>"): decides what is missing and returns each group's verdict, "" while it
 // runs: PASS when every member passed, FAIL when one failed, else ERROR (a pod that crashed
 // or was not scheduled in time: recorded as the operator's results, so it is not retried).
-std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string& stage,
-                                        const std::vector<std::vector<std::string>>& groups,
-                                        Decision* d) {
+std::vector<std::optional<verdict::Verdict>> NarrowingRound(
+    const RunContext& ctx, const std::string& stage,
+    const std::vector<std::vector<std::string>>& groups, Decision* d) {
   const Snapshot& s = *ctx.snapshot;
   const std::string stage_run = ctx.run + "-" + stage;
   std::map<std::string, const Json*> results;  // by object name
@@ -29,12 +30,12 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
   }
   const std::string now = FormatRfc3339(ctx.now);
   const auto timeout = ctx.config->scheduling_timeout;
-  std::vector<std::string> verdicts(groups.size());
+  std::vector<std::optional<verdict::Verdict>> verdicts(groups.size());
   std::set<std::string> services;
   for (size_t i = 0; i < groups.size(); ++i) {
     const std::vector<std::string>& group = groups[i];
     const std::string id = ObjectName({ctx.owner.name, ctx.run, stage + std::to_string(i)});
-    std::string verdict = "PASS";
+    std::vector<std::optional<verdict::Verdict>> members;  // nullopt: no result yet
     std::string comm;
     std::string error;  // why the round of this group ended without a worker's result
     std::vector<std::string> missing;  // members with neither a result nor a pod
@@ -47,13 +48,10 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
         const std::string v = r->second->value("spec", Json::object())
                                   .value("report", Json::object())
                                   .value("verdict", "");
-        if (v == "FAIL") {
-          verdict = "FAIL";
-        } else if (v != "PASS" && verdict != "FAIL") {
-          verdict = "ERROR";
-        }
+        members.push_back(verdict::ParseVerdict(v).value_or(verdict::Verdict::kError));
         continue;
       }
+      members.push_back(std::nullopt);
       pending = true;
       if (pod == pods.end()) {
         missing.push_back(n);
@@ -86,11 +84,16 @@ std::vector<std::string> NarrowingRound(const RunContext& ctx, const std::string
                                                   pod_name, reason, now),
                               pods.contains(pod_name) ? pod_name : ""});
       }
-      verdicts[i] = verdict == "FAIL" ? "FAIL" : "ERROR";
+      // The members without a result get the operator's (rule 3), and the gang stands as its
+      // worst member (rule 2).
+      for (auto& m : members) {
+        if (!m) m = verdict::NoResult(reason).verdict;
+      }
+      verdicts[i] = verdict::JudgeGang(members);
       continue;
     }
     if (!pending) {
-      verdicts[i] = verdict;
+      verdicts[i] = verdict::JudgeGang(members);
       continue;
     }
     if (ctx.suspended || missing.empty()) continue;
@@ -212,24 +215,24 @@ void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string
     // The cause: a node's own non-PASS verdict (FAIL first: a rank that stopped on a wrong
     // result leaves the others to their watchdog), before one this rule gave it earlier.
     auto score = [](const NodeOutcome& o) {
-      int s = o.verdict == "FAIL" ? 0 : o.verdict == "ERROR" ? 1 : 2;
+      const int s = verdict::Severity(*o.verdict);
       return o.reason.rfind("gang of ", 0) == 0 ? s + 10 : s;
     };
     std::optional<NodeOutcome> cause;
     for (const auto& n : gang_nodes) {
       const NodeOutcome& o = (*outcomes)[outcome_of.at(n)];
-      if (o.verdict.empty() || o.verdict == "PASS") continue;
+      if (!o.verdict || o.verdict == verdict::Verdict::kPass) continue;
       if (!cause || score(o) < score(*cause)) cause = o;
     }
     if (!cause) continue;
-    const std::string gang_reason = cause->reason.rfind("gang of ", 0) == 0
-                                        ? cause->reason
-                                        : "gang of " + std::to_string(gang_nodes.size()) + ": " +
-                                              cause->node + " " + cause->verdict + ": " +
-                                              cause->reason;
+    const std::string gang_reason =
+        cause->reason.rfind("gang of ", 0) == 0
+            ? cause->reason
+            : "gang of " + std::to_string(gang_nodes.size()) + ": " + cause->node + " " +
+                  verdict::VerdictName(*cause->verdict) + ": " + cause->reason;
     for (const auto& n : gang_nodes) {
       NodeOutcome& o = (*outcomes)[outcome_of.at(n)];
-      if (o.verdict.empty()) {
+      if (!o.verdict) {
         // A peer that finished on its own may be a moment ahead of this one: let it finish
         // (its own watchdog bounds the wait if it is stuck in NCCL).
         if (!cause->by_operator) continue;
@@ -248,11 +251,11 @@ void BlameGangs(const RunContext& ctx, const std::vector<std::vector<std::string
 }
 
 Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
-                 const std::map<std::string, std::string>& verdict_of, const std::string& shape,
-                 const std::string& mode, int max_nodes, Decision* d) {
+                 const std::map<std::string, verdict::Verdict>& verdict_of,
+                 const std::string& shape, const std::string& mode, int max_nodes, Decision* d) {
   auto verdict = [&](const std::vector<std::string>& gang_nodes) {
     auto it = verdict_of.find(gang_nodes.front());
-    return it == verdict_of.end() ? std::string() : it->second;
+    return it == verdict_of.end() ? std::optional<verdict::Verdict>() : it->second;
   };
   std::vector<std::string> good;
   std::vector<std::string> suspects;
@@ -260,17 +263,19 @@ Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::strin
   // names nobody.
   if (shape == "pairs" && gangs.size() > 1) {
     for (const auto& pair : gangs) {
-      const std::string v = verdict(pair);
-      auto& into = v == "PASS" ? good : suspects;
-      if (v == "PASS" || v == "FAIL") into.insert(into.end(), pair.begin(), pair.end());
+      const auto v = verdict(pair);
+      auto& into = v == verdict::Verdict::kPass ? good : suspects;
+      if (v == verdict::Verdict::kPass || v == verdict::Verdict::kFail) {
+        into.insert(into.end(), pair.begin(), pair.end());
+      }
     }
   } else if (shape == "all" && mode != "none" && gangs.size() == 1 && gangs[0].size() >= 3 &&
-             verdict(gangs[0]) == "FAIL") {
+             verdict(gangs[0]) == verdict::Verdict::kFail) {
     // The whole gang failed: its nodes run again in pairs. A pair that does not pass (FAIL,
     // or a crash while its peers ran) holds a suspect.
     const auto pairs = GangsOf(gangs[0], "pairs");
     const auto pair_verdicts = NarrowingRound(ctx, "pairs", pairs, d);
-    const auto running = std::count(pair_verdicts.begin(), pair_verdicts.end(), "");
+    const auto running = std::count(pair_verdicts.begin(), pair_verdicts.end(), std::nullopt);
     if (running > 0) {
       return Narrowing{{},
                        "narrowing down: the gang of " + std::to_string(gangs[0].size()) +
@@ -278,7 +283,7 @@ Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::strin
                            " pairs (" + std::to_string(running) + " running)"};
     }
     for (size_t i = 0; i < pairs.size(); ++i) {
-      auto& into = pair_verdicts[i] == "PASS" ? good : suspects;
+      auto& into = pair_verdicts[i] == verdict::Verdict::kPass ? good : suspects;
       into.insert(into.end(), pairs[i].begin(), pairs[i].end());
     }
   }
@@ -300,7 +305,7 @@ Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::strin
     for (size_t i = first; i < last; ++i) probes.push_back({good[i - first], suspects[i]});
     const auto verdicts =
         NarrowingRound(ctx, k == 0 ? "probe" : "probe" + std::to_string(k + 1), probes, d);
-    const auto running = std::count(verdicts.begin(), verdicts.end(), "");
+    const auto running = std::count(verdicts.begin(), verdicts.end(), std::nullopt);
     if (running > 0) {
       // Still suspects: the ones no probe has cleared yet.
       std::vector<std::string> candidates = narrowed;
@@ -314,7 +319,8 @@ Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::strin
                                        : "")};
     }
     for (size_t i = first; i < last; ++i) {
-      if (verdicts[i - first] != "PASS") narrowed.push_back(suspects[i]);  // failed or errored
+      // Failed, errored or inconclusive: not cleared.
+      if (verdicts[i - first] != verdict::Verdict::kPass) narrowed.push_back(suspects[i]);
     }
   }
   // Past the last round: unprobed, still suspects.

@@ -89,7 +89,7 @@ struct Narrowing {
 // most `max_nodes` nodes (spec.disruption.maxUnavailable; the pairs of a gang that started
 // fit already). Adds the pods, Services and operator results of the rounds still to run to `d`.
 Narrowing Narrow(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
-                 const std::map<std::string, std::string>& verdict_of, const std::string& shape,
-                 const std::string& mode, int max_nodes, Decision* d);
+                 const std::map<std::string, verdict::Verdict>& verdict_of,
+                 const std::string& shape, const std::string& mode, int max_nodes, Decision* d);
 
 }  // namespace perfgate::op

@@ -131,7 +131,7 @@ void RecordGpuChanges(const Snapshot& s, Decision* d) {
   Json changes = d->status->value("gpuChanges", Json::array());
   bool added = false;
   for (const auto& o : d->outcomes) {
-    if (o.verdict.empty()) continue;
+    if (!o.verdict) continue;
     auto it = current.find(o.node);
     if (it == current.end()) continue;
     const Json& result = *it->second;

@@ -147,7 +147,7 @@ void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision*
     auto earlier = s.store->recent_verdicts.find(v.node);
     if (earlier == s.store->recent_verdicts.end()) continue;  // not read: label left alone
     read++;
-    std::vector<std::string> verdicts = {v.verdict};
+    std::vector<verdict::Verdict> verdicts = {v.verdict};
     verdicts.insert(verdicts.end(), earlier->second.begin(), earlier->second.end());
     v.repeated_failure = FailsRepeatedly(verdicts, rule);
     if (!*v.repeated_failure) continue;

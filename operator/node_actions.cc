@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
+#include "common/node_verdict.h"
 #include "core/names.h"
 
 namespace perfgate::op {
 
-bool MarkNode(Json* node, const std::string& verdict, const std::string& validation,
+bool MarkNode(Json* node, verdict::Verdict verdict, const std::string& validation,
               const std::string& on_failure, std::optional<bool> repeated_failure) {
   Json& n = *node;
   // A Node may be stored without a spec (or labels, annotations): read them as empty.
@@ -16,9 +17,11 @@ bool MarkNode(Json* node, const std::string& verdict, const std::string& validat
   if (!meta.contains("labels")) meta["labels"] = Json::object();
   if (!meta.contains("annotations")) meta["annotations"] = Json::object();
   Json& ann = meta["annotations"];
-  meta["labels"][kVerdictLabel] = Lower(verdict == "PASS"   ? "passed"
-                                        : verdict == "FAIL" ? "failed"
-                                                            : verdict);
+  // The label's words: passed, failed, inconclusive, error.
+  meta["labels"][kVerdictLabel] = verdict == verdict::Verdict::kPass ? "passed"
+                                  : verdict == verdict::Verdict::kFail
+                                      ? "failed"
+                                      : Lower(verdict::VerdictName(verdict));
   ann[kVerdictByAnnotation] = validation;
   if (repeated_failure && *repeated_failure) {
     meta["labels"][kRepeatedFailureLabel] = "true";
@@ -29,7 +32,8 @@ bool MarkNode(Json* node, const std::string& verdict, const std::string& validat
   const bool has_taint = std::any_of(taints.begin(), taints.end(), [](const Json& t) {
     return t.value("key", "") == kFailedTaint;
   });
-  if (verdict == "FAIL" && (on_failure == "taint" || on_failure == "taintAndCordon")) {
+  if (verdict == verdict::Verdict::kFail &&
+      (on_failure == "taint" || on_failure == "taintAndCordon")) {
     if (!has_taint) {
       taints.push_back({{"key", kFailedTaint}, {"value", validation}, {"effect", "NoSchedule"}});
       ann[kTaintedByAnnotation] = validation;
@@ -38,7 +42,7 @@ bool MarkNode(Json* node, const std::string& verdict, const std::string& validat
       n["spec"]["unschedulable"] = true;
       ann[kCordonedByAnnotation] = validation;
     }
-  } else if (verdict == "PASS") {
+  } else if (verdict == verdict::Verdict::kPass) {
     // Only what perfgate set: its own taint key, a cordon it recorded.
     if (has_taint) {
       Json kept = Json::array();

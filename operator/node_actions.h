@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "common/verdict.h"
 #include "core/json_fields.h"
 
 namespace perfgate::op {
 
 // Applies `verdict` from `validation` with policy.onFailure `on_failure` (none | taint |
 // taintAndCordon) to `node`. Returns whether anything changed.
-bool MarkNode(Json* node, const std::string& verdict, const std::string& validation,
+bool MarkNode(Json* node, verdict::Verdict verdict, const std::string& validation,
               const std::string& on_failure, std::optional<bool> repeated_failure = std::nullopt);
 
 // The nodes whose verdict label the deleted `validation` set and which it did not taint (its

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "common/labels.h"
+#include "common/node_verdict.h"
 #include "common/report.h"
 #include "core/names.h"
 #include "operator/watch_nodes.h"
@@ -283,10 +284,11 @@ Json BuildRecoveredResult(const Owner& owner, const std::string& nameSpace, cons
 Json BuildOperatorResult(const Owner& owner, const std::string& nameSpace, const std::string& run,
                          const std::string& node, const std::string& name,
                          const std::string& reason, const std::string& completion_time) {
+  const verdict::Judgement judged = verdict::NoResult(reason);
   return ResultObject(owner, nameSpace, run, node, name, reason,
                       {{"validation", owner.name},
-                       {"verdict", "ERROR"},
-                       {"reason", Cut(reason, 2048)},
+                       {"verdict", verdict::VerdictName(judged.verdict)},
+                       {"reason", Cut(judged.reason, 2048)},
                        {"completionTime", completion_time}});
 }
 

@@ -106,8 +106,8 @@ void DecideQuarantine(const Snapshot& s, const ReconcilerConfig& config, const s
   for (auto& v : d->node_verdicts) {
     auto it = s.nodes.find(v.node);
     const bool tainted = it != s.nodes.end() && Quarantined(it->second);
-    if (v.verdict == "PASS" && tainted) --fleet_now;  // the PASS lifts it
-    if (v.verdict != "FAIL") continue;
+    if (v.verdict == verdict::Verdict::kPass && tainted) --fleet_now;  // the PASS lifts it
+    if (v.verdict != verdict::Verdict::kFail) continue;
     failing.push_back(v.node);
     if (tainted) {
       ++mine;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/node_verdict.h"
 #include "common/report.h"
 #include "core/names.h"
 #include "operator/log.h"
@@ -185,10 +186,13 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
       view.error = error_;
       break;
     }
-    std::vector<std::string> earlier;
+    std::vector<verdict::Verdict> earlier;
     for (const auto& r : *got) {
       if (r.key.validation == s->name && r.key.run == s->run) continue;
-      if (static_cast<int>(earlier.size()) < window) earlier.push_back(r.verdict);
+      // A row without a verdict word was never finished: ERROR, as a report without one.
+      const verdict::Verdict v =
+          verdict::ParseVerdict(r.verdict).value_or(verdict::Verdict::kError);
+      if (static_cast<int>(earlier.size()) < window) earlier.push_back(v);
     }
     verdicts[node] = std::move(earlier);
   }

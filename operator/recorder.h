@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/verdict.h"
 #include "operator/actions.h"
 #include "operator/snapshot.h"
 #include "store/spool.h"
@@ -74,7 +75,8 @@ class Recorder {
   // a run keeps the figures it started with).
   std::map<std::string, std::pair<std::string, std::map<std::string, store::Baseline>>> baselines_;
   // Per validation: the run whose nodes' earlier verdicts were read, and those by node.
-  std::map<std::string, std::pair<std::string, std::map<std::string, std::vector<std::string>>>>
+  std::map<std::string,
+           std::pair<std::string, std::map<std::string, std::vector<verdict::Verdict>>>>
       verdicts_;
 };
 

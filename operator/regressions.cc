@@ -5,12 +5,15 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
+#include "common/compare.h"
+#include "common/node_verdict.h"
 #include "common/report.h"
+#include "core/fleet.h"
 #include "core/names.h"
 #include "store/compare.h"
-#include "store/store.h"
 
 namespace perfgate::op {
 namespace {
@@ -64,9 +67,9 @@ RegressionCheck FindRegressions(const Snapshot& s, const std::vector<NodeOutcome
   const double confidence =
       spec.sampling().confidence() > 0 ? spec.sampling().confidence() : kDefaultConfidence;
   check.history_read = s.store && s.store->available;
-  // The reports of the nodes that passed, by node, and by GPU model for the peer comparison.
+  // The reports of the nodes that passed, by node: the ones compared.
   std::map<std::string, bool> passed;
-  for (const auto& o : outcomes) passed[o.node] = o.verdict == "PASS";
+  for (const auto& o : outcomes) passed[o.node] = o.verdict == verdict::Verdict::kPass;
   // The full reports come with the store's view: without a store nothing is compared.
   if (!s.store) return check;
   std::map<std::string, const v1alpha1::Report*> reports;
@@ -74,8 +77,27 @@ RegressionCheck FindRegressions(const Snapshot& s, const std::vector<NodeOutcome
     auto it = passed.find(node);
     if (it != passed.end() && it->second) reports.emplace(node, &report);
   }
-  std::map<std::string, std::vector<const v1alpha1::Report*>> by_model;
-  for (const auto& [node, report] : reports) by_model[store::GpuModel(*report)].push_back(report);
+  // The peers: every node of this run (one that failed is still a peer), as `perfgate summary`
+  // and /metrics see them: one definition of "lags its peers" (common/compare.h).
+  std::vector<fleet::NodeReport> run;
+  for (const auto& [node, report] : s.store->reports) {
+    fleet::NodeReport r;
+    r.node = node;
+    r.report = report;
+    run.push_back(std::move(r));
+  }
+  const std::vector<fleet::Figure> figures = fleet::Figures(run);
+  comparison::PeerRule rule;
+  rule.margin = check.margin;
+  rule.confidence = confidence;
+  std::map<std::string, std::vector<fleet::Lagging>> lags;
+  for (auto& l : fleet::FindLagging(figures, rule)) lags[l.figure.node].push_back(std::move(l));
+  std::map<std::string, std::set<std::string>> group_nodes;
+  for (const auto& f : figures) group_nodes[fleet::GroupKey(f) + "\x1f" + f.model].insert(f.node);
+  for (const auto& f : figures) {
+    const auto peers = static_cast<int>(group_nodes[fleet::GroupKey(f) + "\x1f" + f.model].size());
+    if (reports.count(f.node) != 0 && peers > rule.min_peers) ++check.compared;
+  }
 
   for (const auto& [node, report] : reports) {
     if (auto h = s.store->history.find(node); h != s.store->history.end()) {
@@ -83,13 +105,24 @@ RegressionCheck FindRegressions(const Snapshot& s, const std::vector<NodeOutcome
       check.compared += static_cast<int>(rows.size());
       if (auto w = Worst(node, "history", rows)) check.found.push_back(*w);
     }
-    std::vector<const v1alpha1::Report*> peers;
-    for (const auto* p : by_model[store::GpuModel(*report)]) {
-      if (p != report) peers.push_back(p);
+    auto lagging = lags.find(node);
+    if (lagging == lags.end()) continue;
+    const fleet::Lagging* worst = nullptr;
+    double worst_badness = 0;
+    for (const auto& l : lagging->second) {
+      if (!(l.ratio > 0)) continue;
+      // How many times worse: a smaller ratio where higher is better, a larger one otherwise.
+      const double badness = l.figure.higher_is_better ? 1 / l.ratio : l.ratio;
+      if (worst != nullptr && badness <= worst_badness) continue;
+      worst = &l;
+      worst_badness = badness;
     }
-    const auto rows = store::CompareWithPeers(*report, peers, confidence, check.margin);
-    check.compared += static_cast<int>(rows.size());
-    if (auto w = Worst(node, "peers", rows)) check.found.push_back(*w);
+    if (worst == nullptr) continue;
+    const fleet::Figure& f = worst->figure;
+    check.found.push_back(Regression{node, "peers", f.test, f.device, f.metric, f.unit,
+                                     worst->ratio, worst->interval.low, worst->interval.high,
+                                     worst->interval.confidence, worst->peers,
+                                     static_cast<int>(lagging->second.size())});
   }
   std::sort(check.found.begin(), check.found.end(), [](const Regression& a, const Regression& b) {
     const double da = std::abs(1 - a.ratio), db = std::abs(1 - b.ratio);
@@ -130,10 +163,10 @@ std::string DescribeRegression(const Regression& r) {
 
 void FailRegressed(const RegressionCheck& check, std::vector<NodeOutcome>* outcomes) {
   for (auto& o : *outcomes) {
-    if (o.verdict != "PASS") continue;
+    if (!o.verdict || !verdict::RegressionFails(*o.verdict)) continue;
     for (const auto& r : check.found) {
       if (r.node != o.node) continue;
-      o.verdict = "FAIL";
+      o.verdict = verdict::Verdict::kFail;
       o.test = r.test;
       o.figure = r.metric + " ratio " + Fixed3(r.ratio);
       o.reason = "regression (policy.failOnRegression): " + DescribeRegression(r);

@@ -1,8 +1,10 @@
 // Regressions, even when nodes pass: when a run is decided, every node that passed is compared
-// with its own earlier results in the results store and with its peers of the same GPU model
-// in the same run (store/compare.h: the ratio of the Hodges-Lehmann shift on log samples, with
-// its interval). A node whose interval lies wholly beyond the spec's margin on the worse side
-// is listed in the status; the policy may make that a failure. Pure.
+// with its own earlier results in the results store (store/compare.h: the ratio of the
+// Hodges-Lehmann shift on log samples, with its interval, listed when the interval lies wholly
+// beyond the spec's margin on the worse side) and with its peers of the same GPU model in the
+// same run (listed when it lags them as `perfgate summary` and /metrics say: common/compare.h,
+// with the spec's margin). Listed nodes are in the status; the policy may make that a failure.
+// Pure.
 #pragma once
 
 #include <string>
@@ -19,7 +21,7 @@ struct Regression {
   std::string node;
   std::string against;  // "history" | "peers"
   std::string test, device, metric, unit;
-  double ratio = 0, low = 0, high = 0;  // now / reference, and its interval
+  double ratio = 0, low = 0, high = 0;  // now / reference (peers: their median), its interval
   double confidence = 0;
   int compared = 0;  // earlier runs (history) or peer nodes (peers)
   int metrics = 0;   // how many of the node's metrics regressed against this reference

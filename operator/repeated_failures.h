@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/verdict.h"
+
 namespace perfgate::op {
 
 struct RepeatedFailureRule {
@@ -18,10 +20,12 @@ RepeatedFailureRule RuleOrDefaults(int failures, int window);
 
 // How many of the newest `rule.window` verdicts (newest first: PASS, FAIL, ERROR,
 // INCONCLUSIVE) are FAIL.
-int RecentFailures(const std::vector<std::string>& newest_first, const RepeatedFailureRule& rule);
+int RecentFailures(const std::vector<verdict::Verdict>& newest_first,
+                   const RepeatedFailureRule& rule);
 
 // At least `rule.failures` of the newest `rule.window` verdicts are FAIL. Fewer verdicts than
 // the window still count: three FAILs in a node's first three validations are enough.
-bool FailsRepeatedly(const std::vector<std::string>& newest_first, const RepeatedFailureRule& rule);
+bool FailsRepeatedly(const std::vector<verdict::Verdict>& newest_first,
+                     const RepeatedFailureRule& rule);
 
 }  // namespace perfgate::op

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/node_verdict.h"
+
 namespace perfgate::op {
 namespace {
 
@@ -84,6 +86,15 @@ void SetRecordedCondition(Json* status, const Json& old_status, const StoreView&
   SetCondition(status, old_status, "Recorded", "False", "StoreUnavailable", msg, generation, now);
 }
 
+void SetStoreOffCondition(Json* status, const Json& old_status, int64_t generation,
+                          const std::string& now) {
+  SetCondition(status, old_status, "Recorded", "False", "StoreOff",
+               "results are not kept: the operator runs without a results store (--store=off); "
+               "install the chart with store.mode=sqlite or store.mode=postgres to keep every "
+               "result and check nodes against their history",
+               generation, now);
+}
+
 void SetRegressedCondition(Json* status, const Json& old_status, const RegressionCheck& check,
                            int64_t generation, const std::string& now) {
   if (check.compared == 0 && check.found.empty()) return;
@@ -136,20 +147,20 @@ int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status) {
   int counts[5] = {0, 0, 0, 0, 0};  // pass fail inconclusive error pending
   Json failing = Json::array();
   for (const auto& o : outcomes) {
-    if (o.verdict == "PASS") {
-      counts[0]++;
-    } else if (o.verdict == "FAIL") {
-      counts[1]++;
-    } else if (o.verdict == "INCONCLUSIVE") {
-      counts[2]++;
-    } else if (o.verdict == "ERROR") {
-      counts[3]++;
-    } else {
+    if (!o.verdict) {
       counts[4]++;
+    } else if (*o.verdict == verdict::Verdict::kPass) {
+      counts[0]++;
+    } else if (*o.verdict == verdict::Verdict::kFail) {
+      counts[1]++;
+    } else if (*o.verdict == verdict::Verdict::kInconclusive) {
+      counts[2]++;
+    } else {
+      counts[3]++;  // ERROR (a node's verdict is never SKIPPED: rule 1)
     }
-    if (!o.verdict.empty() && o.verdict != "PASS" && failing.size() < 20) {
+    if (o.verdict && *o.verdict != verdict::Verdict::kPass && failing.size() < 20) {
       failing.push_back({{"node", o.node},
-                         {"verdict", o.verdict},
+                         {"verdict", verdict::VerdictName(*o.verdict)},
                          {"test", o.test},
                          {"figure", Cut(o.figure, 200)},
                          {"reason", Cut(o.reason, 500)}});
@@ -173,24 +184,21 @@ Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeO
                     int64_t generation, const std::string& now) {
   const int failed = status.value("failed", 0), errors = status.value("errors", 0),
             inconclusive = status.value("inconclusive", 0);
-  if (failed + errors + inconclusive == 0) {
+  // The worst node verdict decides (rule 5), in the words of docs/operator.md's table.
+  const verdict::RunJudgement run = verdict::JudgeRun(failed, errors, inconclusive);
+  if (run.verdict == "Passed") {
     const std::string msg = "all " + std::to_string(outcomes.size()) + " nodes passed";
     status["conditions"] =
         Conditions(old_status, {{"Ready", "True"}, {"Complete", "True"}, {"Passed", "True"}},
-                   "Passed", msg, generation, now);
-    status["verdict"] = "Passed";
+                   run.reason, msg, generation, now);
+    status["verdict"] = run.verdict;
     status["message"] = msg;
   } else {
-    // The worst node verdict decides, in the words of docs/operator.md's verdict table.
-    const std::string reason = failed > 0   ? "TestsFailed"
-                               : errors > 0 ? "NodeErrors"
-                                            : "Inconclusive";
-    const std::string verdict = failed > 0 ? "Failed" : errors > 0 ? "Error" : "Inconclusive";
     std::string msg = std::to_string(failed + errors + inconclusive) + " of " +
                       std::to_string(outcomes.size()) + " nodes did not pass";
     for (const auto& o : outcomes) {
-      if (o.verdict == "PASS") continue;
-      msg += "; " + o.node + " " + o.verdict + ": " + Cut(o.reason, 300);
+      if (!o.verdict || *o.verdict == verdict::Verdict::kPass) continue;
+      msg += "; " + o.node + " " + verdict::VerdictName(*o.verdict) + ": " + Cut(o.reason, 300);
       if (!o.figure.empty() && o.reason.find(o.figure) == std::string::npos) {
         msg += " (" + o.figure + ")";
       }
@@ -199,8 +207,8 @@ Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeO
     if (const std::string names = SuspectNames(status); !names.empty()) {
       msg = "suspect nodes (narrowed down by pairs): " + names + "; " + msg;
     }
-    status["conditions"] = Conditions(old_status, kNotPassed, reason, msg, generation, now);
-    status["verdict"] = verdict;
+    status["conditions"] = Conditions(old_status, kNotPassed, run.reason, msg, generation, now);
+    status["verdict"] = run.verdict;
     status["message"] = Cut(msg, 2000);
   }
   if (status.value("completionTime", "").empty()) status["completionTime"] = now;

@@ -45,6 +45,11 @@ void SetStatusCondition(Json* status, const Json& old_status, const char* type, 
 void SetRecordedCondition(Json* status, const Json& old_status, const StoreView& store,
                           int64_t generation, const std::string& now);
 
+// The condition Recorded when the operator runs without a results store (--store=off): False
+// (StoreOff), with a message saying how to keep results.
+void SetStoreOffCondition(Json* status, const Json& old_status, int64_t generation,
+                          const std::string& now);
+
 // The condition Regressed once a run is decided and something was compared: True
 // (RegressionsFound) naming the nodes, else False (NoRegressions).
 void SetRegressedCondition(Json* status, const Json& old_status, const RegressionCheck& check,

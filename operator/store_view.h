@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/verdict.h"
 #include "core/resolve.h"
 #include "store/store.h"
 
@@ -27,7 +28,7 @@ struct StoreView : StoreBaselines {
   // The verdicts of the earlier validations of this run's nodes (this cluster, any validation,
   // not this run), newest first, as many as the repeated-failure window; a node without an
   // entry could not be read.
-  std::map<std::string, std::vector<std::string>> recent_verdicts;
+  std::map<std::string, std::vector<verdict::Verdict>> recent_verdicts;
 };
 
 }  // namespace perfgate::op

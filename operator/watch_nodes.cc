@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "common/node_verdict.h"
 #include "core/names.h"
 #include "core/selection.h"
 #include "operator/identity.h"
@@ -324,7 +325,7 @@ void RecordIdentities(const Snapshot& s, Decision* d) {
   Json identities = d->status->value("nodeIdentities", Json::object());
   bool changed = false;
   for (const auto& o : d->outcomes) {
-    if (o.verdict.empty() || identities.contains(o.node)) continue;
+    if (!o.verdict || identities.contains(o.node)) continue;
     auto it = s.nodes.find(o.node);
     if (it == s.nodes.end()) continue;
     const std::string id = NodeIdentity(it->second);
@@ -341,7 +342,7 @@ void RecordSignals(const Snapshot& s, Decision* d) {
   Json signals = d->status->value("nodeSignals", Json::object());
   bool changed = false;
   for (const auto& o : d->outcomes) {
-    if (o.verdict.empty() || signals.contains(o.node)) continue;
+    if (!o.verdict || signals.contains(o.node)) continue;
     auto it = s.nodes.find(o.node);
     if (it == s.nodes.end()) continue;
     // A remediation taint the PASS removes is recorded too: once the node is seen without it,
@@ -385,14 +386,19 @@ void DecideProvisioning(const Snapshot& s, Decision* d) {
   if (t.key().empty() && spec.remediationtaints().empty()) return;
   std::map<std::string, std::string> reason_of;
   for (const auto& o : d->outcomes) {
-    reason_of[o.node] = o.verdict + (o.reason.empty() ? "" : ": " + o.reason);
+    if (!o.verdict) continue;
+    reason_of[o.node] =
+        verdict::VerdictName(*o.verdict) + (o.reason.empty() ? "" : ": " + o.reason);
   }
   for (const auto& v : d->node_verdicts) {
     auto it = s.nodes.find(v.node);
     if (it == s.nodes.end()) continue;
-    const bool passed = v.verdict == "PASS";
+    const bool passed = v.verdict == verdict::Verdict::kPass;
     const std::string reason =
-        passed ? "" : Cut(reason_of.contains(v.node) ? reason_of[v.node] : v.verdict, 1000);
+        passed
+            ? ""
+            : Cut(reason_of.contains(v.node) ? reason_of[v.node] : verdict::VerdictName(v.verdict),
+                  1000);
     std::vector<ProvisioningAction> wanted;
     if (!t.key().empty()) {
       wanted.push_back(

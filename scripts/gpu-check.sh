@@ -20,7 +20,8 @@
 #                user runs it), one run per test, each writing its own report
 #   nccl-*       nccl_gpu_test (one-rank all_reduce, watchdog abort of a two-rank init with a
 #                5 s deadline), one-rank all_reduce figures, a node-local run in a gang's env
-#   summary      each perfgate figure beside the PyTorch reference and the datasheet peak
+#   summary      each perfgate figure beside the PyTorch reference and the datasheet peak;
+#                figures.tsv: per-sample and set-up costs, spread across the GPUs
 #
 #   scripts/gpu-check.sh --workloads [RESULTS_DIR]   the workload tests instead (a run of its
 #                own, so the default run keeps its budget): setup, then workloads
@@ -445,9 +446,9 @@ config_memtest_step() {
   "$WORKER" run "$RESULTS/config.yaml" --report-json "$RESULTS/report-config.json"
   echo "perfgate-worker (config) exit $?"
   diag_spec memtest "    - type: memtest
-      parameters: {maxBytes: 8589934592}"
+      parameters: {maxBytes: 8589934592, retentionSeconds: 0.25}"
   "$WORKER" run "$RESULTS/memtest.yaml" --report-json "$RESULTS/report-memtest.json"
-  echo "perfgate-worker (memtest, 8 GiB) exit $?"
+  echo "perfgate-worker (memtest, 8 GiB, 0.25 s retention: 1 s of waits in the budget) exit $?"
 }
 export -f config_memtest_step
 power_step() {
@@ -528,6 +529,11 @@ export -f nccl_local_step
 [ "$MODE" = default ] && run_step nccl-local-in-gang nccl_local_step
 
 # ---- summary: whatever reports exist ------------------------------------------------------
+# summary.txt, and figures.tsv: the figures that replace the docs' estimates, one a line as
+# kind, test, what, value, unit:
+#   sample-cost  TEST DEVICE  seconds per sample (warm-ups included), set-up included
+#   setup-cost   STEP -       the worker run's seconds outside its tests (start, CUDA, NVML)
+#   gpu-spread   TEST METRIC  (max - min) / median of the GPUs' medians, percent; "n/a (1 GPU)"
 summary_step() {
   "$PY" - "$RESULTS" <<'EOF' | tee "$RESULTS/summary.txt"
 import glob, json, os, sys
@@ -567,8 +573,54 @@ for path in sorted(glob.glob(os.path.join(results, "report-*.json"))):
         print(f"  {t['name']} [{t.get('device','')}]: {t.get('samples', 0)} samples "
               f"({t.get('stopReason', '-')}), {t.get('verdict')}"
               + (f": {t['reason']}" if t.get("verdict") != "PASS" and t.get("reason") else ""))
+# figures.tsv (see above summary_step)
+wall = {}
+try:
+    for line in open(os.path.join(results, "steps.tsv")):
+        f = line.rstrip("\n").split("\t")
+        if len(f) >= 3 and f[2].isdigit():
+            wall[f[0]] = int(f[2])
+except Exception:
+    pass
+rows = []
+for path in sorted(glob.glob(os.path.join(results, "report-*.json"))):
+    try:
+        tests = json.load(open(path)).get("tests", [])
+    except Exception:
+        continue
+    step = "worker-" + os.path.basename(path)[len("report-"):-len(".json")]
+    in_tests = 0.0
+    medians = {}
+    for t in tests:
+        seconds = float(t.get("seconds", 0) or 0)
+        in_tests += seconds
+        n = int(t.get("samples", 0) or 0) + int(t.get("warmupSamples", 0) or 0)
+        if n > 0 and seconds > 0:
+            rows.append(("sample-cost", t["name"], t.get("device", "") or "-",
+                         "%.3f" % (seconds / n), "s"))
+        if str(t.get("device", "")).startswith("gpu"):
+            for m in t.get("metrics", []):
+                med = m.get("summary", {}).get("median")
+                if med is not None:
+                    medians.setdefault((t["name"], m["name"]), []).append(med)
+    if step in wall:
+        rows.append(("setup-cost", step, "-", "%.1f" % max(0.0, wall[step] - in_tests), "s"))
+    for (test, metric), values in sorted(medians.items()):
+        values.sort()
+        mid = (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
+        if len(values) < 2 or mid == 0:
+            rows.append(("gpu-spread", test, metric, "n/a (%d GPU)" % len(values), "%"))
+        else:
+            rows.append(("gpu-spread", test, metric,
+                         "%.2f" % (100 * (values[-1] - values[0]) / abs(mid)), "%"))
+with open(os.path.join(results, "figures.tsv"), "w") as f:
+    f.write("kind\ttest\twhat\tvalue\tunit\n")
+    for r in rows:
+        f.write("\t".join(r) + "\n")
+print("figures.tsv: %d rows (sample-cost, setup-cost, gpu-spread)" % len(rows))
 EOF
 }
 export -f summary_step
+
 run_step summary summary_step
 say "done in $(($(date +%s) - START)) s; results in $RESULTS"

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages perfgate needs, if any are missing, by purpose:
 #   build     building and running perfgate (the default): compilers, CMake, the libraries
 #   test      the test suites: GoogleTest, clang-format/-tidy, lld, the chart renderer's Go,
-#             Argo CD's Lua, debootstrap, shells for the completion tests
+#             Argo CD's Lua, debootstrap, umoci and skopeo, shells for the completion tests
 #   services  the real servers some tests start on loopback: PostgreSQL, Prometheus, Chromium
 #   bash scripts/install-deps.sh [build] [test] [services]
 # The CUDA 13 toolkit (with cuBLAS and NCCL) is expected at /usr/local/cuda on GPU-build
@@ -22,9 +22,10 @@ test=(
   clang clang-format clang-tidy libclang-rt-14-dev
   # The CI preset links with lld (much faster than ld.bfd on the test binaries).
   lld
-  # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap.
+  # Chart, GitOps and image tests: chart-render (Go + sprig), Argo CD's Lua, debootstrap; the
+  # images and the release without a Docker engine (scripts/build-images.sh): umoci, skopeo.
   golang-1.19-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev golang-github-xeipuuv-gojsonschema-dev
-  lua5.1 lua-cjson debootstrap curl python3 python3-yaml
+  lua5.1 lua-cjson debootstrap curl python3 python3-yaml umoci skopeo
   # The Debian package test, and the completion tests' shells.
   dpkg-dev zsh
 )

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/labels.h"
+#include "common/node_verdict.h"
 #include "common/report.h"
 #include "common/termination.h"
 
@@ -65,22 +66,26 @@ std::string WorstFigure(const v1alpha1::Report& report) {
   const v1alpha1::TestResult* worst_test = nullptr;
   const v1alpha1::ThresholdResult* worst = nullptr;
   double worst_margin = 0;
-  auto rank = [](v1alpha1::Verdict v) { return report::Severity(v); };
+  // Lower is worse (verdict::Severity); a skipped threshold has no figure to show.
+  auto severity = [](v1alpha1::Verdict v) { return verdict::Severity(report::FromProto(v)); };
+  const int error = verdict::Severity(verdict::Verdict::kError);
   for (const auto& t : report.tests()) {
     if (t.verdict() == v1alpha1::ERROR && t.thresholds().empty()) {
-      if (worst_test == nullptr || rank(worst_test->verdict()) < 3) {
+      if (worst_test == nullptr || severity(worst_test->verdict()) > error) {
         worst_test = &t;
         worst = nullptr;
       }
       continue;
     }
     for (const auto& th : t.thresholds()) {
+      if (th.verdict() == v1alpha1::SKIPPED) continue;
       // Relative distance to the bound: smaller is closer to failing.
       double margin = th.bound() != 0 ? (th.observed() - th.bound()) / std::fabs(th.bound()) : 0;
       if (th.threshold().op() == "<=" || th.threshold().op() == "<") margin = -margin;
-      bool better = worst_test == nullptr || rank(th.verdict()) > rank(worst_test->verdict()) ||
-                    (rank(th.verdict()) == rank(worst_test->verdict()) && worst != nullptr &&
-                     margin < worst_margin);
+      const bool better = worst_test == nullptr ||
+                          severity(th.verdict()) < severity(worst_test->verdict()) ||
+                          (severity(th.verdict()) == severity(worst_test->verdict()) &&
+                           worst != nullptr && margin < worst_margin);
       if (better) {
         worst_test = &t;
         worst = &th;

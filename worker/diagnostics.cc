@@ -16,6 +16,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
+#include "common/compare.h"
 #include "common/report.h"
 #include "common/stats.h"
 #include "kernels/devices.h"
@@ -86,19 +87,23 @@ std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
     }
   }
   std::vector<LaggingDevice> out;
+  // A GPU is judged against at least seven siblings: fewer give no reliable spread, and a
+  // capture on a guess costs a bundle.
+  comparison::PeerRule rule;
+  rule.min_peers = 7;
   for (const auto& [key, members] : groups) {
-    if (members.size() < 8) continue;
-    std::vector<double> values;
-    for (const Member& m : members) values.push_back(m.threshold->observed());
+    std::vector<comparison::Member> values;
+    for (const Member& m : members) values.push_back({m.test->device(), m.threshold->observed()});
     const std::string& op = members.front().threshold->threshold().op();
     const bool higher_is_better = op.find('>') != std::string::npos;
-    for (const stats::Lag& lag :
-         stats::LaggingPeers(values, higher_is_better, stats::kLaggingZ, stats::kLaggingMinGap,
-                             stats::kLaggingFamilyError)) {
+    std::vector<double> figures;
+    for (const auto& v : values) figures.push_back(v.value);
+    const double median = stats::Median(figures);  // what the line shows: all the GPUs'
+    for (const comparison::Lag& lag : comparison::LaggingPeers(values, higher_is_better, rule)) {
       const Member& m = members[lag.index];
       if (m.test->verdict() == v1alpha1::FAIL) continue;  // a failure already, not a lag
       const auto& c = m.threshold->threshold();
-      const double gap = std::fabs(m.threshold->observed() - lag.median) / std::fabs(lag.median);
+      const double gap = std::fabs(m.threshold->observed() - median) / std::fabs(median);
       char pct[16];
       std::snprintf(pct, sizeof pct, "%.1f%%", 100 * gap);
       out.push_back({m.test->name(), m.test->device(),
@@ -106,7 +111,7 @@ std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
                          (c.statistic().empty() ? "median" : c.statistic()) + " " +
                          Figure(m.threshold->observed()) + " is " + pct + " " +
                          (higher_is_better ? "below" : "above") + " its " +
-                         std::to_string(members.size()) + " GPUs' median " + Figure(lag.median)});
+                         std::to_string(members.size()) + " GPUs' median " + Figure(median)});
     }
   }
   return out;

@@ -32,9 +32,10 @@ inline constexpr std::size_t kTimelineMaxPoints = 256;
 
 // A GPU whose figure lags the node's other GPUs of the same model, although it passes: each
 // figure a threshold checks is compared across the devices that ran the test, as the fleet
-// report compares nodes (stats::LaggingPeers: robust z at least 3.5 and the Bonferroni bound,
-// at least 3% worse than the median). Needs 8 GPUs of the model (fewer give no reliable
-// spread). `what`: "gemm [gpu3]: tflops median 612 is 9.0% below its 8 GPUs' median 672.5".
+// report compares nodes (comparison::LaggingPeers: at least 3% worse than the other GPUs'
+// median, robust z at least 3.5 and the Bonferroni bound). Needs 8 GPUs of the model (fewer
+// give no reliable spread). `what`: "gemm [gpu3]: tflops median 612 is 9.0% below its 8 GPUs'
+// median 672.5".
 struct LaggingDevice {
   std::string test;
   std::string device;

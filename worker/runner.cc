@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/node_verdict.h"
 #include "common/report.h"
 #include "common/stats.h"
 #include "common/strings.h"
@@ -22,22 +23,6 @@
 
 namespace perfgate::worker {
 namespace {
-
-v1alpha1::Verdict ToProto(verdict::Verdict v) {
-  switch (v) {
-    case verdict::Verdict::kPass:
-      return v1alpha1::PASS;
-    case verdict::Verdict::kFail:
-      return v1alpha1::FAIL;
-    case verdict::Verdict::kInconclusive:
-      return v1alpha1::INCONCLUSIVE;
-    case verdict::Verdict::kSkipped:
-      return v1alpha1::SKIPPED;
-    case verdict::Verdict::kError:
-      return v1alpha1::ERROR;
-  }
-  return v1alpha1::ERROR;
-}
 
 // An end the samples cannot bound yet is infinite; JSON (and a CRD `number`) has no
 // infinity, so it is left out and flagged.
@@ -332,10 +317,7 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     auto counted = run_details.find(kernels::CountedKey(t.thresholds[i].metric));
     if (counted != run_details.end()) o.reason += ": " + counted->second;
   }
-  v1alpha1::Verdict verdict = v1alpha1::PASS;
-  std::string reason;
-  std::size_t skipped = 0;
-  std::string skip_reason;
+  std::vector<verdict::Judgement> judged;
   for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
     const auto& o = assessment.outcomes[i];
     auto* tr = r.add_thresholds();
@@ -343,27 +325,15 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     tr->set_bound(t.thresholds[i].bound);
     tr->set_observed(o.observed);
     ToProto(o.interval, tr->mutable_interval());
-    tr->set_verdict(ToProto(o.verdict));
+    tr->set_verdict(report::ToProto(o.verdict));
     tr->set_reason(o.reason);
-    if (o.verdict == verdict::Verdict::kSkipped) {
-      // One threshold that cannot apply leaves the others to decide the test.
-      if (skipped++ == 0) skip_reason = o.reason;
-      continue;
-    }
-    if (o.verdict == verdict::Verdict::kFail && verdict != v1alpha1::FAIL) {
-      verdict = v1alpha1::FAIL;
-      reason = o.reason;
-    } else if (o.verdict != verdict::Verdict::kPass && verdict == v1alpha1::PASS) {
-      verdict = ToProto(o.verdict);
-      reason = o.reason;
-    }
+    judged.push_back({o.verdict, o.reason});
   }
+  const verdict::Judgement test = verdict::JudgeThresholds(judged);
+  const v1alpha1::Verdict verdict = report::ToProto(test.verdict);
+  std::string reason = test.reason;
   if (verdict == v1alpha1::INCONCLUSIVE && !assessment.stop_detail.empty()) {
     reason += " (" + assessment.stop_detail + ")";
-  }
-  if (!t.thresholds.empty() && skipped == t.thresholds.size()) {
-    verdict = v1alpha1::SKIPPED;
-    reason = skip_reason;
   }
   if (t.thresholds.empty()) reason = "measured; no thresholds to meet";
   for (const auto& [k, v] : run->Details()) (*r.mutable_details())[k] = v;
@@ -552,39 +522,23 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
     for (auto& r : results) *report.add_tests() = std::move(r);
   }
 
-  // Overall verdict (docs/operator.md, "Verdict words"): FAIL beats ERROR beats INCONCLUSIVE;
-  // nothing measured never passes; skips pass unless the policy says otherwise.
+  // The node's verdict: rule 1 of common/node_verdict.h.
   int counts[6] = {0};
-  for (const auto& r : report.tests()) counts[r.verdict()]++;
+  std::vector<verdict::TestEvidence> evidence;
+  for (const auto& r : report.tests()) {
+    counts[r.verdict()]++;
+    evidence.push_back(
+        {report::FromProto(r.verdict()), r.name() + " [" + r.device() + "]", r.reason()});
+  }
   report.set_passed(counts[v1alpha1::PASS]);
   report.set_failed(counts[v1alpha1::FAIL]);
   report.set_inconclusive(counts[v1alpha1::INCONCLUSIVE]);
   report.set_skipped(counts[v1alpha1::SKIPPED]);
   report.set_errors(counts[v1alpha1::ERROR]);
-  auto first_reason = [&](v1alpha1::Verdict v) {
-    for (const auto& r : report.tests()) {
-      if (r.verdict() == v) return r.name() + " [" + r.device() + "]: " + r.reason();
-    }
-    return std::string();
-  };
-  if (counts[v1alpha1::FAIL] > 0) {
-    report.set_verdict(v1alpha1::FAIL);
-    report.set_reason(first_reason(v1alpha1::FAIL));
-  } else if (counts[v1alpha1::ERROR] > 0) {
-    report.set_verdict(v1alpha1::ERROR);
-    report.set_reason(first_reason(v1alpha1::ERROR));
-  } else if (counts[v1alpha1::INCONCLUSIVE] > 0 && !plan.policy.allowinconclusive()) {
-    report.set_verdict(v1alpha1::INCONCLUSIVE);
-    report.set_reason(first_reason(v1alpha1::INCONCLUSIVE));
-  } else if (counts[v1alpha1::SKIPPED] > 0 && plan.policy.failonskipped()) {
-    report.set_verdict(v1alpha1::FAIL);
-    report.set_reason("policy.failOnSkipped: " + first_reason(v1alpha1::SKIPPED));
-  } else if (counts[v1alpha1::PASS] + counts[v1alpha1::INCONCLUSIVE] == 0) {
-    report.set_verdict(v1alpha1::ERROR);
-    report.set_reason("nothing was measured: every test was skipped");
-  } else {
-    report.set_verdict(v1alpha1::PASS);
-  }
+  const verdict::Judgement node =
+      verdict::JudgeTests(evidence, {plan.policy.allowinconclusive(), plan.policy.failonskipped()});
+  report.set_verdict(report::ToProto(node.verdict));
+  if (!node.reason.empty()) report.set_reason(node.reason);
   report.set_completiontime(NowRfc3339());
   return report;
 }

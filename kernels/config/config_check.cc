@@ -61,13 +61,6 @@ int CompareVersions(const std::string& a, const std::string& b) {
   return 0;
 }
 
-double ParseIbRateGbps(const std::string& rate) {
-  char* end = nullptr;
-  const double value = std::strtod(rate.c_str(), &end);
-  if (end == rate.c_str()) return 0;
-  return value;
-}
-
 std::optional<bool> AcsRedirectEnabled(const std::string& config) {
   // PCIe extended capabilities start at 0x100: a 32-bit header (ID in bits 0-15, next
   // offset in bits 20-31). ACS is ID 0x000D; its control register sits at +6, with P2P
@@ -161,14 +154,14 @@ std::vector<Mismatch> CheckConfig(const NodeConfig& node, const Expectations& e)
 
   if (e.min_active_ib_ports > 0 || e.min_ib_rate_gbps > 0) {
     int active = 0;
-    for (const IbPort& p : node.ib_ports) {
+    for (const fabric::IbPort& p : node.ib_ports) {
       if (p.state != "ACTIVE") {
-        if (e.min_active_ib_ports > 0) add(p.name + " state", p.state, "ACTIVE");
+        if (e.min_active_ib_ports > 0) add(p.Name() + " state", p.state, "ACTIVE");
         continue;
       }
       ++active;
       if (e.min_ib_rate_gbps > 0 && p.rate_gbps < e.min_ib_rate_gbps) {
-        add(p.name + " rate", Fmt(p.rate_gbps) + " Gb/s",
+        add(p.Name() + " rate", Fmt(p.rate_gbps) + " Gb/s",
             ">= " + Fmt(e.min_ib_rate_gbps) + " Gb/s");
       }
     }
@@ -291,27 +284,8 @@ NodeConfig GatherConfig(const nvml::Nvml& nvml, const HostFs& fs, const std::str
     node.gpus.push_back(std::move(g));
   }
 
-  const std::string ib = "/sys/class/infiniband";
-  if (auto devices = fs.List(ib); devices.ok()) {
-    for (const std::string& dev : *devices) {
-      auto ports = fs.List(ib + "/" + dev + "/ports");
-      if (!ports.ok()) continue;
-      for (const std::string& port : *ports) {
-        const std::string base = ib + "/" + dev + "/ports/" + port + "/";
-        IbPort p;
-        p.name = dev + "/" + port;
-        // "4: ACTIVE" -> "ACTIVE".
-        if (auto state = fs.Read(base + "state"); state.ok()) {
-          std::string s = TrimLine(*state);
-          const std::size_t colon = s.find(": ");
-          p.state = colon == std::string::npos ? s : s.substr(colon + 2);
-        }
-        if (auto rate = fs.Read(base + "rate"); rate.ok()) p.rate_gbps = ParseIbRateGbps(*rate);
-        if (auto layer = fs.Read(base + "link_layer"); layer.ok()) p.link_layer = TrimLine(*layer);
-        node.ib_ports.push_back(std::move(p));
-      }
-    }
-  }
+  // No /sys/class/infiniband leaves the list empty: the expectations on ports then say so.
+  if (auto ports = fabric::ReadIbPorts(fs, "/sys"); ports.ok()) node.ib_ports = std::move(*ports);
   return node;
 }
 

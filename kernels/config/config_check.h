@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/config/host_fs.h"
+#include "kernels/fabric/ports.h"
 #include "kernels/nvml/nvml.h"
 
 namespace perfgate::kernels::config {
@@ -34,19 +35,12 @@ struct GpuConfig {
   std::optional<std::string> fabric_problem;  // "" when registered and healthy
 };
 
-struct IbPort {
-  std::string name;        // "mlx5_0/1"
-  std::string state;       // "ACTIVE"
-  double rate_gbps = 0;    // from "400 Gb/sec (4X NDR)"
-  std::string link_layer;  // "InfiniBand", "Ethernet" (RoCE)
-};
-
 struct NodeConfig {
   std::string driver_version;       // "580.65.06"
   std::string cuda_driver_version;  // "13.0"
   std::string nccl_version;         // "2.28.9", "" without NCCL
   std::vector<GpuConfig> gpus;
-  std::vector<IbPort> ib_ports;
+  std::vector<fabric::IbPort> ib_ports;
   std::vector<std::string> notes;  // readings that failed, for the details
 };
 
@@ -78,9 +72,6 @@ struct Mismatch {
 
 // Numeric, dotted comparison: "550.54.15" vs "550.127" -> -1; missing parts count as 0.
 int CompareVersions(const std::string& a, const std::string& b);
-
-// Rate in Gb/s from sysfs's "400 Gb/sec (4X NDR)"; 0 when it does not parse.
-double ParseIbRateGbps(const std::string& rate);
 
 // Whether the ACS capability in PCI config space `config` (as read from sysfs) has P2P
 // request redirect or completion redirect enabled; nullopt when the extended configuration

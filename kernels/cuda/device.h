@@ -47,4 +47,13 @@ std::string CudaDriverVersion();
 // UUID bytes as "GPU-8-4-4-4-12" hex (NVML's spelling, for joining the two).
 std::string FormatGpuUuid(const unsigned char bytes[16]);
 
+// What the launch gate every timing window opens behind (launch_gate.cuh) did on `ordinal`:
+// closed on a stream with an event queued behind it, the host waited `wait_seconds`, then
+// opened it. Blocking.
+struct LaunchGateProbe {
+  bool held = false;       // the event had not completed when the host opened the gate
+  bool timed_out = false;  // the gate let go by itself first (CheckOpenedInTime failed)
+};
+Result<LaunchGateProbe> ProbeLaunchGate(int ordinal, double wait_seconds, std::int64_t timeout_ns);
+
 }  // namespace perfgate::kernels::cuda

@@ -15,6 +15,7 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/launch_gate.cuh"
 #include "kernels/cuda/lt_handles.cuh"
 
 namespace perfgate::kernels::cuda {
@@ -190,6 +191,7 @@ class GemmRunnerImpl final : public GemmRunner {
     }
     ASSIGN_OR_RETURN(start_, Event::Create());
     ASSIGN_OR_RETURN(stop_, Event::Create());
+    ASSIGN_OR_RETURN(gate_, LaunchGate::Create());
 
     // Different seeds for A and B: A == B would make C symmetric-ish and easy to fake.
     WithTypes(config.dtype, [&](auto* in, auto*) {
@@ -259,10 +261,9 @@ class GemmRunnerImpl final : public GemmRunner {
 
   Result<double> Time(int iterations) override {
     PG_CUDA(cudaSetDevice(config_.device));
-    PG_CUDA(cudaEventRecord(start_.get(), stream_.get()));
-    RETURN_IF_ERROR(QueueMatmuls(iterations));
-    PG_CUDA(cudaEventRecord(stop_.get(), stream_.get()));
-    return ElapsedSeconds(start_, stop_);
+    // Behind the launch gate: the window opens once the matmuls are queued.
+    return TimeBehindGate(gate_, stream_.get(), start_, stop_, "gemm",
+                          [&] { return QueueMatmuls(iterations); });
   }
 
   Result<GemmSample> Sample(int count) override {
@@ -337,14 +338,27 @@ class GemmRunnerImpl final : public GemmRunner {
     }
     cudaStream_t s = stream_.get();
     PG_CUDA(cudaMemsetAsync(counter_.get(), 0, counter_.bytes(), s));
-    for (int p = 0; p < passes; ++p) {
-      PG_CUDA(cudaEventRecord(pass_events_[2 * p].get(), s));
-      RETURN_IF_ERROR(QueueMatmuls(config_.output_buffers));
-      PG_CUDA(cudaEventRecord(pass_events_[2 * p + 1].get(), s));
-      RETURN_IF_ERROR(QueueCompare(rel_tol));
+    // Behind the launch gate: the passes start once queued (or on a backlog of
+    // LaunchGate::kMaxBacklog operations while the host queues the rest).
+    RETURN_IF_ERROR(gate_.Hold(s));
+    const Status queued = [&]() -> Status {
+      for (int p = 0; p < passes; ++p) {
+        PG_CUDA(cudaEventRecord(pass_events_[2 * p].get(), s));
+        RETURN_IF_ERROR(QueueMatmuls(config_.output_buffers));
+        PG_CUDA(cudaEventRecord(pass_events_[2 * p + 1].get(), s));
+        RETURN_IF_ERROR(QueueCompare(rel_tol));
+        gate_.Queued(3);
+      }
+      PG_CUDA(cudaEventRecord(pass_events_[needed - 1].get(), s));
+      return Status::Ok();
+    }();
+    gate_.Open();
+    if (!queued.ok()) {
+      (void)cudaStreamSynchronize(s);
+      return queued;
     }
-    PG_CUDA(cudaEventRecord(pass_events_[needed - 1].get(), s));
     ASSIGN_OR_RETURN(const std::int64_t wrong, ReadCounter());
+    RETURN_IF_ERROR(gate_.CheckOpenedInTime("burn"));
     CheckedPasses out;
     out.wrong = wrong;
     out.matmuls = static_cast<std::int64_t>(passes) * config_.output_buffers;
@@ -395,6 +409,7 @@ class GemmRunnerImpl final : public GemmRunner {
       PG_LT(cublasLtMatmul(lt_.get(), op_.get(), alpha, a_.get(), a_desc_.get(), b_.get(),
                            b_desc_.get(), beta, d, c_desc_.get(), d, c_desc_.get(), &algo_,
                            workspace_.get(), workspace_.bytes(), stream_.get()));
+      gate_.Queued(2);  // cuBLASLt may add a split-K reduction kernel
     }
     return Status::Ok();
   }
@@ -429,6 +444,7 @@ class GemmRunnerImpl final : public GemmRunner {
   int next_output_ = 0;
   Stream stream_;
   Event start_, stop_;
+  LaunchGate gate_;
   LtContext lt_;
   LtMatmulDesc op_;
   LtLayout a_desc_, b_desc_, c_desc_;

@@ -6,6 +6,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/h2d_d2h.h"
+#include "kernels/cuda/launch_gate.cuh"
 
 namespace perfgate::kernels::cuda {
 namespace {
@@ -31,6 +32,7 @@ class HostCopierImpl final : public HostCopier {
     ASSIGN_OR_RETURN(start_, Event::Create());
     ASSIGN_OR_RETURN(stop_, Event::Create());
     ASSIGN_OR_RETURN(down_done_, Event::Create());
+    ASSIGN_OR_RETURN(gate_, LaunchGate::Create());
     PG_CUDA(cudaDeviceSynchronize());
     return Status::Ok();
   }
@@ -45,24 +47,37 @@ class HostCopierImpl final : public HostCopier {
     const bool up = direction != CopyDirection::kDeviceToHost;
     const bool down = direction != CopyDirection::kHostToDevice;
     // Both directions start together: the down stream waits on the start event, and the up
-    // stream waits for the down stream's last copy before the stop event.
-    PG_CUDA(cudaEventRecord(start_.get(), up_.get()));
-    PG_CUDA(cudaStreamWaitEvent(down_.get(), start_.get(), 0));
-    for (int i = 0; i < iterations; ++i) {
-      if (up) {
-        PG_CUDA(
-            cudaMemcpyAsync(dev_a_.get(), host_src_.get(), n, cudaMemcpyHostToDevice, up_.get()));
+    // stream waits for the down stream's last copy before the stop event. The window opens
+    // behind the launch gate, once every copy is queued.
+    RETURN_IF_ERROR(gate_.Hold(up_.get()));
+    Status queued = [&]() -> Status {
+      PG_CUDA(cudaEventRecord(start_.get(), up_.get()));
+      PG_CUDA(cudaStreamWaitEvent(down_.get(), start_.get(), 0));
+      for (int i = 0; i < iterations; ++i) {
+        if (up) {
+          PG_CUDA(
+              cudaMemcpyAsync(dev_a_.get(), host_src_.get(), n, cudaMemcpyHostToDevice, up_.get()));
+        }
+        if (down) {
+          PG_CUDA(cudaMemcpyAsync(host_dst_.get(), dev_b_.get(), n, cudaMemcpyDeviceToHost,
+                                  down_.get()));
+        }
+        gate_.Queued(2);
       }
-      if (down) {
-        PG_CUDA(
-            cudaMemcpyAsync(host_dst_.get(), dev_b_.get(), n, cudaMemcpyDeviceToHost, down_.get()));
-      }
+      PG_CUDA(cudaEventRecord(down_done_.get(), down_.get()));
+      PG_CUDA(cudaStreamWaitEvent(up_.get(), down_done_.get(), 0));
+      PG_CUDA(cudaEventRecord(stop_.get(), up_.get()));
+      return Status::Ok();
+    }();
+    gate_.Open();
+    if (!queued.ok()) {
+      (void)cudaDeviceSynchronize();
+      return queued;
     }
-    PG_CUDA(cudaEventRecord(down_done_.get(), down_.get()));
-    PG_CUDA(cudaStreamWaitEvent(up_.get(), down_done_.get(), 0));
-    PG_CUDA(cudaEventRecord(stop_.get(), up_.get()));
     if (while_running) while_running();
-    return ElapsedSeconds(start_, stop_);
+    ASSIGN_OR_RETURN(const double seconds, ElapsedSeconds(start_, stop_));
+    RETURN_IF_ERROR(gate_.CheckOpenedInTime("h2d-d2h"));
+    return seconds;
   }
 
   Status VerifyRoundTrip(std::int64_t bytes) override {
@@ -96,6 +111,7 @@ class HostCopierImpl final : public HostCopier {
   DeviceBuffer dev_a_, dev_b_;
   Stream up_, down_;
   Event start_, stop_, down_done_;
+  LaunchGate gate_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/formulas.h"
 #include "kernels/cuda/hbm_stream.h"
+#include "kernels/cuda/launch_gate.cuh"
 
 namespace perfgate::kernels::cuda {
 namespace {
@@ -131,34 +132,10 @@ __global__ void GatherKernel(const double* __restrict__ a, const double* __restr
   }
 }
 
-// Device time in nanoseconds (the global timer every SM shares).
-__device__ inline unsigned long long GlobalNanoseconds() {
-  unsigned long long t;  // NOLINT(google-runtime-int): PTX register type
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Holds the stream until the host has queued a batch of timed launches behind it and sets
-// gate[0], so each timed interval starts on work already waiting on the GPU, never on an idle
-// GPU waiting for the host's next launch. After timeout_ns it lets go and sets gate[1]: a lost
-// flag must not hang the worker, and the host then reports the batch as untimed.
-__global__ void GateKernel(volatile int* gate, unsigned long long timeout_ns) {
-  const unsigned long long start = GlobalNanoseconds();
-  while (gate[0] == 0) {
-    if (GlobalNanoseconds() - start > timeout_ns) {
-      gate[1] = 1;
-      return;
-    }
-    __nanosleep(1000);
-  }
-}
-
 constexpr int kDotBlock = 1024;
-// Rounds queued behind one gate: 16 rounds are 177 launches and event records, far below the
-// depth of a stream's launch queue, so the host never blocks on a full queue while the gate
-// waits for it.
+// Rounds queued behind one gate: 16 rounds are 177 launches and event records, below the
+// gate's backlog (LaunchGate::kMaxBacklog), so every batch is queued whole before it runs.
 constexpr int kRoundsPerGate = 16;
-constexpr unsigned long long kGateTimeoutNs = 2'000'000'000ULL;
 constexpr int kEventsPerRound = 5;  // each op's end; the first op starts at the previous end
 
 enum LaunchIndex { kCopyLaunch, kScaleLaunch, kAddLaunch, kTriadLaunch, kDotLaunch, kInitLaunch };
@@ -188,10 +165,7 @@ class HbmStreamImpl final : public HbmStream {
     ASSIGN_OR_RETURN(partials_,
                      DeviceBuffer::Allocate(sizeof(double) * launches_[kDotLaunch].grid));
     ASSIGN_OR_RETURN(dot_, DeviceBuffer::Allocate(sizeof(double)));
-    ASSIGN_OR_RETURN(gate_, MappedBuffer::Allocate(2 * sizeof(int)));
-    void* gate_device = nullptr;
-    PG_CUDA(cudaHostGetDevicePointer(&gate_device, gate_.get(), 0));
-    gate_device_ = static_cast<int*>(gate_device);
+    ASSIGN_OR_RETURN(gate_, LaunchGate::Create());
     ASSIGN_OR_RETURN(stream_, Stream::Create());
     events_.resize(1 + kEventsPerRound * kRoundsPerGate);
     for (auto& e : events_) {
@@ -312,23 +286,14 @@ class HbmStreamImpl final : public HbmStream {
 
   // Queues `batch` rounds behind a closed gate, opens it, waits, and adds each op's time.
   Status RunGatedBatch(int batch, HbmStreamTimings* t) {
-    volatile int* gate = gate_.as<int>();
-    gate[0] = 0;
-    gate[1] = 0;
-    GateKernel<<<1, 1, 0, stream_.get()>>>(gate_device_, kGateTimeoutNs);
+    RETURN_IF_ERROR(gate_.Hold(stream_.get()));
     const Status queued = QueueRounds(batch);
     // Open the gate whatever happened: the stream must drain before we return.
-    __atomic_store_n(const_cast<int*>(&gate[0]), 1, __ATOMIC_RELEASE);
+    gate_.Open();
     RETURN_IF_ERROR(queued);
     const std::size_t last = static_cast<std::size_t>(batch * kEventsPerRound);
     PG_CUDA(cudaEventSynchronize(events_[last].get()));
-    if (gate[1] != 0) {
-      return Internal(
-          "hbm-stream: the launch gate timed out before the host had queued " +
-          std::to_string(batch) +
-          " rounds (host thread stalled, or CUDA_LAUNCH_BLOCKING set?); the timings would "
-          "include launch latency");
-    }
+    RETURN_IF_ERROR(gate_.CheckOpenedInTime("hbm-stream (" + std::to_string(batch) + " rounds)"));
     for (std::size_t i = 0; i < last; ++i) {
       float ms = 0;
       PG_CUDA(cudaEventElapsedTime(&ms, events_[i].get(), events_[i + 1].get()));
@@ -346,7 +311,6 @@ class HbmStreamImpl final : public HbmStream {
     auto* a = a_.as<double2>();
     auto* b = b_.as<double2>();
     auto* c = c_.as<double2>();
-    PG_CUDA(cudaGetLastError());  // the gate's launch
     PG_CUDA(cudaEventRecord(events_[0].get(), s));
     for (int round = 0; round < batch; ++round) {
       const auto end = [&](int op) {
@@ -374,8 +338,7 @@ class HbmStreamImpl final : public HbmStream {
   std::array<HbmStreamLaunch, 6> launches_{};
   bool capped_ = false;
   DeviceBuffer a_, b_, c_, partials_, dot_;
-  MappedBuffer gate_;
-  int* gate_device_ = nullptr;
+  LaunchGate gate_;
   Stream stream_;
   std::vector<Event> events_;
 };

@@ -1,5 +1,6 @@
 // Device side of memtest (kernels/memtest.cc): fills most of a GPU's free memory with a
-// pattern and checks every word, counting mismatches and keeping the first few. Standard types
+// pattern (or runs March C- over it) and checks every word, counting mismatches and keeping the
+// first few. Standard types
 // only; memtest.cu on CUDA, nocuda.cc without.
 #pragma once
 
@@ -27,11 +28,14 @@ struct MemStepResult {
 class MemTester {
  public:
   virtual ~MemTester() = default;
-  // Writes step `step` of `pattern` over the whole region, then reads every word back and
-  // compares (the write finishes everywhere before any word is read). Blocking; one thread at
+  // One step of `pattern` over the whole region. Write-then-verify patterns write step
+  // `step`, wait `hold_seconds` once the write has finished everywhere, then read every word
+  // back and compare. March C- waits `hold_seconds`, then runs element `step`
+  // (memtest_patterns.h), which reads what the elements before it wrote: run its steps in
+  // order. `seconds` is the GPU time of the kernels, without the wait. Blocking; one thread at
   // a time.
   virtual Result<MemStepResult> RunStep(memtest::Pattern pattern, int step, std::uint64_t seed,
-                                        int max_listed) = 0;
+                                        int max_listed, double hold_seconds) = 0;
   virtual std::int64_t Bytes() const = 0;  // size of the tested region
 };
 

@@ -22,6 +22,10 @@ std::string CudaRuntimeVersion() { return ""; }
 std::string CudaDriverVersion() { return ""; }
 
 Status RequireCudaDevice(int /*ordinal*/) { return NoCuda(); }
+Result<LaunchGateProbe> ProbeLaunchGate(int /*ordinal*/, double /*wait_seconds*/,
+                                        std::int64_t /*timeout_ns*/) {
+  return NoCuda();
+}
 Result<CudaDeviceFacts> QueryCudaDevice(int /*ordinal*/) { return NoCuda(); }
 Result<std::unique_ptr<HbmStream>> CreateHbmStream(const HbmStreamConfig& /*config*/) {
   return NoCuda();

@@ -3,6 +3,7 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/formulas.h"
+#include "kernels/cuda/launch_gate.cuh"
 #include "kernels/cuda/p2p.h"
 
 namespace perfgate::kernels::cuda {
@@ -41,6 +42,7 @@ class PeerCopierImpl final : public PeerCopier {
   Status Init(const std::vector<int>& devices, std::int64_t bytes) {
     if (bytes < 8) return InvalidArgument("p2p copy size must be at least 8 bytes");
     bytes_ = bytes;
+    ASSIGN_OR_RETURN(gate_, LaunchGate::Create());
     devices_.resize(devices.size());
     for (std::size_t i = 0; i < devices.size(); ++i) {
       PerDevice& d = devices_[i];
@@ -89,13 +91,15 @@ class PeerCopierImpl final : public PeerCopier {
     PG_CUDA(cudaMemsetAsync(d.dst.get(), 0, d.dst.bytes(), d.stream.get()));
     PG_CUDA(cudaStreamSynchronize(d.stream.get()));
     PG_CUDA(cudaSetDevice(s.ordinal));
-    PG_CUDA(cudaEventRecord(s.start.get(), s.stream.get()));
-    for (int i = 0; i < iterations; ++i) {
-      PG_CUDA(cudaMemcpyPeerAsync(d.dst.get(), d.ordinal, s.src.get(), s.ordinal,
-                                  static_cast<std::size_t>(bytes_), s.stream.get()));
-    }
-    PG_CUDA(cudaEventRecord(s.stop.get(), s.stream.get()));
-    return ElapsedSeconds(s.start, s.stop);
+    // Behind the launch gate: the window opens once the copies are queued.
+    return TimeBehindGate(gate_, s.stream.get(), s.start, s.stop, "p2p", [&]() -> Status {
+      for (int i = 0; i < iterations; ++i) {
+        PG_CUDA(cudaMemcpyPeerAsync(d.dst.get(), d.ordinal, s.src.get(), s.ordinal,
+                                    static_cast<std::size_t>(bytes_), s.stream.get()));
+        gate_.Queued();
+      }
+      return Status::Ok();
+    });
   }
 
   Status Verify(int src, int dst) override {
@@ -145,6 +149,7 @@ class PeerCopierImpl final : public PeerCopier {
   }
 
   std::int64_t bytes_ = 0;
+  LaunchGate gate_;
   std::vector<PerDevice> devices_;
   std::vector<bool> can_;
   std::vector<bool> enabled_;

@@ -29,10 +29,12 @@ class Communicator {
   // Blocking.
   virtual Status Fill(const Call& call) = 0;
   // Runs `call` `iterations` times back to back on every local rank (one group call per
-  // iteration across local ranks) and returns the wall-clock seconds from the first launch to
-  // the last completion. All ranks of the world must make the same calls in the same order.
-  // Blocking; past the timeout the watchdog aborts the communicator and this returns
-  // DeadlineExceeded with the reason (the communicator is unusable afterwards).
+  // iteration across local ranks) and returns the seconds from the first call to the last
+  // completion: on NCCL, GPU time between events recorded on each local rank's stream around
+  // the calls (the slowest local rank's); on the CPU stand-in, the host clock around them. All
+  // ranks of the world must make the same calls in the same order. Blocking; past the timeout the
+  // watchdog aborts the communicator and this returns DeadlineExceeded with the reason (the
+  // communicator is unusable afterwards).
   virtual Result<double> Run(const Call& call, int iterations) = 0;
   // Elements of the local ranks' results that differ from pattern.h's expectation, after
   // Fill(call) and one Run(call, 1). Blocking.

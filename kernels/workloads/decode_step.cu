@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/launch_gate.cuh"
 #include "kernels/workloads/decode_pattern.h"
 #include "kernels/workloads/lt_matmul.cuh"
 #include "kernels/workloads/transformer.h"
@@ -108,6 +109,7 @@ class DecodeStepRunnerImpl final : public DecodeStepRunner {
     ASSIGN_OR_RETURN(stream_, Stream::Create());
     ASSIGN_OR_RETURN(start_, Event::Create());
     ASSIGN_OR_RETURN(stop_, Event::Create());
+    ASSIGN_OR_RETURN(gate_, cuda::LaunchGate::Create());
     PG_LT(cublasLtCreate(lt_.out()));
     TransformerShape shape;
     shape.hidden = h;
@@ -165,29 +167,34 @@ class DecodeStepRunnerImpl final : public DecodeStepRunner {
     return Status::Ok();
   }
 
+  // Behind the launch gate: the window opens once the step is queued (or, for many layers, on
+  // a backlog of LaunchGate::kMaxBacklog operations).
   Result<double> Step() override {
     PG_CUDA(cudaSetDevice(config_.device));
     cudaStream_t s = stream_.get();
-    PG_CUDA(cudaEventRecord(start_.get(), s));
-    for (int l = 0; l < config_.layers; ++l) {
-      const char* layer = static_cast<const char*>(weights_.get()) + l * layer_weights_ * 2;
-      for (const Matrix& m : matrices_) {
-        RETURN_IF_ERROR(m.plan.Run(layer + m.offset * 2, activations_.get(), m.output.get(),
-                                   workspace_.get(), kWorkspaceBytes, s));
+    return cuda::TimeBehindGate(gate_, s, start_, stop_, "decode-step", [&]() -> Status {
+      for (int l = 0; l < config_.layers; ++l) {
+        const char* layer = static_cast<const char*>(weights_.get()) + l * layer_weights_ * 2;
+        for (const Matrix& m : matrices_) {
+          RETURN_IF_ERROR(m.plan.Run(layer + m.offset * 2, activations_.get(), m.output.get(),
+                                     workspace_.get(), kWorkspaceBytes, s));
+          gate_.Queued(2);  // cuBLASLt may add a split-K reduction kernel
+        }
+        PG_CUDA(cudaMemsetAsync(attention_.get(), 0, attention_.bytes(), s));
+        const dim3 grid(static_cast<unsigned>(config_.hidden / 128),
+                        static_cast<unsigned>(config_.batch), static_cast<unsigned>(splits_));
+        WithElementType(config_.dtype, [&](auto* type) {
+          using T = std::remove_pointer_t<decltype(type)>;
+          AttentionKernel<T><<<grid, kAttentionWarps * 32, 0, s>>>(
+              query_.as<T>(), keys_.as<T>() + l * kv_per_layer_,
+              values_.as<T>() + l * kv_per_layer_, config_.hidden, config_.kv_tokens,
+              tokens_per_split_, attention_.as<float>());
+        });
+        PG_CUDA(cudaGetLastError());
+        gate_.Queued(2);
       }
-      PG_CUDA(cudaMemsetAsync(attention_.get(), 0, attention_.bytes(), s));
-      const dim3 grid(static_cast<unsigned>(config_.hidden / 128),
-                      static_cast<unsigned>(config_.batch), static_cast<unsigned>(splits_));
-      WithElementType(config_.dtype, [&](auto* type) {
-        using T = std::remove_pointer_t<decltype(type)>;
-        AttentionKernel<T><<<grid, kAttentionWarps * 32, 0, s>>>(
-            query_.as<T>(), keys_.as<T>() + l * kv_per_layer_, values_.as<T>() + l * kv_per_layer_,
-            config_.hidden, config_.kv_tokens, tokens_per_split_, attention_.as<float>());
-      });
-      PG_CUDA(cudaGetLastError());
-    }
-    PG_CUDA(cudaEventRecord(stop_.get(), s));
-    return cuda::ElapsedSeconds(start_, stop_);
+      return Status::Ok();
+    });
   }
 
   Result<DecodeCheck> Check(int count) override {
@@ -271,6 +278,7 @@ class DecodeStepRunnerImpl final : public DecodeStepRunner {
   DecodeStepConfig config_;
   Stream stream_;
   Event start_, stop_;
+  cuda::LaunchGate gate_;
   LtContext lt_;
   std::vector<Matrix> matrices_;
   std::int64_t layer_weights_ = 0;

@@ -11,6 +11,7 @@
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/formulas.h"
+#include "kernels/cuda/launch_gate.cuh"
 #include "kernels/workloads/workload_backend.h"
 
 namespace perfgate::kernels::workloads {
@@ -86,6 +87,7 @@ class SwAlignerImpl final : public SwAligner {
     ASSIGN_OR_RETURN(stream_, Stream::Create());
     ASSIGN_OR_RETURN(start_, Event::Create());
     ASSIGN_OR_RETURN(stop_, Event::Create());
+    ASSIGN_OR_RETURN(gate_, cuda::LaunchGate::Create());
     RETURN_IF_ERROR(Upload(queries.residues, &query_residues_));
     RETURN_IF_ERROR(Upload(queries.offsets, &query_offsets_));
     RETURN_IF_ERROR(Upload(targets.residues, &target_residues_));
@@ -106,15 +108,17 @@ class SwAlignerImpl final : public SwAligner {
   Result<double> Run() override {
     PG_CUDA(cudaSetDevice(device_));
     const dim3 grid((targets_ + kThreads - 1) / kThreads, queries_);
-    PG_CUDA(cudaEventRecord(start_.get(), stream_.get()));
-    SmithWatermanKernel<<<grid, kThreads, 0, stream_.get()>>>(
-        query_residues_.as<std::uint8_t>(), query_offsets_.as<std::int64_t>(),
-        target_residues_.as<std::uint8_t>(), target_offsets_.as<std::int64_t>(), targets_,
-        matrix_.as<std::int8_t>(), scoring_.gap_open + scoring_.gap_extend, scoring_.gap_extend,
-        scores_.as<int>());
-    PG_CUDA(cudaGetLastError());
-    PG_CUDA(cudaEventRecord(stop_.get(), stream_.get()));
-    return cuda::ElapsedSeconds(start_, stop_);
+    // Behind the launch gate: the window opens once the kernel is queued.
+    return cuda::TimeBehindGate(
+        gate_, stream_.get(), start_, stop_, "sequence-search", [&]() -> Status {
+          SmithWatermanKernel<<<grid, kThreads, 0, stream_.get()>>>(
+              query_residues_.as<std::uint8_t>(), query_offsets_.as<std::int64_t>(),
+              target_residues_.as<std::uint8_t>(), target_offsets_.as<std::int64_t>(), targets_,
+              matrix_.as<std::int8_t>(), scoring_.gap_open + scoring_.gap_extend,
+              scoring_.gap_extend, scores_.as<int>());
+          PG_CUDA(cudaGetLastError());
+          return Status::Ok();
+        });
   }
 
   Result<std::vector<int>> Scores() override {
@@ -152,6 +156,7 @@ class SwAlignerImpl final : public SwAligner {
   align::Scoring scoring_;
   Stream stream_;
   Event start_, stop_;
+  cuda::LaunchGate gate_;
   DeviceBuffer query_residues_, query_offsets_, target_residues_, target_offsets_, matrix_, scores_;
   int registers_ = 0;
   std::int64_t local_bytes_ = 0;

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/cuda_common.cuh"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/launch_gate.cuh"
 #include "kernels/workloads/lt_matmul.cuh"
 #include "kernels/workloads/transformer.h"
 #include "kernels/workloads/workload_backend.h"
@@ -89,6 +90,9 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
       }
     }
     for (int device : config.devices) RETURN_IF_ERROR(cuda::RequireCudaDevice(device));
+    // NCCL sets up its connections on the host in the first all-reduce (the warm-up step),
+    // behind the gate: allow it far longer than a host needs to queue launches.
+    ASSIGN_OR_RETURN(gate_, cuda::LaunchGate::Create(60'000'000'000ULL));
     ranks_.resize(config.devices.size());
     std::vector<ncclComm_t> comms(config.devices.size(), nullptr);
     PG_NCCL(ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), config.devices.data()));
@@ -185,9 +189,43 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
   }
 
  private:
-  // Queues one step's matmuls and/or all-reduces on every rank and returns the slowest rank's
-  // seconds. Blocking.
+  // Queues one step's matmuls and/or all-reduces on every rank behind the launch gate and
+  // returns the slowest rank's seconds. Blocking.
   Result<double> Queue(bool compute, bool communicate) {
+    // Every rank's compute stream waits at the gate; the communication streams wait on the
+    // start events behind it. The windows open once the step is queued (or on a backlog of
+    // LaunchGate::kMaxBacklog operations per rank).
+    for (Rank& rank : ranks_) {
+      PG_CUDA(cudaSetDevice(rank.device));
+      const Status held = gate_.Hold(rank.compute.get());
+      if (!held.ok()) return Drain(held);
+    }
+    const Status queued = QueueStep(compute, communicate);
+    gate_.Open();
+    if (!queued.ok()) return Drain(queued);
+    double slowest = 0;
+    for (Rank& rank : ranks_) {
+      PG_CUDA(cudaSetDevice(rank.device));
+      ASSIGN_OR_RETURN(const double seconds, cuda::ElapsedSeconds(rank.start, rank.end));
+      slowest = std::max(slowest, seconds);
+    }
+    RETURN_IF_ERROR(gate_.CheckOpenedInTime("training-step"));
+    return slowest;
+  }
+
+  // Opens the gate and waits for every rank's streams, then returns `error`.
+  Status Drain(Status error) {
+    gate_.Open();
+    for (Rank& rank : ranks_) {
+      (void)cudaSetDevice(rank.device);
+      (void)cudaStreamSynchronize(rank.compute.get());
+      (void)cudaStreamSynchronize(rank.comm.get());
+    }
+    return error;
+  }
+
+  // The step's work, from the start events to the end events. Non-blocking.
+  Status QueueStep(bool compute, bool communicate) {
     for (Rank& rank : ranks_) {
       PG_CUDA(cudaSetDevice(rank.device));
       PG_CUDA(cudaEventRecord(rank.start.get(), rank.compute.get()));
@@ -202,6 +240,7 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
                                               rank.workspace.get(), kWorkspaceBytes,
                                               rank.compute.get()));
         }
+        gate_.Queued(2);  // per rank: cuBLASLt may add a split-K reduction kernel
       }
     }
     std::int64_t gradient_offset = 0;
@@ -216,6 +255,7 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
           RETURN_IF_ERROR(rank.backward[i].Run(rank.a.get(), rank.b.get(), c, rank.workspace.get(),
                                                kWorkspaceBytes, rank.compute.get()));
         }
+        gate_.Queued(2);
       }
       if (s.weight_gradient) gradient_offset += s.m * s.n;
       if (!communicate) continue;
@@ -238,6 +278,7 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
           }
         }
         PG_NCCL(ncclGroupEnd());
+        gate_.Queued(3);  // per rank: the event, the wait and the all-reduce
       }
     }
     for (Rank& rank : ranks_) {
@@ -246,13 +287,7 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
       PG_CUDA(cudaStreamWaitEvent(rank.compute.get(), rank.comm_done.get(), 0));
       PG_CUDA(cudaEventRecord(rank.end.get(), rank.compute.get()));
     }
-    double slowest = 0;
-    for (Rank& rank : ranks_) {
-      PG_CUDA(cudaSetDevice(rank.device));
-      ASSIGN_OR_RETURN(const double seconds, cuda::ElapsedSeconds(rank.start, rank.end));
-      slowest = std::max(slowest, seconds);
-    }
-    return slowest;
+    return Status::Ok();
   }
 
   TrainingStepConfig config_;
@@ -261,6 +296,7 @@ class TrainingStepRunnerImpl final : public TrainingStepRunner {
   Buckets buckets_;
   std::int64_t gradient_elements_ = 0;
   std::vector<Rank> ranks_;
+  cuda::LaunchGate gate_;
 };
 
 }  // namespace

@@ -4,6 +4,19 @@
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# needs_root_and TOOL...: skips the test (exit 77, CTest's SKIP_RETURN_CODE) unless it runs as
+# root with every TOOL on PATH; the tests that build roots, images and packages need both.
+needs_root_and() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: needs root" >&2
+    exit 77
+  fi
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "SKIP: needs $tool (scripts/install-deps.sh test)" >&2; exit 77; }
+  done
+}
+
 # start_kube_sim WORKDIR [kube-sim flags...]: starts kube-sim on a free loopback port, waits for
 # its kubeconfig and exports KUBECONFIG. Stopped by stop_kube_sim (call it from an EXIT trap).
 start_kube_sim() {

@@ -137,8 +137,13 @@ TEST(FindLagging, NamesTheNodesEightPercentSlowThatStillPass) {
   }
 }
 
-TEST(FindLagging, NeedsEightPeersAndAClearGap) {
-  EXPECT_TRUE(FindLagging(Figures(testing::Fleet(7, 0, 1))).empty());
+TEST(FindLagging, NeedsTwoPeersAndAClearGap) {
+  // One peer cannot say which of the two is slow.
+  EXPECT_TRUE(FindLagging(Figures(testing::Fleet(2, 0, 1))).empty());
+  // Six peers can: the slow node's GEMM figures are judged against the other nodes' spread.
+  std::set<std::string> few;
+  for (const auto& l : FindLagging(Figures(testing::Fleet(7, 0, 1)))) few.insert(l.figure.node);
+  EXPECT_EQ(few, (std::set<std::string>{"node-000"}));
   // A healthy fleet's spread is noise: nothing lags.
   EXPECT_TRUE(FindLagging(Figures(testing::Fleet(200, 0, 0))).empty());
   // Lower is better: a count above identical peers lags.

@@ -79,6 +79,20 @@ TEST(GpuDevice, HbmStreamCopyTimingExcludesLaunchLatency) {
   EXPECT_NEAR(copy / scale, 1.0, 0.05);
 }
 
+// The launch gate every timing window opens behind holds work queued after it until the host
+// opens it, and lets go by itself (reported) when the host never does.
+TEST(GpuDevice, LaunchGateHoldsQueuedWorkUntilOpened) {
+  SKIP_WITHOUT_CUDA_DEVICE(0);
+  auto held = cuda::ProbeLaunchGate(0, 0.2, 2'000'000'000);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_TRUE(held->held);
+  EXPECT_FALSE(held->timed_out);
+  auto lost = cuda::ProbeLaunchGate(0, 0.5, 10'000'000);  // lets go after 10 ms
+  ASSERT_TRUE(lost.ok()) << lost.status().ToString();
+  EXPECT_FALSE(lost->held);
+  EXPECT_TRUE(lost->timed_out);
+}
+
 // A write ordered on the kernels' stream is seen by the very next kernel.
 TEST(GpuDevice, HbmStreamWriteIsOrderedBeforeTheNextKernel) {
   SKIP_WITHOUT_CUDA_DEVICE(0);

@@ -33,7 +33,7 @@ Result<std::string> KubeSim::Impl::IssueTokenLocked(const std::string& ns, const
   return SignJwt(claims.dump(), signingKey);
 }
 
-std::optional<UserInfo> KubeSim::Impl::Authenticate(const HttpRequest& req) {
+std::optional<UserInfo> KubeSim::Impl::Authenticate(const HttpRequest& req) const {
   std::string auth = req.Header("authorization");
   const std::string prefix = "Bearer ";
   if (auth.rfind(prefix, 0) != 0) return std::nullopt;
@@ -50,7 +50,7 @@ std::optional<UserInfo> KubeSim::Impl::Authenticate(const HttpRequest& req) {
   std::string ns = k8s.value("namespace", "");
   const Json saClaim = k8s.value("serviceaccount", Json::object());
   std::string sa = saClaim.value("name", "");
-  Json* saObj = FindObject(*FindType("", "serviceaccounts"), ns, sa);
+  const Json* saObj = FindObject(*FindType("", "serviceaccounts"), ns, sa);
   // Like kube-apiserver, a token outlives neither its service account nor the pod it is bound to.
   if (saObj == nullptr || (*saObj)["metadata"].value("uid", "") != saClaim.value("uid", "")) {
     return std::nullopt;
@@ -61,7 +61,7 @@ std::optional<UserInfo> KubeSim::Impl::Authenticate(const HttpRequest& req) {
   u.groups = {"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"};
   if (k8s.contains("pod")) {
     std::string podName = k8s["pod"].value("name", "");
-    Json* pod = FindObject(*FindType("", "pods"), ns, podName);
+    const Json* pod = FindObject(*FindType("", "pods"), ns, podName);
     if (pod == nullptr || (*pod)["metadata"].value("uid", "") != k8s["pod"].value("uid", "")) {
       return std::nullopt;
     }
@@ -133,7 +133,7 @@ bool SubjectMatches(const Json& subject, const UserInfo& user) {
 bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
                               const std::string& group, const std::string& resource,
                               const std::string& subresource, const std::string& ns,
-                              const std::string& name, const std::string& path) {
+                              const std::string& name, const std::string& path) const {
   for (const auto& g : user.groups) {
     if (g == "system:masters") return true;
   }
@@ -141,7 +141,7 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
                      const std::string& roleName) -> Json {
     const ResourceType* t =
         FindType("rbac.authorization.k8s.io", kind == "ClusterRole" ? "clusterroles" : "roles");
-    Json* role = FindObject(*t, roleNs, roleName);
+    const Json* role = FindObject(*t, roleNs, roleName);
     return role == nullptr ? Json::array() : role->value("rules", Json::array());
   };
   auto anyAllows = [&](const Json& rules) {
@@ -150,7 +150,7 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
     }
     return false;
   };
-  for (const auto& [k, b] : objects["rbac.authorization.k8s.io/clusterrolebindings"]) {
+  for (const auto& [k, b] : ObjectsOf("rbac.authorization.k8s.io/clusterrolebindings")) {
     bool match = false;
     for (const auto& s : b.value("subjects", Json::array()))
       match = match || SubjectMatches(s, user);
@@ -158,7 +158,7 @@ bool KubeSim::Impl::Authorize(const UserInfo& user, const std::string& verb,
     if (anyAllows(rulesOf("ClusterRole", "", b["roleRef"].value("name", "")))) return true;
   }
   if (!ns.empty() && path.empty()) {
-    for (const auto& [k, b] : objects["rbac.authorization.k8s.io/rolebindings"]) {
+    for (const auto& [k, b] : ObjectsOf("rbac.authorization.k8s.io/rolebindings")) {
       if (b["metadata"].value("namespace", "") != ns) continue;
       bool match = false;
       for (const auto& s : b.value("subjects", Json::array()))

@@ -302,7 +302,7 @@ Status KubeSim::Impl::AddNodeLocked(const NodeSpec& spec) {
 }
 
 void KubeSim::Impl::ControllerLoop() {
-  std::unique_lock<std::mutex> lock(mu);
+  std::unique_lock<std::shared_mutex> lock(mu);
   while (!stopping) {
     auto wait = runs.empty() && restartNotBefore.empty() ? std::chrono::milliseconds(200)
                                                          : std::chrono::milliseconds(20);
@@ -1111,7 +1111,7 @@ void KubeSim::Impl::ReapPodsLocked() {
 }
 
 void KubeSim::Impl::KillAllPods() {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::shared_mutex> lock(mu);
   for (auto& [uid, run] : runs) {
     if (run.pid > 0) {
       ::kill(-run.pid, SIGKILL);

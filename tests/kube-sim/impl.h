@@ -26,21 +26,25 @@ struct KubeSim::Impl {
   HttpsServer server;
   bool started = false;
 
-  mutable std::mutex mu;
-  std::condition_variable cv;         // watchers: new events, drops, stop
-  std::condition_variable controlCv;  // controllers: something changed
+  // The store's lock: API reads (get, list, a watch's initial list and its events, discovery)
+  // share it; writes, the controllers and the direct accessors that change state hold it alone.
+  mutable std::shared_mutex mu;
+  mutable std::condition_variable_any cv;  // watchers: new events, drops, stop
+  std::condition_variable_any controlCv;   // controllers: something changed
   uint64_t rv = 1;
   uint64_t historyFloor = 0;  // a watch from a resourceVersion below this is expired
   std::deque<WatchEvent> history;
   uint64_t watchEpoch = 0;
-  bool stopping = false;
+  std::atomic<bool> stopping = false;  // set under mu; read by the thaw wait under faultMu
   bool dirty = true;
   bool gcDirty = true;     // a delete, finalizer or owner reference needs the garbage collector
   bool nodesDirty = true;  // a node changed: the node lifecycle controller looks at its taints
   std::map<std::string, ResourceType> types;                   // group/plural -> type
   std::map<std::string, std::map<std::string, Json>> objects;  // group/plural -> ns/name -> obj
 
-  // Faults.
+  // Faults, under faultMu (taken after mu, never the other way round), so that a request
+  // holding mu shared can take its fault.
+  std::mutex faultMu;
   int latencyMs = 0;
   int throttleNext = 0;
   int retryAfterSeconds = 1;
@@ -51,9 +55,13 @@ struct KubeSim::Impl {
   bool frozen = false;
   bool watchesHeld = false;        // open watches send nothing until released (events kept)
   bool schedulerPaused = false;    // pods stay Pending, with no PodScheduled condition
-  std::condition_variable thawCv;  // frozen became false, or stopping
-  std::mt19937 rng{42};
+  std::condition_variable thawCv;  // frozen became false, or stopping (with faultMu)
+  std::mt19937 faultRng{42};       // failureFraction's draws
+  std::mt19937 rng{42};            // generated names (under mu)
 
+  // The request log, under recordMu (taken after mu and faultMu): requests that share mu
+  // record concurrently.
+  mutable std::mutex recordMu;
   std::vector<RequestRecord> requests;
   std::ofstream auditLog;  // Options::auditLogPath
   AdmissionHook admission;
@@ -65,10 +73,14 @@ struct KubeSim::Impl {
   std::map<std::string, std::chrono::steady_clock::time_point> restartNotBefore;
   std::thread controller;
 
-  // ---- store (call with mu held)
+  // ---- store (call with mu held; the const members with mu shared or exclusive)
   const ResourceType* FindType(const std::string& group, const std::string& plural) const;
   const ResourceType* FindTypeByKind(const std::string& apiVersion, const std::string& kind) const;
   Json* FindObject(const ResourceType& t, const std::string& ns, const std::string& name);
+  const Json* FindObject(const ResourceType& t, const std::string& ns,
+                         const std::string& name) const;
+  // The stored objects of a type (group/plural), ns/name -> object; empty when none.
+  const std::map<std::string, Json>& ObjectsOf(const std::string& key) const;
   void Emit(const ResourceType& t, const std::string& type, const Json& obj, const Json& prev);
   Outcome CreateLocked(const ResourceType& t, const std::string& ns, Json obj, bool dryRun,
                        const std::string& fieldValidation, std::vector<std::string>* warnings);
@@ -86,10 +98,10 @@ struct KubeSim::Impl {
   void MarkDirty();
 
   // ---- auth
-  std::optional<UserInfo> Authenticate(const HttpRequest& req);
+  std::optional<UserInfo> Authenticate(const HttpRequest& req) const;
   bool Authorize(const UserInfo& user, const std::string& verb, const std::string& group,
                  const std::string& resource, const std::string& subresource, const std::string& ns,
-                 const std::string& name, const std::string& path);
+                 const std::string& name, const std::string& path) const;
   // OwnerReferencesPermissionEnforcement (Options): the Forbidden outcome when `user` may not
   // make the ownerReferences change from `old` (nullptr on create) to `obj`.
   std::optional<Outcome> EnforceOwnerReferencePermissions(
@@ -99,10 +111,11 @@ struct KubeSim::Impl {
                                        const std::string& podName, int expirationSeconds,
                                        Json* claimsOut);
 
-  // ---- HTTP
+  // ---- HTTP (routes.cc: the pipeline and its route table; api.cc: what the routes share)
   void Handle(const HttpRequest& req, HttpResponder& resp);
+  // Streams a watch; takes mu shared itself.
   void ServeWatch(const HttpRequest& req, HttpResponder& resp, const ResourceType& t,
-                  const std::string& ns);
+                  const std::string& ns) const;
   Json Discovery(const std::string& path, bool* found) const;
   Json OpenApiV3(const std::string& gvPath, bool* found) const;
   Json BuildTable(const ResourceType& t, const std::vector<Json>& items,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,12 @@
 #include "tests/kube-sim/pki.h"
 
 namespace perfgate::kubesim {
+
+// A boolean query parameter as kube-apiserver reads one ("watch=1", "follow=true").
+inline bool Truthy(const std::string& s) { return s == "1" || s == "true" || s == "True"; }
+
+// A URL path's non-empty segments.
+std::vector<std::string> SplitPath(const std::string& path);
 
 // The taints the node lifecycle controller keeps in step with a node's Ready condition.
 inline constexpr const char* kNotReadyTaint = "node.kubernetes.io/not-ready";

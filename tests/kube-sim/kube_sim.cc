@@ -106,6 +106,56 @@ Result<Json> ToResult(const Outcome& o) {
   return Status(code, o.body.value("message", "kube-sim error"));
 }
 
+// The namespaces and bootstrap RBAC kube-apiserver creates that perfgate's tests lean on.
+void CreateBootstrapObjects(KubeSim::Impl& s) {
+  std::lock_guard<std::shared_mutex> lock(s.mu);
+  const ResourceType& nsType = *s.FindType("", "namespaces");
+  for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+    s.CreateLocked(nsType, "", {{"metadata", {{"name", ns}}}}, false, "", nullptr);
+  }
+  // The bootstrap RBAC kube-apiserver creates that perfgate's tests lean on.
+  const ResourceType& cr = *s.FindType("rbac.authorization.k8s.io", "clusterroles");
+  const ResourceType& crb = *s.FindType("rbac.authorization.k8s.io", "clusterrolebindings");
+  s.CreateLocked(cr, "",
+                 {{"metadata", {{"name", "cluster-admin"}}},
+                  {"rules",
+                   {{{"apiGroups", {"*"}}, {"resources", {"*"}}, {"verbs", {"*"}}},
+                    {{"nonResourceURLs", {"*"}}, {"verbs", {"*"}}}}}},
+                 false, "", nullptr);
+  s.CreateLocked(crb, "",
+                 {{"metadata", {{"name", "cluster-admin"}}},
+                  {"roleRef",
+                   {{"apiGroup", "rbac.authorization.k8s.io"},
+                    {"kind", "ClusterRole"},
+                    {"name", "cluster-admin"}}},
+                  {"subjects",
+                   {{{"apiGroup", "rbac.authorization.k8s.io"},
+                     {"kind", "Group"},
+                     {"name", "system:masters"}}}}},
+                 false, "", nullptr);
+  s.CreateLocked(cr, "",
+                 {{"metadata", {{"name", "system:basic-user"}}},
+                  {"rules",
+                   {{{"apiGroups", {"authentication.k8s.io"}},
+                     {"resources", {"selfsubjectreviews"}},
+                     {"verbs", {"create"}}},
+                    {{"apiGroups", {"authorization.k8s.io"}},
+                     {"resources", {"selfsubjectaccessreviews"}},
+                     {"verbs", {"create"}}}}}},
+                 false, "", nullptr);
+  s.CreateLocked(crb, "",
+                 {{"metadata", {{"name", "system:basic-user"}}},
+                  {"roleRef",
+                   {{"apiGroup", "rbac.authorization.k8s.io"},
+                    {"kind", "ClusterRole"},
+                    {"name", "system:basic-user"}}},
+                  {"subjects",
+                   {{{"apiGroup", "rbac.authorization.k8s.io"},
+                     {"kind", "Group"},
+                     {"name", "system:authenticated"}}}}},
+                 false, "", nullptr);
+}
+
 }  // namespace
 
 KubeSim::KubeSim(Options options) : impl_(std::make_unique<Impl>()) {
@@ -136,54 +186,7 @@ Status KubeSim::Start() {
     if (!s.auditLog) return Internal("kube-sim: cannot write the audit log " + s.opts.auditLogPath);
   }
   RegisterBuiltins(s.types);
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    const ResourceType& nsType = *s.FindType("", "namespaces");
-    for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
-      s.CreateLocked(nsType, "", {{"metadata", {{"name", ns}}}}, false, "", nullptr);
-    }
-    // The bootstrap RBAC kube-apiserver creates that perfgate's tests lean on.
-    const ResourceType& cr = *s.FindType("rbac.authorization.k8s.io", "clusterroles");
-    const ResourceType& crb = *s.FindType("rbac.authorization.k8s.io", "clusterrolebindings");
-    s.CreateLocked(cr, "",
-                   {{"metadata", {{"name", "cluster-admin"}}},
-                    {"rules",
-                     {{{"apiGroups", {"*"}}, {"resources", {"*"}}, {"verbs", {"*"}}},
-                      {{"nonResourceURLs", {"*"}}, {"verbs", {"*"}}}}}},
-                   false, "", nullptr);
-    s.CreateLocked(crb, "",
-                   {{"metadata", {{"name", "cluster-admin"}}},
-                    {"roleRef",
-                     {{"apiGroup", "rbac.authorization.k8s.io"},
-                      {"kind", "ClusterRole"},
-                      {"name", "cluster-admin"}}},
-                    {"subjects",
-                     {{{"apiGroup", "rbac.authorization.k8s.io"},
-                       {"kind", "Group"},
-                       {"name", "system:masters"}}}}},
-                   false, "", nullptr);
-    s.CreateLocked(cr, "",
-                   {{"metadata", {{"name", "system:basic-user"}}},
-                    {"rules",
-                     {{{"apiGroups", {"authentication.k8s.io"}},
-                       {"resources", {"selfsubjectreviews"}},
-                       {"verbs", {"create"}}},
-                      {{"apiGroups", {"authorization.k8s.io"}},
-                       {"resources", {"selfsubjectaccessreviews"}},
-                       {"verbs", {"create"}}}}}},
-                   false, "", nullptr);
-    s.CreateLocked(crb, "",
-                   {{"metadata", {{"name", "system:basic-user"}}},
-                    {"roleRef",
-                     {{"apiGroup", "rbac.authorization.k8s.io"},
-                      {"kind", "ClusterRole"},
-                      {"name", "system:basic-user"}}},
-                    {"subjects",
-                     {{{"apiGroup", "rbac.authorization.k8s.io"},
-                       {"kind", "Group"},
-                       {"name", "system:authenticated"}}}}},
-                   false, "", nullptr);
-  }
+  CreateBootstrapObjects(s);
   RETURN_IF_ERROR(s.server.Start(
       s.opts.host, s.opts.port, s.pki.serverCertPem, s.pki.serverKeyPem,
       [this](const HttpRequest& req, HttpResponder& resp) { impl_->Handle(req, resp); }));
@@ -221,10 +224,13 @@ void KubeSim::Stop() {
   if (!s.started) return;
   s.started = false;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    std::lock_guard<std::shared_mutex> lock(s.mu);
     s.stopping = true;
     s.cv.notify_all();
     s.controlCv.notify_all();
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.faultMu);  // a frozen request's wait sees `stopping`
     s.thawCv.notify_all();
   }
   if (s.controller.joinable()) s.controller.join();
@@ -247,21 +253,23 @@ const std::string& KubeSim::workDir() const { return impl_->workDir; }
 
 Result<Json> KubeSim::Get(const std::string& group, const std::string& resource,
                           const std::string& ns, const std::string& name) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  const ResourceType* t = impl_->FindType(group, resource);
+  const Impl& s = *impl_;
+  std::shared_lock lock(s.mu);
+  const ResourceType* t = s.FindType(group, resource);
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);
-  Json* o = impl_->FindObject(*t, ns, name);
+  const Json* o = s.FindObject(*t, ns, name);
   if (o == nullptr) return ToResult(NotFound(*t, name));
   return *o;
 }
 
 std::vector<Json> KubeSim::List(const std::string& group, const std::string& resource,
                                 const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  const Impl& s = *impl_;
+  std::shared_lock lock(s.mu);
   std::vector<Json> out;
-  const ResourceType* t = impl_->FindType(group, resource);
+  const ResourceType* t = s.FindType(group, resource);
   if (t == nullptr) return out;
-  for (const auto& [k, o] : impl_->objects[t->key()]) {
+  for (const auto& [k, o] : s.ObjectsOf(t->key())) {
     if (ns.empty() || o["metadata"].value("namespace", "") == ns) out.push_back(o);
   }
   return out;
@@ -269,7 +277,7 @@ std::vector<Json> KubeSim::List(const std::string& group, const std::string& res
 
 Result<Json> KubeSim::Create(const std::string& group, const std::string& resource,
                              const Json& object) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   const ResourceType* t = impl_->FindType(group, resource);
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);
   ResourceType copy = *t;
@@ -280,7 +288,7 @@ Result<Json> KubeSim::Create(const std::string& group, const std::string& resour
 
 Result<Json> KubeSim::Update(const std::string& group, const std::string& resource,
                              const Json& object, bool status) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   const ResourceType* t = impl_->FindType(group, resource);
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);
   ResourceType copy = *t;
@@ -291,7 +299,7 @@ Result<Json> KubeSim::Update(const std::string& group, const std::string& resour
 
 Status KubeSim::Delete(const std::string& group, const std::string& resource, const std::string& ns,
                        const std::string& name) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   const ResourceType* t = impl_->FindType(group, resource);
   if (t == nullptr) return ::perfgate::NotFound("kube-sim: no resource " + resource + "." + group);
   ResourceType copy = *t;
@@ -300,12 +308,12 @@ Status KubeSim::Delete(const std::string& group, const std::string& resource, co
 }
 
 uint64_t KubeSim::resourceVersion() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::shared_lock lock(impl_->mu);
   return impl_->rv;
 }
 
 Status KubeSim::AddNode(const NodeSpec& spec) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   return impl_->AddNodeLocked(spec);
 }
 
@@ -313,66 +321,66 @@ Result<std::string> KubeSim::IssueServiceAccountToken(const std::string& ns,
                                                       const std::string& serviceAccount,
                                                       const std::string& podName,
                                                       int expirationSeconds) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   return impl_->IssueTokenLocked(ns, serviceAccount, podName, expirationSeconds, nullptr);
 }
 
 void KubeSim::SetLatencyMs(int latencyMs) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->faultMu);
   impl_->latencyMs = latencyMs;
 }
 void KubeSim::ThrottleNextRequests(int count, int retryAfterSeconds) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->faultMu);
   impl_->throttleNext = count;
   impl_->retryAfterSeconds = retryAfterSeconds;
 }
 void KubeSim::FailNextRequests(int count, int httpCode) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->faultMu);
   impl_->failNext = count;
   impl_->failCode = httpCode;
 }
 void KubeSim::SetFailureFraction(double fraction, int httpCode) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->faultMu);
   impl_->failureFraction = fraction;
   impl_->failureFractionCode = httpCode;
 }
 void KubeSim::DropWatches() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   ++impl_->watchEpoch;
   impl_->cv.notify_all();
 }
 void KubeSim::ExpireWatchHistory() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   impl_->history.clear();
   impl_->historyFloor = impl_->rv;
   impl_->cv.notify_all();
 }
 void KubeSim::HoldWatches(bool held) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   impl_->watchesHeld = held;
   impl_->cv.notify_all();
 }
 void KubeSim::PauseScheduler(bool paused) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   impl_->schedulerPaused = paused;
   impl_->dirty = true;
   impl_->controlCv.notify_all();
 }
 void KubeSim::SetFrozen(bool frozen) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->faultMu);
   impl_->frozen = frozen;
   impl_->thawCv.notify_all();
 }
 std::vector<RequestRecord> KubeSim::Requests() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->recordMu);
   return impl_->requests;
 }
 void KubeSim::SetAdmissionHook(AdmissionHook hook) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   impl_->admission = std::move(hook);
 }
 void KubeSim::SetScaleModeAction(std::function<PodOutcome(const Json& pod)> action) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::lock_guard<std::shared_mutex> lock(impl_->mu);
   impl_->scaleAction = std::move(action);
 }
 

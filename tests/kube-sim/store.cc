@@ -1,6 +1,7 @@
 // kube-sim's object store: resource registry, create/replace/delete with kube-apiserver's
 // metadata rules, resourceVersion and the bounded watch-event history.
 #include <algorithm>
+#include <utility>
 
 #include "tests/kube-sim/impl.h"
 
@@ -76,11 +77,23 @@ const ResourceType* KubeSim::Impl::FindTypeByKind(const std::string& apiVersion,
   return nullptr;
 }
 
+// Lookups never insert, so that requests sharing mu only read the maps.
 Json* KubeSim::Impl::FindObject(const ResourceType& t, const std::string& ns,
                                 const std::string& name) {
-  auto& m = objects[t.key()];
+  return const_cast<Json*>(std::as_const(*this).FindObject(t, ns, name));
+}
+
+const Json* KubeSim::Impl::FindObject(const ResourceType& t, const std::string& ns,
+                                      const std::string& name) const {
+  const std::map<std::string, Json>& m = ObjectsOf(t.key());
   auto it = m.find((t.namespaced ? ns : "") + "/" + name);
   return it == m.end() ? nullptr : &it->second;
+}
+
+const std::map<std::string, Json>& KubeSim::Impl::ObjectsOf(const std::string& key) const {
+  static const std::map<std::string, Json> kNone;
+  auto it = objects.find(key);
+  return it == objects.end() ? kNone : it->second;
 }
 
 std::string KubeSim::Impl::NewUid() {

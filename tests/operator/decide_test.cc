@@ -40,6 +40,7 @@
 //   StoreRecordsResultsCatchesUpAndFlagsRegressions -> DecideStore.*, DecideRegressions.*
 // The DecideEdge tests are the edge cases the end-to-end suite cannot reach cheaply.
 #include "operator/decide.h"
+#include "common/node_verdict.h"
 
 #include <gtest/gtest.h>
 
@@ -351,7 +352,7 @@ TEST(DecideScenario, FourNodesPass) {
   EXPECT_EQ(Condition(*d.status, "Ready").value("status", ""), "True");
   EXPECT_FALSE(d.status->value("completionTime", "").empty());
   ASSERT_EQ(d.node_verdicts.size(), 4u);
-  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, verdict::Verdict::kPass) << v.node;
   EXPECT_TRUE(HasEvent(d, "Completed", true));
   EXPECT_FALSE(HasEvent(d, "NodeNotPassed", true));
 }
@@ -410,10 +411,11 @@ TEST(DecideScenario, OneSlowNodeFailsAndOnlyItIsTainted) {
             std::string::npos);
   EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
   EXPECT_EQ(d.on_failure, "taint");
-  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS");
+  for (const auto& v : d.node_verdicts)
+    EXPECT_EQ(v.verdict, v.node == "node-2" ? verdict::Verdict::kFail : verdict::Verdict::kPass);
   EXPECT_TRUE(HasEvent(d, "NodeNotPassed", true));
   Json node = NodeObj("node-2");
-  EXPECT_TRUE(MarkNode(&node, "FAIL", "slow", d.on_failure));
+  EXPECT_TRUE(MarkNode(&node, verdict::Verdict::kFail, "slow", d.on_failure));
   EXPECT_EQ(node["spec"]["taints"][0].value("key", ""), kFailedTaint);
   EXPECT_EQ(node["metadata"]["labels"].value(kVerdictLabel, ""), "failed");
 }
@@ -494,7 +496,7 @@ TEST(DecideScenario, BrokenWorkersGiveErrorNotTaint) {
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "NodeErrors");
-  for (const auto& v : d.node_verdicts) EXPECT_NE(v.verdict, "FAIL") << v.node;
+  for (const auto& v : d.node_verdicts) EXPECT_NE(v.verdict, verdict::Verdict::kFail) << v.node;
 }
 
 // InvalidSpecIsRefusedOrCompletesInvalid: an unknown test type completes InvalidSpec with the
@@ -536,7 +538,7 @@ TEST(DecideScenario, LaterPassRemovesOnlyPerfgateTaint) {
   Json node = NodeObj("node-1");
   node["spec"]["taints"] =
       Json::parse(R"([{"key": "team", "value": "ml", "effect": "NoSchedule"}])");
-  ASSERT_TRUE(MarkNode(&node, "FAIL", "first", "taint"));
+  ASSERT_TRUE(MarkNode(&node, verdict::Verdict::kFail, "first", "taint"));
   ASSERT_EQ(node["spec"]["taints"].size(), 2u);
   World w("second", StreamSpec(), {node});
   w.Apply(w.Decide());
@@ -582,7 +584,7 @@ TEST(DecideScenario, NamesLongerThan63Characters) {
 // node, and a PASS lifts it.
 TEST(DecideScenario, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
   std::vector<Json> nodes = Nodes(4);
-  ASSERT_TRUE(MarkNode(&nodes[2], "FAIL", "cordon", "taintAndCordon"));
+  ASSERT_TRUE(MarkNode(&nodes[2], verdict::Verdict::kFail, "cordon", "taintAndCordon"));
   ASSERT_TRUE(nodes[2]["spec"].value("unschedulable", false));
   Json spec = StreamSpec();
   spec["policy"]["onFailure"] = "taintAndCordon";
@@ -596,7 +598,7 @@ TEST(DecideScenario, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
   }
   EXPECT_TRUE(tolerated.count("node.kubernetes.io/unschedulable"));
   EXPECT_TRUE(tolerated.count(kFailedTaint));
-  EXPECT_TRUE(MarkNode(&nodes[2], "PASS", "retest", "taintAndCordon"));
+  EXPECT_TRUE(MarkNode(&nodes[2], verdict::Verdict::kPass, "retest", "taintAndCordon"));
   EXPECT_FALSE(nodes[2]["spec"].value("unschedulable", true));
   EXPECT_FALSE(nodes[2]["spec"].contains("taints"));
 }
@@ -605,9 +607,9 @@ TEST(DecideScenario, CordonedFailedNodeIsRetestedAndReleasedOnPass) {
 // labels the validation set (not where it left its own taint), then drops the finalizer.
 TEST(DecideScenario, DeletionReleasesLabelsThenTheFinalizer) {
   std::vector<Json> nodes = Nodes(4);
-  ASSERT_TRUE(MarkNode(&nodes[0], "PASS", "tainter", "taint"));
-  ASSERT_TRUE(MarkNode(&nodes[2], "FAIL", "tainter", "taint"));
-  ASSERT_TRUE(MarkNode(&nodes[3], "PASS", "other", "taint"));
+  ASSERT_TRUE(MarkNode(&nodes[0], verdict::Verdict::kPass, "tainter", "taint"));
+  ASSERT_TRUE(MarkNode(&nodes[2], verdict::Verdict::kFail, "tainter", "taint"));
+  ASSERT_TRUE(MarkNode(&nodes[3], verdict::Verdict::kPass, "other", "taint"));
   World w("tainter", StreamSpec(), nodes);
   w.Apply(w.Decide());
   w.validation["metadata"]["deletionTimestamp"] = "2026-12-01T12:01:00Z";
@@ -630,7 +632,7 @@ TEST(DecideScenario, NodeWithoutSpecIsTestedLikeAnyOther) {
   World w("bare", StreamSpec(), nodes);
   const Decision d = w.Decide();
   EXPECT_EQ(PodNodes(d).count("bare"), 1u);
-  EXPECT_TRUE(MarkNode(&bare, "PASS", "bare", "taintAndCordon"));
+  EXPECT_TRUE(MarkNode(&bare, verdict::Verdict::kPass, "bare", "taintAndCordon"));
   EXPECT_EQ(bare["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
 }
 
@@ -925,7 +927,7 @@ TEST(DecideScenario, GangWithUnschedulablePodFailsAsOne) {
   }
   EXPECT_EQ(d.status->value("verdict", ""), "Error");
   EXPECT_NE(d.status->value("message", "").find("gang of 5: node-4 ERROR"), std::string::npos);
-  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, "ERROR");
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, verdict::Verdict::kError);
 }
 
 // GangPairsFailOnlyTheirOwnPair: five nodes make (0,1) and (2,3,4); a scheduling ERROR names
@@ -1603,12 +1605,27 @@ TEST(DecideStore, UnavailableStoreLeavesTheVerdictAndSaysSo) {
   EXPECT_EQ(d.requeue_after.count(), 0);
 }
 
-TEST(DecideStore, WithoutAStoreThereIsNoRecordedCondition) {
+TEST(DecideStore, WithoutAStoreRecordedSaysResultsAreNotKeptAndHow) {
   World w("off", StreamSpec());
+  // From the first reconcile on, where a person looks (kubectl describe, kubectl get -o yaml).
+  Decision first = w.Decide();
+  ASSERT_TRUE(first.status);
+  EXPECT_EQ(Condition(*first.status, "Recorded").value("reason", ""), "StoreOff")
+      << first.status->dump(2);
   FinishMeasured(&w, 3000);
+  w.now += std::chrono::seconds(30);
   Decision d = w.Decide();
   ASSERT_TRUE(d.status);
-  EXPECT_TRUE(Condition(*d.status, "Recorded").empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed");
+  const Json rec = Condition(*d.status, "Recorded");
+  EXPECT_EQ(rec.value("status", ""), "False") << d.status->dump(2);
+  EXPECT_EQ(rec.value("reason", ""), "StoreOff");
+  EXPECT_NE(rec.value("message", "").find("not kept"), std::string::npos);
+  EXPECT_NE(rec.value("message", "").find("store.mode=sqlite"), std::string::npos);
+  // Unchanged since the first reconcile: its transition time is kept, and no event is sent.
+  EXPECT_EQ(rec.value("lastTransitionTime", ""),
+            Condition(*first.status, "Recorded").value("lastTransitionTime", ""));
+  EXPECT_FALSE(HasEvent(d, "StoreOff", true));
   // Nothing compared either: the full reports come with the store.
   EXPECT_TRUE(Condition(*d.status, "Regressed").empty()) << d.status->dump(2);
   EXPECT_FALSE(d.status->contains("regressions"));
@@ -1632,7 +1649,7 @@ TEST(DecideRegressions, NodeEightPercentSlowerPassesAndIsListed) {
   Decision d = w.Decide();
   ASSERT_TRUE(d.status);
   EXPECT_EQ(d.status->value("verdict", ""), "Passed") << d.status->dump(2);
-  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, "PASS") << v.node;
+  for (const auto& v : d.node_verdicts) EXPECT_EQ(v.verdict, verdict::Verdict::kPass) << v.node;
   const Json rows = d.status->value("regressions", Json::array());
   ASSERT_EQ(rows.size(), 2u) << d.status->dump(2);
   std::set<std::string> against;
@@ -1659,7 +1676,8 @@ TEST(DecideRegressions, FailOnRegressionFailsTheSlowNodeOnly) {
   EXPECT_EQ(d.status->value("verdict", ""), "Failed");
   EXPECT_EQ(d.status->value("passedNodes", ""), "3/4");
   for (const auto& v : d.node_verdicts) {
-    EXPECT_EQ(v.verdict, v.node == "node-2" ? "FAIL" : "PASS") << v.node;
+    EXPECT_EQ(v.verdict, v.node == "node-2" ? verdict::Verdict::kFail : verdict::Verdict::kPass)
+        << v.node;
   }
   EXPECT_NE(d.status->value("message", "").find("node-2 FAIL: regression"), std::string::npos)
       << d.status->dump(2);
@@ -2085,7 +2103,8 @@ TEST(DecideScenario, ApiOutageWhileWorkersFinishLosesNoVerdict) {
   EXPECT_EQ(Condition(*d.status, "Ready").value("reason", ""), "TestsFailed");
   for (const auto& o : d.outcomes) {
     EXPECT_FALSE(o.by_operator) << o.node;
-    EXPECT_EQ(o.verdict, o.node == "node-2" ? "FAIL" : "PASS") << o.node;
+    EXPECT_EQ(o.verdict, o.node == "node-2" ? verdict::Verdict::kFail : verdict::Verdict::kPass)
+        << o.node;
   }
 }
 

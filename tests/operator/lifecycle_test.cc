@@ -1,6 +1,7 @@
 // A validation over time: when a schedule starts a run, skips one, or waits for the run in
 // progress, and the history of runs the status keeps.
 #include "operator/lifecycle.h"
+#include "common/node_verdict.h"
 
 #include <gtest/gtest.h>
 
@@ -216,7 +217,7 @@ TEST(DecideLifecycle, ASkipIsRecordedAndAnnouncedOnce) {
 }
 
 Snapshot WithStore(int threshold, int window,
-                   std::map<std::string, std::vector<std::string>> earlier) {
+                   std::map<std::string, std::vector<verdict::Verdict>> earlier) {
   Snapshot s;
   s.exists = true;
   s.name = "acceptance";
@@ -233,14 +234,19 @@ Snapshot WithStore(int threshold, int window,
 TEST(RepeatedFailures, ACompletedRunFlagsNodesFailingKOfTheirLastN) {
   // Defaults 3 of 5: node-a fails now and twice before; node-b once before; node-c's history
   // could not be read.
-  const Snapshot s = WithStore(0, 0,
-                               {{"node-a", {"PASS", "FAIL", "PASS", "FAIL", "FAIL"}},
-                                {"node-b", {"FAIL", "PASS", "PASS", "PASS"}}});
+  const Snapshot s =
+      WithStore(0, 0,
+                {{"node-a",
+                  {verdict::Verdict::kPass, verdict::Verdict::kFail, verdict::Verdict::kPass,
+                   verdict::Verdict::kFail, verdict::Verdict::kFail}},
+                 {"node-b",
+                  {verdict::Verdict::kFail, verdict::Verdict::kPass, verdict::Verdict::kPass,
+                   verdict::Verdict::kPass}}});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.node_verdicts = {{"node-a", "FAIL", std::nullopt},
-                     {"node-b", "FAIL", std::nullopt},
-                     {"node-c", "FAIL", std::nullopt}};
+  d.node_verdicts = {{"node-a", verdict::Verdict::kFail, std::nullopt},
+                     {"node-b", verdict::Verdict::kFail, std::nullopt},
+                     {"node-c", verdict::Verdict::kFail, std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   ASSERT_TRUE(d.node_verdicts[0].repeated_failure.has_value());
   EXPECT_TRUE(*d.node_verdicts[0].repeated_failure);
@@ -258,10 +264,11 @@ TEST(RepeatedFailures, ACompletedRunFlagsNodesFailingKOfTheirLastN) {
 }
 
 TEST(RepeatedFailures, ThePolicySetsKAndN) {
-  const Snapshot s = WithStore(1, 1, {{"node-a", {"FAIL", "FAIL"}}});
+  const Snapshot s =
+      WithStore(1, 1, {{"node-a", {verdict::Verdict::kFail, verdict::Verdict::kFail}}});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.node_verdicts = {{"node-a", "PASS", std::nullopt}};
+  d.node_verdicts = {{"node-a", verdict::Verdict::kPass, std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   // 1 of 1: only the current PASS is looked at.
   EXPECT_FALSE(*d.node_verdicts[0].repeated_failure);
@@ -277,10 +284,13 @@ Json ConditionOf(const Json& status, const std::string& type) {
 }
 
 TEST(RepeatedFailures, TheConditionNamesTheFlaggedNodesAndTurnsFalseWhenTheyPass) {
-  Snapshot s = WithStore(2, 3, {{"node-a", {"FAIL", "PASS"}}, {"node-b", {"PASS"}}});
+  Snapshot s = WithStore(2, 3,
+                         {{"node-a", {verdict::Verdict::kFail, verdict::Verdict::kPass}},
+                          {"node-b", {verdict::Verdict::kPass}}});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.node_verdicts = {{"node-a", "FAIL", std::nullopt}, {"node-b", "PASS", std::nullopt}};
+  d.node_verdicts = {{"node-a", verdict::Verdict::kFail, std::nullopt},
+                     {"node-b", verdict::Verdict::kPass, std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   Json c = ConditionOf(*d.status, kRepeatedFailuresCondition);
   ASSERT_TRUE(c.is_object());
@@ -298,10 +308,13 @@ TEST(RepeatedFailures, TheConditionNamesTheFlaggedNodesAndTurnsFalseWhenTheyPass
   EXPECT_EQ(ConditionOf(*running.status, kRepeatedFailuresCondition)["status"], "True");
 
   // node-a passes twice more: no longer 2 of its last 3, the condition turns False.
-  s.store->recent_verdicts = {{"node-a", {"PASS", "FAIL", "FAIL"}}, {"node-b", {"PASS"}}};
+  s.store->recent_verdicts = {
+      {"node-a", {verdict::Verdict::kPass, verdict::Verdict::kFail, verdict::Verdict::kFail}},
+      {"node-b", {verdict::Verdict::kPass}}};
   Decision passed;
   passed.status = Done("2026-03-01T10:30:00Z");
-  passed.node_verdicts = {{"node-a", "PASS", std::nullopt}, {"node-b", "PASS", std::nullopt}};
+  passed.node_verdicts = {{"node-a", verdict::Verdict::kPass, std::nullopt},
+                          {"node-b", verdict::Verdict::kPass, std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T10:40:00Z"), &passed);
   EXPECT_FALSE(*passed.node_verdicts[0].repeated_failure);
   c = ConditionOf(*passed.status, kRepeatedFailuresCondition);
@@ -314,20 +327,20 @@ TEST(RepeatedFailures, NoConditionWithoutHistory) {
   const Snapshot s = WithStore(0, 0, {});
   Decision d;
   d.status = Done("2026-03-01T09:30:00Z");
-  d.node_verdicts = {{"node-a", "FAIL", std::nullopt}};
+  d.node_verdicts = {{"node-a", verdict::Verdict::kFail, std::nullopt}};
   DecideLifecycle(s, At("2026-03-01T09:40:00Z"), &d);
   EXPECT_TRUE(ConditionOf(*d.status, kRepeatedFailuresCondition).is_null());
 }
 
 TEST(RepeatedFailures, TheNodeLabelIsSetAndRemoved) {
   Json node = {{"metadata", {{"name", "node-a"}}}};
-  EXPECT_TRUE(MarkNode(&node, "FAIL", "v", "none", true));
+  EXPECT_TRUE(MarkNode(&node, verdict::Verdict::kFail, "v", "none", true));
   EXPECT_EQ(node["metadata"]["labels"].value(kRepeatedFailureLabel, ""), "true");
-  EXPECT_TRUE(MarkNode(&node, "PASS", "v", "none", false));
+  EXPECT_TRUE(MarkNode(&node, verdict::Verdict::kPass, "v", "none", false));
   EXPECT_FALSE(node["metadata"]["labels"].contains(kRepeatedFailureLabel));
   // Unknown (no store): left as it is.
-  MarkNode(&node, "FAIL", "v", "none", true);
-  MarkNode(&node, "PASS", "v", "none", std::nullopt);
+  MarkNode(&node, verdict::Verdict::kFail, "v", "none", true);
+  MarkNode(&node, verdict::Verdict::kPass, "v", "none", std::nullopt);
   EXPECT_EQ(node["metadata"]["labels"].value(kRepeatedFailureLabel, ""), "true");
 }
 

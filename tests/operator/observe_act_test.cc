@@ -252,7 +252,7 @@ TEST_F(ApiTest, ASecondNodeEditStartsFromTheFirstWriteNotTheLaggingCache) {
   s.nodes["node-0"] = cached;
   Decision d;
   d.restore_nodes.push_back({"node-0", false});
-  d.node_verdicts.push_back({"node-0", "PASS", std::nullopt});
+  d.node_verdicts.push_back({"node-0", verdict::Verdict::kPass, std::nullopt});
   Json given_back = cached;
   given_back["metadata"]["labels"].erase(kUnderTestLabel);
   given_back["metadata"]["resourceVersion"] = "11";

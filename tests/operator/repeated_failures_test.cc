@@ -6,7 +6,8 @@
 namespace perfgate::op {
 namespace {
 
-using V = std::vector<std::string>;
+using verdict::Verdict;
+using V = std::vector<Verdict>;
 
 TEST(RepeatedFailures, DefaultsAreThreeOfFive) {
   const RepeatedFailureRule r = RuleOrDefaults(0, 0);
@@ -19,27 +20,35 @@ TEST(RepeatedFailures, DefaultsAreThreeOfFive) {
 
 TEST(RepeatedFailures, CountsFailsAmongTheNewestOnly) {
   const RepeatedFailureRule r = RuleOrDefaults(3, 5);
-  EXPECT_TRUE(FailsRepeatedly(V{"FAIL", "PASS", "FAIL", "PASS", "FAIL"}, r));
-  EXPECT_FALSE(FailsRepeatedly(V{"FAIL", "PASS", "FAIL", "PASS", "PASS", "FAIL"}, r));
-  EXPECT_EQ(RecentFailures(V{"FAIL", "PASS", "FAIL", "PASS", "PASS", "FAIL"}, r), 2);
+  EXPECT_TRUE(FailsRepeatedly(
+      V{Verdict::kFail, Verdict::kPass, Verdict::kFail, Verdict::kPass, Verdict::kFail}, r));
+  EXPECT_FALSE(FailsRepeatedly(V{Verdict::kFail, Verdict::kPass, Verdict::kFail, Verdict::kPass,
+                                 Verdict::kPass, Verdict::kFail},
+                               r));
+  EXPECT_EQ(RecentFailures(V{Verdict::kFail, Verdict::kPass, Verdict::kFail, Verdict::kPass,
+                             Verdict::kPass, Verdict::kFail},
+                           r),
+            2);
   // Old failures age out of the window once the node passes again.
-  EXPECT_FALSE(FailsRepeatedly(V{"PASS", "PASS", "PASS", "FAIL", "FAIL", "FAIL"}, r));
+  EXPECT_FALSE(FailsRepeatedly(V{Verdict::kPass, Verdict::kPass, Verdict::kPass, Verdict::kFail,
+                                 Verdict::kFail, Verdict::kFail},
+                               r));
 }
 
 TEST(RepeatedFailures, FewerResultsThanTheWindowStillCount) {
   const RepeatedFailureRule r = RuleOrDefaults(3, 5);
-  EXPECT_TRUE(FailsRepeatedly(V{"FAIL", "FAIL", "FAIL"}, r));
-  EXPECT_FALSE(FailsRepeatedly(V{"FAIL", "FAIL"}, r));
+  EXPECT_TRUE(FailsRepeatedly(V{Verdict::kFail, Verdict::kFail, Verdict::kFail}, r));
+  EXPECT_FALSE(FailsRepeatedly(V{Verdict::kFail, Verdict::kFail}, r));
   EXPECT_FALSE(FailsRepeatedly(V{}, r));
 }
 
 TEST(RepeatedFailures, OnlyFailCountsNotErrorsOrInconclusive) {
   const RepeatedFailureRule r = RuleOrDefaults(2, 3);
   // A node that could not be measured (never scheduled, worker crashed) is not judged by it.
-  EXPECT_FALSE(FailsRepeatedly(V{"ERROR", "FAIL", "INCONCLUSIVE"}, r));
-  EXPECT_TRUE(FailsRepeatedly(V{"ERROR", "FAIL", "FAIL"}, r));
+  EXPECT_FALSE(FailsRepeatedly(V{Verdict::kError, Verdict::kFail, Verdict::kInconclusive}, r));
+  EXPECT_TRUE(FailsRepeatedly(V{Verdict::kError, Verdict::kFail, Verdict::kFail}, r));
   // One of one.
-  EXPECT_TRUE(FailsRepeatedly(V{"FAIL"}, RuleOrDefaults(1, 1)));
+  EXPECT_TRUE(FailsRepeatedly(V{Verdict::kFail}, RuleOrDefaults(1, 1)));
 }
 
 }  // namespace

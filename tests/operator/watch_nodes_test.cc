@@ -704,7 +704,7 @@ TEST(QuarantineBrake, TheOperatorsCapCountsNodesOtherValidationsTainted) {
   for (const char* n : {"other-0", "other-1"}) {
     w.AddNode(n);
     w.nodes[n]["metadata"]["labels"]["nvidia.com/gpu.present"] = "false";
-    MarkNode(&w.nodes[n], "FAIL", "other", "taint");
+    MarkNode(&w.nodes[n], verdict::Verdict::kFail, "other", "taint");
   }
   RunWith(&w, {"node-0"});
   EXPECT_FALSE(Quarantined(w.nodes["node-0"]));

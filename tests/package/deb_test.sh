@@ -8,11 +8,11 @@
 #     man look for them, and the built-in profiles under /usr/share/perfgate/profiles;
 #   - bad input in the installed command: an unknown command, an unknown option, a missing file,
 #     each exit 2 with a message that names it.
-# The root is cached in WORK_DIR/rootfs (PERFGATE_IMAGE_FRESH=1 rebuilds it). Needs root,
-# debootstrap and a Debian mirror (PERFGATE_DEBIAN_MIRROR); exit 77 (skipped) without root or
-# debootstrap. Env: BUILD_DIR, REPO_ROOT, WORK_DIR.
+# The minbase root is cached in CACHE_DIR by scripts/debian-root.sh (the image tests' cache;
+# PERFGATE_IMAGE_FRESH=1 makes it again). Needs root, debootstrap and a Debian mirror (PERFGATE_DEBIAN_MIRROR); exit 77
+# (skipped) without root or debootstrap. Env: BUILD_DIR, REPO_ROOT, WORK_DIR, CACHE_DIR.
 set -euo pipefail
-: "${BUILD_DIR:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}"
+: "${BUILD_DIR:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}" "${CACHE_DIR:?}"
 fail() {
   echo "FAIL: $*" >&2
   exit 1
@@ -21,7 +21,6 @@ if [ "$(id -u)" != 0 ] || ! command -v debootstrap >/dev/null; then
   echo "SKIP: needs root and debootstrap" >&2
   exit 77
 fi
-mirror="${PERFGATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 mkdir -p "$WORK_DIR"
 root="$WORK_DIR/rootfs"
 mounted=()
@@ -48,18 +47,13 @@ for f in ./usr/bin/perfgate ./usr/bin/perfgate-worker ./usr/bin/kubectl-perfgate
 done
 if grep -q 'perfgate-operator' <<<"$contents"; then fail "the CLI package holds the operator"; fi
 
-stamp="bookworm minbase $mirror"
-if [ "${PERFGATE_IMAGE_FRESH:-0}" = 1 ] || [ "$(cat "$root.stamp" 2>/dev/null)" != "$stamp" ]; then
-  echo "package: debootstrap bookworm minbase ($mirror)"
-  rm -rf "$root" "$root.stamp"
-  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$WORK_DIR/debootstrap.log" 2>&1 \
-    || { tail -20 "$WORK_DIR/debootstrap.log" >&2; fail "debootstrap"; }
-  echo "$stamp" >"$root.stamp"
-  cp "$root/var/lib/dpkg/status" "$root.status"
-fi
-# Each run starts from the clean root: the package and what it pulled in are removed.
-cp "$root.status" "$root/var/lib/dpkg/status"
-rm -rf "$root/tmp/pg" "$root/usr/share/perfgate"
+# Each run starts from a copy of the cached minbase root: nothing of an earlier run is left.
+# shellcheck source=scripts/debian-root.sh
+source "$REPO_ROOT/scripts/debian-root.sh"
+base="$(debian_minbase "$CACHE_DIR")" || fail "debootstrap"
+umount -R "$root/proc" "$root/sys" 2>/dev/null || true
+rm -rf --one-file-system "$root"
+cp -a "$base" "$root"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount -t proc proc "$root/proc" && mounted+=("$root/proc")
 # sysfs itself (host-stream reads the CPUs' caches and NUMA nodes), not the mounts below it.

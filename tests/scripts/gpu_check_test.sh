@@ -41,7 +41,7 @@ for t in "${only[@]}"; do
   if [ "$t" = "${HANG_TEST:-}" ]; then sleep 600; fi
 done
 name=${only[0]:-nccl-all-reduce}
-echo "{\"tests\": [{\"name\": \"$name\", \"verdict\": \"PASS\", \"samples\": 4, \"stopReason\": \"decided\", \"metrics\": [{\"name\": \"copyBandwidthGBps\", \"summary\": {\"median\": 4000}}]}]}" >"$report"
+echo "{\"tests\": [{\"name\": \"$name\", \"device\": \"gpu0\", \"verdict\": \"PASS\", \"samples\": 4, \"warmupSamples\": 1, \"seconds\": 2.0, \"stopReason\": \"decided\", \"metrics\": [{\"name\": \"copyBandwidthGBps\", \"summary\": {\"median\": 4000}}]}, {\"name\": \"$name\", \"device\": \"gpu1\", \"verdict\": \"PASS\", \"samples\": 4, \"warmupSamples\": 1, \"seconds\": 2.0, \"stopReason\": \"decided\", \"metrics\": [{\"name\": \"copyBandwidthGBps\", \"summary\": {\"median\": 3960}}]}]}" >"$report"
 echo "$name: PASS"
 WORKER
   printf '#!/usr/bin/env bash\necho "[  PASSED  ] 1 test."\n' >"$b/bin/gpu_device_test"
@@ -102,12 +102,20 @@ case "$CASE" in
       [ -s "$r/$f" ] || fail "$f missing: a later step lost its results"
     done
     [ "$(grep -c $'\tok$' "$r/steps.tsv")" -ge 9 ] || fail "other steps did not end ok"
+    # figures.tsv: what replaces the docs' estimates. The stand-in reports 2 s over 4 samples
+    # and 1 warm-up on each of two GPUs, medians 4000 and 3960 GB/s.
+    f="$r/figures.tsv"
+    [ -s "$f" ] || fail "figures.tsv missing"
+    grep -qxP 'sample-cost\thbm-stream\tgpu0\t0\.400\ts' "$f" || fail "no per-sample cost: $(cat "$f")"
+    grep -qP '^setup-cost\tworker-hbm-stream\t-\t[0-9.]+\ts$' "$f" || fail "no set-up cost: $(cat "$f")"
+    grep -qxP 'gpu-spread\thbm-stream\tcopyBandwidthGBps\t1\.01\t%' "$f" ||
+      fail "no spread across GPUs: $(cat "$f")"
     [ "$took" -le 270 ] || fail "the run took $took s"
     # The worker ran the H200 example as shipped, less gpusPerNode (the machine's own GPUs).
     grep -q '^  profile: h200-sxm-141gb' "$WORK_DIR/spec.yaml" || fail "not the H200 example"
     ! grep -q 'gpusPerNode' "$WORK_DIR/spec.yaml" || fail "gpusPerNode left in the spec"
     # The summary shows how many samples each test took and why it stopped.
-    grep -q 'hbm-stream \[\]: 4 samples (decided), PASS' "$r/summary.txt" ||
+    grep -q 'hbm-stream \[gpu0\]: 4 samples (decided), PASS' "$r/summary.txt" ||
       fail "no per-test sample count in the summary"
     ;;
   *) fail "unknown case $CASE" ;;

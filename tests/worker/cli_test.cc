@@ -290,11 +290,13 @@ TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   EXPECT_EQ(o.exit_code, 0);
   for (const char* type :
        {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health", "config",
-        "memtest", "power", "training-step", "decode-step", "sequence-search"}) {
+        "memtest", "power", "port-health", "training-step", "decode-step", "sequence-search"}) {
     EXPECT_THAT(o.output, HasSubstr(std::string(type) + "  (")) << type;
   }
   EXPECT_THAT(o.output, HasSubstr("arrayBytes (int, bytes, default 0)"));
   EXPECT_THAT(o.output, HasSubstr("triadBandwidthGBps (GB/s, higher is better)"));
+  EXPECT_THAT(o.output, HasSubstr("ratedRateGbps (number, Gb/s, default 0)"));
+  EXPECT_THAT(o.output, HasSubstr("linkDownedCount (count, lower is better)"));
   // Fixtures hidden: no entry named synthetic (the word may stand in a description).
   EXPECT_THAT(o.output, ::testing::Not(HasSubstr("synthetic  (")));
   o = Perfgate("list --json");
