@@ -802,8 +802,12 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     MarkWorkingNodes(s, &d);
     std::set<std::string> keep_cordon;
     if (s.spec && s.spec->doc.spec().policy().onfailure() == "taintAndCordon") {
+      for (const auto& o : d.outcomes) {
+        if (o.verdict == verdict::Verdict::kFail) keep_cordon.insert(o.node);
+      }
+      // Not where the brake on mass quarantine holds the FAIL back (known at completion).
       for (const auto& v : d.node_verdicts) {
-        if (v.verdict == verdict::Verdict::kFail && v.quarantine) keep_cordon.insert(v.node);
+        if (!v.quarantine) keep_cordon.erase(v.node);
       }
     }
     d.restore_nodes = NodesToGiveBack(s.nodes, s.name, d.under_test, keep_cordon);
