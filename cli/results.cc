@@ -161,14 +161,24 @@ int Summary(const SummaryArgs& args) {
   }
   auto reports = fleet::ParseReports(results->dump(), "perfresults in " + ns);
   if (!reports.ok()) return Fail("summary", reports.status().message());
-  std::vector<nlohmann::json> node_list;
-  if ((*nodes)["items"].is_array()) {
-    for (const auto& n : (*nodes)["items"]) node_list.push_back(n);
+  // PerfValidations are cluster-scoped: their Recorded condition says whether results are kept.
+  auto validations = (*client)->ListAll(op::ValidationsResource(), "", {});
+  if (!validations.ok()) {
+    return Fail("summary", validations.status().WithContext("perfvalidations").message());
   }
-  const auto s = summary::Summarize(node_list, *reports, std::chrono::system_clock::now(),
-                                    std::chrono::hours(stale_hours));
+  auto items = [](const nlohmann::json& list) {
+    std::vector<nlohmann::json> out;
+    if (list.contains("items") && list["items"].is_array()) {
+      for (const auto& item : list["items"]) out.push_back(item);
+    }
+    return out;
+  };
+  const std::vector<nlohmann::json> node_list = items(*nodes);
+  auto s = summary::Summarize(node_list, *reports, std::chrono::system_clock::now(),
+                              std::chrono::hours(stale_hours));
+  s.results_not_kept = summary::ResultsNotKept(items(*validations));
   if (s.nodes.empty() && output.empty()) {
-    std::cout << "No GPU nodes (nodes with allocatable nvidia.com/gpu).\n";
+    std::cout << "No GPU nodes (nodes with allocatable nvidia.com/gpu).\n" << summary::Notice(s);
     return 0;
   }
   std::cout << summary::Format(s, output);

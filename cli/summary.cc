@@ -61,8 +61,30 @@ std::string WhyOf(const fleet::NodeReport& r) {
   return r.worst;
 }
 
+// The line that says results are not kept, and how to keep them.
+constexpr const char* kNotKept =
+    "results are not kept (store.mode=off): history and regressions are not compared; set "
+    "store.mode=sqlite or postgres to keep them";
+
+// Whether the validation's condition Recorded is False for reason StoreOff.
+bool SaysStoreOff(const Json& validation) {
+  if (!validation.is_object()) return false;
+  const Json status = validation.value("status", Json::object());
+  if (!status.is_object()) return false;
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.is_object() && c.value("type", "") == "Recorded") {
+      return c.value("status", "") == "False" && c.value("reason", "") == "StoreOff";
+    }
+  }
+  return false;
+}
+
 Json ToJson(const FleetSummary& s) {
-  Json out = {{"nodes", Json::array()}, {"byModel", Json::object()}, {"lagging", Json::array()}};
+  Json out = {{"nodes", Json::array()},
+              {"byModel", Json::object()},
+              {"lagging", Json::array()},
+              {"resultsNotKept", s.results_not_kept}};
+  if (s.results_not_kept) out["notice"] = kNotKept;
   for (const auto& n : s.nodes) {
     out["nodes"].push_back({{"node", n.node},
                             {"model", n.model},
@@ -89,6 +111,10 @@ Json ToJson(const FleetSummary& s) {
 }
 
 }  // namespace
+
+bool ResultsNotKept(const std::vector<Json>& validations) {
+  return !validations.empty() && std::all_of(validations.begin(), validations.end(), SaysStoreOff);
+}
 
 FleetSummary Summarize(const std::vector<Json>& nodes,
                        const std::vector<fleet::NodeReport>& results,
@@ -130,6 +156,10 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
             [](const NodeLine& a, const NodeLine& b) { return a.node < b.node; });
   s.lagging = fleet::FindLagging(fleet::Figures(current));
   return s;
+}
+
+std::string Notice(const FleetSummary& s) {
+  return s.results_not_kept ? std::string("Note: ") + kNotKept + ".\n" : "";
 }
 
 std::string Format(const FleetSummary& s, const std::string& output) {
@@ -189,6 +219,7 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   }
   if (never.size() > 1) os << "\nNever validated:\n" << report::FormatColumns(never);
   if (stale.size() > 1) os << "\nValidated too long ago:\n" << report::FormatColumns(stale);
+  if (s.results_not_kept) os << "\n" << Notice(s);
   return os.str();
 }
 

@@ -31,7 +31,14 @@ struct FleetSummary {
   // Model -> verdict word ("PASS", ..., "NEVER", "STALE") -> nodes.
   std::map<std::string, std::map<std::string, int>> by_model;
   std::vector<fleet::Lagging> lagging;  // among the latest results
+  // Every validation read says the operator keeps no results (condition Recorded False, reason
+  // StoreOff: --store=off): no history, no regression check.
+  bool results_not_kept = false;
 };
+
+// Whether `validations` (PerfValidation objects) say the operator keeps no results: at least one,
+// and each with condition Recorded False for reason StoreOff.
+bool ResultsNotKept(const std::vector<nlohmann::json>& validations);
 
 // `nodes`: Node objects (the GPU nodes: allocatable nvidia.com/gpu above zero, or a perfgate
 // verdict label); `results`: PerfResults of any validations and runs. A node's latest result is
@@ -39,6 +46,9 @@ struct FleetSummary {
 FleetSummary Summarize(const std::vector<nlohmann::json>& nodes,
                        const std::vector<fleet::NodeReport>& results,
                        std::chrono::system_clock::time_point now, std::chrono::hours stale_after);
+
+// The note the table output ends with when results are not kept ("" when they may be).
+std::string Notice(const FleetSummary& s);
 
 // kubectl-style output: "" (the tables), "wide" (more columns), "json", "yaml".
 std::string Format(const FleetSummary& s, const std::string& output);

@@ -105,6 +105,8 @@ TEST_F(KubectlPlugin, SummaryCountsNodesByModelAndVerdictAndNamesTheOnesToLookAt
   EXPECT_NE(r.out.find("Validated too long ago:\nNODE    VERDICT  LAST VALIDATED\nnode-9"),
             std::string::npos)
       << r.out;
+  // The fixture's validation does not say results are not kept: no note.
+  EXPECT_EQ(r.out.find("results are not kept"), std::string::npos) << r.out;
 
   auto json = Kubectl(*sim_, {"perfgate", "summary", "-o", "json"});
   ASSERT_EQ(json.exitCode, 0) << json.err;
@@ -113,6 +115,8 @@ TEST_F(KubectlPlugin, SummaryCountsNodesByModelAndVerdictAndNamesTheOnesToLookAt
   EXPECT_EQ(doc["nodes"][2]["verdict"], "NEVER");  // node-10, sorted by name
   EXPECT_EQ(doc["byModel"]["NVIDIA H200"]["FAIL"], 2);
   EXPECT_EQ(doc["lagging"].size(), 16u);  // node-2: 8 GPUs x bf16 and fp8
+  EXPECT_EQ(doc["resultsNotKept"], false);
+  EXPECT_FALSE(doc.contains("notice"));
   for (const Json& n : doc["nodes"]) {
     if (n["node"] != "node-4") continue;
     EXPECT_EQ(n["verdict"], "PASS");
@@ -125,6 +129,49 @@ TEST_F(KubectlPlugin, SummaryCountsNodesByModelAndVerdictAndNamesTheOnesToLookAt
   ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
   EXPECT_NE(yaml.out.find("byModel:\n  NVIDIA H200:\n"), std::string::npos) << yaml.out;
   EXPECT_EQ(yaml.out.find("STALE"), std::string::npos) << "60 days is within 2000 hours";
+}
+
+// An operator without a results store (store.mode off) says so in each validation's Recorded
+// condition; the summary passes it on when every validation says it, in the table and as data.
+TEST_F(KubectlPlugin, SummarySaysWhenTheOperatorKeepsNoResults) {
+  auto recorded = [&](const std::string& name, const char* status, const char* reason) {
+    auto obj = sim_->Get("perfgate.io", "perfvalidations", "", name);
+    ASSERT_TRUE(obj.ok()) << name;
+    (*obj)["status"]["conditions"] = {{{"type", "Complete"}, {"status", "True"}},
+                                      {{"type", "Recorded"},
+                                       {"status", status},
+                                       {"reason", reason},
+                                       {"message", "results are not kept: ..."}}};
+    ASSERT_TRUE(sim_->Update("perfgate.io", "perfvalidations", *obj, true).ok());
+  };
+  recorded("fleet", "False", "StoreOff");
+  const std::string line =
+      "results are not kept (store.mode=off): history and regressions are not compared; set "
+      "store.mode=sqlite or postgres to keep them";
+  auto r = Kubectl(*sim_, {"perfgate", "summary"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("\nNote: " + line + ".\n"), std::string::npos) << r.out;
+  auto json = Kubectl(*sim_, {"perfgate", "summary", "-o", "json"});
+  ASSERT_EQ(json.exitCode, 0) << json.err;
+  const Json doc = Json::parse(json.out);
+  EXPECT_EQ(doc["resultsNotKept"], true);
+  EXPECT_EQ(doc["notice"], line);
+  auto yaml = Kubectl(*sim_, {"perfgate", "summary", "-o", "yaml"});
+  ASSERT_EQ(yaml.exitCode, 0) << yaml.err;
+  EXPECT_NE(yaml.out.find("resultsNotKept: true\n"), std::string::npos) << yaml.out;
+
+  // One validation whose results are recorded (an operator with a store ran it): no note.
+  auto v = Kubectl(*sim_, {"apply", "-f", "-"},
+                   "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n"
+                   "  name: kept\nspec:\n  profile: h200-sxm-141gb\n");
+  ASSERT_EQ(v.exitCode, 0) << v.err;
+  recorded("kept", "True", "Recorded");
+  auto mixed = Kubectl(*sim_, {"perfgate", "summary"});
+  ASSERT_EQ(mixed.exitCode, 0) << mixed.err;
+  EXPECT_EQ(mixed.out.find("results are not kept"), std::string::npos) << mixed.out;
+  auto mixed_json = Kubectl(*sim_, {"perfgate", "summary", "-o", "json"});
+  ASSERT_EQ(mixed_json.exitCode, 0) << mixed_json.err;
+  EXPECT_EQ(Json::parse(mixed_json.out)["resultsNotKept"], false);
 }
 
 TEST_F(KubectlPlugin, ReportOfAValidationAndARerun) {
@@ -175,7 +222,7 @@ TEST_F(KubectlPlugin, PlanShowsTheProfileTestsNodesAndTime) {
   auto table = Kubectl(*sim_, {"perfgate", "plan", "-f", spec_file});
   ASSERT_EQ(table.exitCode, 0) << table.err;
   // The nodes' model picked the H200 profile; 12 nodes of 8 GPUs, 4 at a time.
-  EXPECT_NE(table.out.find("acceptance  h200-sxm-141gb v4"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("acceptance  h200-sxm-141gb v5"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("  12     8     4  "), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("GPU models: NVIDIA-H200: node-0"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("\nhbm-stream "), std::string::npos) << table.out;

@@ -4,13 +4,17 @@
 # way a kubelet runs it: its own root, its config's user, entrypoint, working directory and
 # env, and the mounts of the chart's pods (the operator: a read-only root, /tmp an emptyDir, the
 # service account's token where in-cluster config reads it; the worker: its plan read-only at
-# /etc/perfgate). Checks:
+# /etc/perfgate, the pod-bound token of its service account, /dev/termination-log). Checks:
 #   - config: the user is the chart's runAsUser (non-root, numeric), the entrypoint and working
 #     directory are the script's, the labels and manifest annotations carry the version, the
 #     source and this commit;
 #   - every shared library resolves inside each image, and each runtime package supplies one;
 #   - the worker image holds no compiler and no fixture test; `perfgate-worker list` lists
 #     host-stream, and a local host-stream run passes;
+#   - in cluster mode, the operator's worker pod (kube-sim's kubelet runs it from the worker
+#     image, with the pod's env and mounts) runs a short host-stream on node-1 and writes its
+#     PerfResult under the chart's worker Role and admission policy: read back, it names node-1
+#     and says PASS, and the validation passes;
 #   - the operator image, under the chart's RBAC against kube-sim: /readyz, /healthz and
 #     /metrics answer, the leader Lease is taken, a validation that selects no node completes,
 #     not passed, and says results are not kept (the default store.mode off); SIGTERM ends it 0.
@@ -22,11 +26,13 @@
 set -euo pipefail
 # shellcheck source=tests/chart/lib.sh
 source "$(dirname "$0")/../chart/lib.sh"
+# shellcheck source=tests/image/lib.sh
+source "$(dirname "$0")/lib.sh"
 : "${PRODUCT_TREE:?}" "${KUBE_SIM:?}" "${CHART_RENDER:?}" "${REPO_ROOT:?}" "${WORK_DIR:?}" "${CACHE_DIR:?}"
 CHART_DIR="$REPO_ROOT/charts/perfgate"
 needs_root_and debootstrap umoci skopeo unshare
 build_images="$REPO_ROOT/scripts/build-images.sh"
-rm -rf "$WORK_DIR/out" "$WORK_DIR/unpacked"
+rm -rf "$WORK_DIR/out" "$WORK_DIR/unpacked" "$WORK_DIR/sim" "$WORK_DIR/kubeconfig"
 mkdir -p "$WORK_DIR" "$WORK_DIR/unpacked"
 operator_pid=""
 cleanup() {
@@ -90,49 +96,6 @@ unpack() {
   skopeo copy -q "oci-archive:$archive" "oci:$WORK_DIR/unpacked/layout-$name:image" || fail "skopeo copy $name"
   umoci unpack --image "$WORK_DIR/unpacked/layout-$name:image" "$WORK_DIR/unpacked/$name" \
     >"$WORK_DIR/unpack-$name.log" 2>&1 || { cat "$WORK_DIR/unpack-$name.log" >&2; fail "umoci unpack $name"; }
-}
-
-# The runtime config umoci wrote from the image: user, cwd, env, one per line.
-process() { python3 -c 'import json, sys
-p = json.load(open(sys.argv[1]))["process"]
-print("%d:%d" % (p["user"]["uid"], p["user"]["gid"]), p["cwd"], *p["env"], sep="\n")' \
-    "$WORK_DIR/unpacked/$1/config.json"; }
-
-# in_pod NAME RO|RW MOUNTS -- CMD...: runs CMD in the image NAME as its runtime config says (user,
-# working directory, env) in a mount namespace of its own: /proc, /sys and /dev as a runtime
-# gives them, /tmp a tmpfs (the chart's emptyDir), MOUNTS ("SRC:DEST[:ro]" space-separated) bound
-# in, and the root read-only with RO. Extra env: POD_ENV (an array of NAME=VALUE). It execs:
-# call it in $(...) or in the background.
-in_pod() {
-  local name="$1" mode="$2" mounts="$3"
-  shift 4
-  local root="$WORK_DIR/unpacked/$name/rootfs" user cwd
-  local -a env
-  mapfile -t env < <(process "$name")
-  user="${env[0]}" cwd="${env[1]}"
-  env=("${env[@]:2}" "${POD_ENV[@]}")
-  # exec: run in the background, its PID is the process's own (unshare, bash, chroot and env exec).
-  # shellcheck disable=SC2016  # expanded by the inner shell
-  exec unshare -m --propagation private bash -c '
-    set -e
-    root=$1 mode=$2 mounts=$3 user=$4 cwd=$5; shift 5
-    mount --bind "$root" "$root"
-    for m in $mounts; do
-      IFS=: read -r src dest ro <<<"$m"
-      # Inside the root, as a runtime resolves it (/var/run is a link to /run there).
-      dest="$(chroot "$root" realpath -m "$dest")"
-      mkdir -p "$root$dest"
-      mount --bind "$src" "$root$dest"
-      if [ "$ro" = ro ]; then mount -o remount,bind,ro "$root$dest"; fi
-    done
-    mount -t tmpfs -o size=64m,mode=1777 tmpfs "$root/tmp"
-    mount -t proc proc "$root/proc"
-    mount --rbind /sys "$root/sys"
-    mount --rbind /dev "$root/dev"
-    if [ "$mode" = RO ]; then mount -o remount,bind,ro "$root"; fi
-    n=$1; shift
-    exec chroot --userspec="$user" "$root" /usr/bin/env -i -C "$cwd" "${@:1:$n}" "${@:$((n + 1))}"
-  ' in_pod "$root" "$mode" "$mounts" "$user" "$cwd" "${#env[@]}" "${env[@]}" "$@"
 }
 
 # Every library each binary loads is in the image, and each runtime package supplies one.
@@ -199,9 +162,45 @@ out="$(in_pod worker RW "$WORK_DIR/plan:/etc/perfgate:ro" -- perfgate-worker run
 grep -q 'PASS' <<<"$out" || fail "the worker's local run printed no PASS: $out"
 echo "image: worker: list and a local host-stream run pass as user $(process worker | sed -n 1p)"
 
+# The worker image in cluster mode, as a kubelet runs the operator's worker pod: kube-sim's
+# kubelet runs the container of every pod of the chart's worker image through this stand-in
+# (--image-map), which runs the unpacked image as the image's user with the pod's env (kube-sim
+# resolves the downward API) and the pod's mounts as a kubelet makes them: the plan ConfigMap
+# read-only at /etc/perfgate, the pod-bound token of the worker's service account (mode 0644,
+# the kubelet's default) where in-cluster config reads it, and /dev/termination-log (0666).
+worker_image="$(operator_args "$WORK_DIR/default.yaml" | sed -n 's/^--worker-image=//p')"
+[ -n "$worker_image" ] || fail "no --worker-image in the chart's Deployment"
+mkdir -p "$WORK_DIR/kubelet"
+: >"$WORK_DIR/kubelet/ran.log"
+{
+  echo '#!/usr/bin/env bash'
+  echo 'set -euo pipefail'
+  printf 'WORK_DIR=%q\n' "$WORK_DIR"
+  printf 'source %q\n' "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+  cat <<'EOF'
+POD_ENV=()
+while IFS= read -r -d '' kv; do
+  case "${kv%%=*}" in
+    PATH | HOME | KUBE_SIM_* | PERFGATE_POD_ROOT | PERFGATE_SERVICE_ACCOUNT_DIR) ;;
+    *) POD_ENV+=("$kv") ;;
+  esac
+done </proc/$$/environ
+sa="$KUBE_SIM_ROOT/kubelet-serviceaccount"
+mkdir -p "$sa"
+cp "$KUBE_SIM_SA_DIR"/* "$sa/"
+chmod 0644 "$sa"/*
+chmod 0666 "$KUBE_SIM_ROOT/dev/termination-log"
+echo "$NODE_NAME: perfgate-worker $*" >>"$WORK_DIR/kubelet/ran.log"
+in_pod worker RW "$KUBE_SIM_ROOT/etc/perfgate:/etc/perfgate:ro \
+$sa:/var/run/secrets/kubernetes.io/serviceaccount:ro \
+$KUBE_SIM_ROOT/dev/termination-log:/dev/termination-log" -- perfgate-worker "$@"
+EOF
+} >"$WORK_DIR/kubelet/perfgate-worker"
+chmod +x "$WORK_DIR/kubelet/perfgate-worker"
+
 # The operator image under the chart's RBAC, configured in-cluster as a pod is: no kubeconfig
 # and no HOME, only KUBERNETES_SERVICE_HOST/PORT and the service account's token, CA and namespace.
-start_kube_sim "$WORK_DIR" --nodes 2
+start_kube_sim "$WORK_DIR" --nodes 2 --image-map "$worker_image=$WORK_DIR/kubelet/perfgate-worker"
 install_chart "$WORK_DIR" perfgate-system
 mkdir -p "$WORK_DIR/sa"
 kubectl -n perfgate-system create token perfgate-operator >"$WORK_DIR/sa/token" || fail "operator token"
@@ -256,6 +255,63 @@ if grep -q '"code":403\|Forbidden' "$WORK_DIR/operator.log"; then
   grep -m5 '403\|Forbidden' "$WORK_DIR/operator.log" >&2
   fail "the operator hit RBAC denials under the chart's roles"
 fi
+
+# The operator's worker pod on node-1, run from the worker image: a short host-stream, its
+# PerfResult written by the worker (under the chart's worker Role and admission policy) and read
+# back from kube-sim.
+step=$SECONDS
+kubectl apply -f - >/dev/null <<'YAML'
+apiVersion: perfgate.io/v1alpha1
+kind: PerfValidation
+metadata:
+  name: image-worker
+spec:
+  nodeSelector:
+    kubernetes.io/hostname: node-1
+  sampling: {warmup: 1, minRepeats: 5, maxRepeats: 30, maxSeconds: 20}
+  tests:
+    - type: host-stream
+      parameters: {arrayBytes: 16777216}
+      thresholds:
+        - {metric: triadBandwidthGBps, statistic: median, op: ">=", value: 1}
+YAML
+kubectl wait pval/image-worker --for=condition=Complete --timeout=90s >/dev/null || {
+  tail -20 "$WORK_DIR/operator.log" >&2
+  cat "$WORK_DIR"/sim/pods/*image-worker*/container.log >&2 || true
+  kubectl get pval image-worker -o yaml >&2
+  fail "the worker's validation did not complete"
+}
+grep -q '^node-1: perfgate-worker run /etc/perfgate/plan.yaml --result ' "$WORK_DIR/kubelet/ran.log" \
+  || fail "the worker pod did not run from the worker image: $(cat "$WORK_DIR/kubelet/ran.log")"
+kubectl -n perfgate-system get perfresults -l perfgate.io/validation=image-worker -o json \
+  >"$WORK_DIR/worker-results.json" || fail "read the worker's PerfResult back"
+python3 - "$WORK_DIR/worker-results.json" <<'PY' || fail "the worker's PerfResult (above)"
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+if len(items) != 1:
+    sys.exit(f"  want one PerfResult, got {len(items)}")
+meta, spec = items[0]["metadata"], items[0]["spec"]
+report = spec.get("report", {})
+errors = []
+if spec.get("nodeName") != "node-1":
+    errors.append(f"spec.nodeName {spec.get('nodeName')!r}, not node-1")
+if (meta.get("labels") or {}).get("perfgate.io/node") != "node-1":
+    errors.append(f"labels {meta.get('labels')}, not perfgate.io/node=node-1")
+if "operator" in str(spec.get("writtenBy", "")):
+    errors.append(f"written by the operator, not the worker: {spec.get('writtenBy')!r}")
+if report.get("verdict") != "PASS":
+    errors.append(f"verdict {report.get('verdict')!r}, not PASS: {report.get('reason')!r}")
+tests = [t.get("name") for t in report.get("tests", [])]
+if tests != ["host-stream"]:
+    errors.append(f"tests {tests}, not [host-stream]")
+for e in errors:
+    print(f"  {e}", file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+passed="$(kubectl get pval image-worker -o 'jsonpath={.status.conditions[?(@.type=="Passed")].status}')"
+[ "$passed" = True ] || fail "the worker's validation: Passed=$passed, want True"
+echo "image: worker: the operator's worker pod ran host-stream from the image on node-1 (PASS) and \
+wrote its PerfResult in $((SECONDS - step)) s"
 
 kill -TERM "$operator_pid"
 rc=0
