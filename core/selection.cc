@@ -40,6 +40,16 @@ int NodeGpus(const Json& node) {
   return std::atoi(gpus.c_str());
 }
 
+bool HasRemediationTaint(const v1alpha1::PerfValidationSpec& spec, const Json& node) {
+  for (const auto& t : node.value("spec", Json::object()).value("taints", Json::array())) {
+    const std::string key = t.is_object() ? t.value("key", "") : "";
+    for (const auto& k : spec.remediationtaints()) {
+      if (!key.empty() && key == k) return true;
+    }
+  }
+  return false;
+}
+
 std::vector<std::string> SelectNodes(const v1alpha1::PerfValidationSpec& spec,
                                      const std::map<std::string, Json>& nodes) {
   std::vector<std::string> selected;
@@ -55,7 +65,11 @@ std::vector<std::string> SelectNodes(const v1alpha1::PerfValidationSpec& spec,
         node.value("spec", Json::object()).value("unschedulable", false) &&
         !meta.value("annotations", Json::object()).contains(kCordonedByAnnotation) &&
         !meta.value("annotations", Json::object()).contains(kCordonedForTestAnnotation);
-    if (!explicitly && cordoned && !spec.includecordoned()) continue;
+    // Nor does the cordon of a remediation tool that hands the node over with one of
+    // spec.remediationTaints: it is there to be tested.
+    if (!explicitly && cordoned && !spec.includecordoned() && !HasRemediationTaint(spec, node)) {
+      continue;
+    }
     selected.push_back(n);
     seen.insert(n);
   }

@@ -21,9 +21,13 @@ bool NodeSelected(const Json& spec, const Json& node);
 // A node's allocatable nvidia.com/gpu (0 when it has none or no status).
 int NodeGpus(const Json& node);
 
+// Whether `node` carries a taint whose key is one of spec.remediationTaints.
+bool HasRemediationTaint(const v1alpha1::PerfValidationSpec& spec, const Json& node);
+
 // The nodes to test, sorted: selected, with allocatable GPUs, not cordoned unless
-// includeCordoned or the cordon is perfgate's own; nodes named in spec.nodes always, even
-// when they do not exist (that node's ERROR).
+// includeCordoned, the cordon is perfgate's own or the node carries a remediation taint; nodes
+// named in spec.nodes always, even when they do not exist (that node's ERROR).
+
 std::vector<std::string> SelectNodes(const v1alpha1::PerfValidationSpec& spec,
                                      const std::map<std::string, Json>& nodes);
 

@@ -156,7 +156,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   RETURN_IF_ERROR(ForEachConcurrently(d.node_verdicts.size(), [&](size_t i) -> Status {
     const NodeVerdict& v = d.node_verdicts[i];
     auto it = s.nodes.find(v.node);
-    return MarkNode(v.node, v.verdict, s.name, d.on_failure,
+    return MarkNode(v.node, v.verdict, s.name, v.quarantine ? d.on_failure : "none",
                     it == s.nodes.end() ? nullptr : &it->second, v.repeated_failure);
   }));
   for (const auto& node : d.release_nodes) ReleaseNode(node);

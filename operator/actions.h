@@ -57,6 +57,9 @@ struct NodeVerdict {
   // Whether the node fails repeatedly (label perfgate.io/repeated-failure set or removed);
   // nullopt: not known (no results store), the label is left as it is.
   std::optional<bool> repeated_failure;
+  // False: a FAIL the brake on mass quarantine holds back (operator/quarantine.h): its verdict
+  // label, without policy.onFailure's taint or cordon.
+  bool quarantine = true;
 };
 
 // A node being made free for its test or given back (spec.disruption; docs/operator.md).
@@ -75,16 +78,18 @@ struct NodeRestore {
   bool keep_cordon = false;
 };
 
-// spec.provisioningTaint on a node with a verdict: a PASS removes the taint and the
-// perfgate.io/provisioning-failed annotation; any other verdict keeps the taint and sets the
-// annotation to `reason`.
+// spec.provisioningTaint or one of spec.remediationTaints on a node with a verdict: a PASS
+// removes the taint and the `annotation` (perfgate.io/provisioning-failed or
+// perfgate.io/remediation-failed); any other verdict keeps the taint and sets the annotation to
+// `reason`.
 struct ProvisioningAction {
   std::string node;
   std::string key;
-  std::string value;  // "": any value
-  std::string effect;
+  std::string value;   // "": any value
+  std::string effect;  // "": any effect
   bool passed = false;
   std::string reason;
+  std::string annotation;
 };
 
 struct PodEviction {
@@ -133,7 +138,7 @@ struct Decision {
   std::string on_failure = "none";
   // Nodes whose verdict label this (deleted) validation set: label and annotation removed.
   std::vector<std::string> release_nodes;
-  // spec.provisioningTaint, after the node verdicts.
+  // spec.provisioningTaint and spec.remediationTaints, after the node verdicts.
   std::vector<ProvisioningAction> provisioning;
 
   // Safe disruption, before the claims and pods: nodes labelled and cordoned, GPU pods evicted

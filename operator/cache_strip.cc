@@ -52,7 +52,17 @@ void StripValidation(Json& validation) { StripMetadata(validation); }
 
 void StripNode(Json& node) {
   if (Json* meta = Member(node, "metadata")) meta->erase("managedFields");
-  if (Json* status = Member(node, "status")) KeepOnly(*status, {"capacity", "allocatable"});
+  Json* status = Member(node, "status");
+  if (status == nullptr) return;
+  KeepOnly(*status, {"capacity", "allocatable", "conditions", "nodeInfo"});
+  // Conditions by type and status only (their heartbeat times change every few seconds: kept,
+  // every heartbeat would look like a change), and the boot ID of the node's info (a reboot).
+  if (Json* conditions = ArrayMember(*status, "conditions")) {
+    for (Json& c : *conditions) {
+      if (c.is_object()) KeepOnly(c, {"type", "status"});
+    }
+  }
+  if (Json* info = Member(*status, "nodeInfo")) KeepOnly(*info, {"bootID"});
 }
 
 namespace {

@@ -19,9 +19,10 @@ void StripMetadata(nlohmann::json& object);
 void StripValidation(nlohmann::json& validation);
 
 // A Node: metadata without managedFields, spec whole (a node action writes the cached node back,
-// so the rest of its metadata and its spec must be complete); of the status only capacity and
-// allocatable. What is dropped is never lost by the write: the API server keeps a node's status
-// on an update of the node, and its managedFields when an update leaves them out.
+// so the rest of its metadata and its spec must be complete); of the status only capacity,
+// allocatable, each condition's type and status and nodeInfo's bootID (the fault signals of
+// spec.watchNodes). What is dropped is never lost by the write: the API server keeps a node's
+// status on an update of the node, and its managedFields when an update leaves them out.
 void StripNode(nlohmann::json& node);
 
 // A worker pod: metadata as StripMetadata; of the spec the node (nodeName, the required node

@@ -29,6 +29,10 @@ struct ReconcilerConfig {
   // With a results store (--store): how often a validation whose results wait for the store is
   // looked at again.
   std::chrono::seconds store_retry{30};
+  // The brake on mass quarantine (--max-quarantined): a validation without
+  // policy.maxQuarantined taints or cordons at most this many of its selected nodes, and all
+  // validations together at most this many of the cluster's GPU nodes (a count or a percentage).
+  std::string max_quarantined = "50%";
 };
 
 }  // namespace perfgate::op

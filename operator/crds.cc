@@ -47,6 +47,7 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Disruption.maxUnavailable", {{"x-kubernetes-int-or-string", true}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
       {"ProvisioningTaint.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
+      {"NodeConditionSignal.status", {{"enum", {"True", "False", "Unknown"}}}},
       {"BaselineValue.statistic", {{"enum", {"mean", "median", "p05", "p95", "min", "max"}}}},
       {"BaselineValue.metric", {{"minLength", 1}}},
       {"BaselineValue.test", {{"minLength", 1}}},
@@ -185,6 +186,11 @@ Json ValidationStatus() {
         // A node tested again because its last result's driver was not its labels' (the
         // labels' identity then), and GPUs a result shows swapped (operator/identity.h).
         {"identityRetests", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+        // The fault signals (spec.watchNodes, spec.remediationTaints) each node showed when its
+        // result was taken: one that appears later tests it again.
+        {"nodeSignals",
+         {{"type", "object"},
+          {"additionalProperties", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
         {"gpuChanges", BoundedList({{"node", {{"type", "string"}}},
                                     {"result", {{"type", "string"}}},
                                     {"previousResult", {{"type", "string"}}},
@@ -214,6 +220,15 @@ Json ValidationStatus() {
           {"items", Condition()},
           {"x-kubernetes-list-type", "map"},
           {"x-kubernetes-list-map-keys", {"type"}}}},
+        // The brake on mass quarantine (operator/quarantine.h) while it holds FAILs back.
+        {"quarantine",
+         {{"type", "object"},
+          {"properties",
+           {{"cap", counts},
+            {"quarantined", counts},
+            {"held", counts},
+            {"heldNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
+            {"shared", {{"type", "string"}}}}}}},
         {"gangs", counts},
         {"suspectNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
         {"failingNodes", BoundedList({{"node", {{"type", "string"}}},

@@ -18,6 +18,7 @@
 #include "operator/lifecycle.h"
 #include "operator/node_actions.h"
 #include "operator/pods.h"
+#include "operator/quarantine.h"
 #include "operator/regressions.h"
 #include "operator/status.h"
 #include "operator/watch_nodes.h"
@@ -656,13 +657,14 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
   // Complete for this run: nothing left to do (node actions were applied before), unless
   // spec.watchNodes finds a node that joined or changed since.
   if (!status.value("completionTime", "").empty()) {
-    if (!DecideWatchNodes(s, status, &d)) d.status = status;
+    if (!DecideWatchNodes(s, &status, &d)) d.status = status;
     return d;
   }
 
   if (s.spec) {
     Status bad = CheckSchedule(s.spec->doc.spec());
     if (bad.ok()) bad = CheckWatchNodes(s.spec->doc.spec());
+    if (bad.ok()) bad = CheckQuarantine(s.spec->doc.spec());
     if (!bad.ok()) {
       d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", bad.message(),
                                s.generation, now);
@@ -788,8 +790,11 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
   if (d.retry.ok()) {
     // spec.watchNodes: each node's identity as its result comes in; spec.provisioningTaint.
     RecordIdentities(s, &d);
+    RecordSignals(s, &d);
     RecordGpuChanges(s, &d);
     DecideProvisioning(s, &d);
+    // The brake on mass quarantine: FAILs past the cap keep their label, not the taint.
+    DecideQuarantine(s, config, FormatRfc3339(now_tp), &d);
     DecideLifecycle(s, now_tp, &d);
     // Nodes under test for this validation that it no longer holds (their result is in, the
     // run completed, was suspended or replaced, the spec became invalid) are given back; a
@@ -799,6 +804,10 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     if (s.spec && s.spec->doc.spec().policy().onfailure() == "taintAndCordon") {
       for (const auto& o : d.outcomes) {
         if (o.verdict == verdict::Verdict::kFail) keep_cordon.insert(o.node);
+      }
+      // Not where the brake on mass quarantine holds the FAIL back (known at completion).
+      for (const auto& v : d.node_verdicts) {
+        if (!v.quarantine) keep_cordon.erase(v.node);
       }
     }
     d.restore_nodes = NodesToGiveBack(s.nodes, s.name, d.under_test, keep_cordon);

@@ -38,6 +38,10 @@ std::string Plural(size_t n, const std::string& word) {
 }  // namespace
 
 Result<int> MaxUnavailable(const std::string& value, size_t selected) {
+  return NodeCount(value, selected, "spec.disruption.maxUnavailable");
+}
+
+Result<int> NodeCount(const std::string& value, size_t selected, const std::string& field) {
   if (value.empty()) return static_cast<int>(selected);
   const bool percent = value.back() == '%';
   const std::string digits = percent ? value.substr(0, value.size() - 1) : value;
@@ -45,7 +49,7 @@ Result<int> MaxUnavailable(const std::string& value, size_t selected) {
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
   if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || n <= 0 ||
       (percent && n > 100)) {
-    return InvalidArgument("spec.disruption.maxUnavailable: \"" + value +
+    return InvalidArgument(field + ": \"" + value +
                            "\" is neither a count of at least 1 nor a percentage from 1% to 100%");
   }
   if (!percent) return n;

@@ -28,6 +28,9 @@ struct DisruptionSettings {
 // and at least 1, as a Deployment's maxUnavailable. kInvalidArgument naming the field.
 Result<int> MaxUnavailable(const std::string& value, size_t selected);
 
+// The same count or percentage for the spec field `field` (its name in the error).
+Result<int> NodeCount(const std::string& value, size_t selected, const std::string& field);
+
 // spec.disruption checked for `selected` nodes; kInvalidArgument naming the field.
 Result<DisruptionSettings> ParseDisruption(const v1alpha1::Disruption& spec, size_t selected);
 

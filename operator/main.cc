@@ -31,6 +31,7 @@
 #include "kube/leaderelection.h"
 #include "operator/cache_strip.h"
 #include "operator/controller.h"
+#include "operator/disruption.h"
 #include "operator/http_server.h"
 #include "operator/index.h"
 #include "operator/log.h"
@@ -77,6 +78,10 @@ flags:
   --store-spool-dir DIR             where results wait while the store is away (beside a SQLite
                                     file; for PostgreSQL $HOME/.local/share/perfgate/spool-*)
   --store-retry-seconds N           how often waiting results are tried again (30)
+  --max-quarantined N|P%            the brake on mass quarantine: a validation without
+                                    policy.maxQuarantined taints or cordons at most this many of
+                                    its nodes, all together at most this many of the cluster's
+                                    GPU nodes (50%)
   --clock-start TIME                rehearsal only: the time validations see starts at TIME
                                     (RFC 3339) and runs at the real pace, to try a schedule,
                                     its starting deadline and an outage in seconds
@@ -107,6 +112,7 @@ struct Flags {
   std::string cluster_name = "default";
   std::string store_spool_dir;
   int store_retry_seconds = 30;
+  std::string max_quarantined = "50%";
   // Rehearsal only: the reconciler's clock starts at this time.
   std::string clock_start;
 };
@@ -177,6 +183,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->store_spool_dir = value;
     } else if (a == "--store-retry-seconds" && next()) {
       f->store_retry_seconds = std::max(1, std::atoi(value.c_str()));
+    } else if (a == "--max-quarantined" && next() && op::NodeCount(value, 1, a).ok()) {
+      f->max_quarantined = value;
     } else if (a == "--clock-start" && next() && ParseRfc3339(value)) {
       f->clock_start = value;
     } else if (a == "--scheduling-timeout-seconds" && next()) {
@@ -311,6 +319,7 @@ int main(int argc, char** argv) {
         return results_by_validation.Get(LabelValue(v));
       }};
   rc.store_retry = std::chrono::seconds(flags.store_retry_seconds);
+  rc.max_quarantined = flags.max_quarantined;
   std::function<std::chrono::system_clock::time_point()> now;
   if (!flags.clock_start.empty()) {
     // Schedules rehearsed: the time the validations see starts at --clock-start and runs at

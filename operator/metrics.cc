@@ -58,10 +58,12 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
                                                                 {"inconclusive", "inconclusive"},
                                                                 {"error", "errors"},
                                                                 {"pending", "pending"}};
-  std::string nodes, verdicts, starts, completions;
+  std::string nodes, verdicts, starts, completions, held;
   for (const Json& v : validations) {
     const std::string name = Name(v);
     if (name.empty()) continue;
+    held += "perfgate_validation_quarantine_held_nodes" + Labels({{"validation", name}}) + " " +
+            std::to_string(Int(v, "/status/quarantine/held"_json_pointer)) + "\n";
     std::string verdict = Str(v, "/status/verdict"_json_pointer);
     if (verdict.empty()) verdict = "Running";
     for (const char* word : kVerdicts) {
@@ -90,6 +92,10 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
         out);
   Gauge("perfgate_validation_start_timestamp_seconds", "When a validation's current run started.",
         starts, out);
+  Gauge("perfgate_validation_quarantine_held_nodes",
+        "FAIL nodes a validation left untainted because the brake on mass quarantine holds "
+        "(the failures look systemic; its SystemicFailure condition says what they share).",
+        held, out);
   Gauge("perfgate_validation_completion_timestamp_seconds",
         "When a validation's current run completed (absent while it runs).", completions, out);
 }

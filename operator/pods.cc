@@ -36,6 +36,8 @@ Json Tolerations(const v1alpha1::PerfValidationSpec& spec) {
   }
   // The taint nodes join with until perfgate has tested them (docs/lifecycle.md, "Node pools").
   if (Json t = ProvisioningToleration(spec); !t.is_null()) tolerations.push_back(std::move(t));
+  // The taints that hand a node over for testing, or flag the fault it is tested again for.
+  for (auto& t : SignalTolerations(spec)) tolerations.push_back(std::move(t));
   // A node perfgate failed must still be testable, or it could never pass again.
   tolerations.push_back({{"key", kFailedTaint}, {"operator", "Exists"}, {"effect", "NoSchedule"}});
   // Nor could a node perfgate cordoned: selection already decides which cordoned nodes are

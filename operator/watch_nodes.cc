@@ -1,6 +1,8 @@
 #include "operator/watch_nodes.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "common/node_verdict.h"
@@ -19,8 +21,44 @@ std::string EffectOf(const v1alpha1::ProvisioningTaint& t) {
 
 // Whether `taint` (a node's spec.taints item) is the one `a` names.
 bool Matches(const Json& taint, const ProvisioningAction& a) {
-  return taint.value("key", "") == a.key && taint.value("effect", "") == a.effect &&
+  return taint.value("key", "") == a.key &&
+         (a.effect.empty() || taint.value("effect", "") == a.effect) &&
          (a.value.empty() || taint.value("value", "") == a.value);
+}
+
+bool HasTaintKey(const Json& node, const std::string& key) {
+  for (const auto& t : node.value("spec", Json::object()).value("taints", Json::array())) {
+    if (t.is_object() && t.value("key", "") == key) return true;
+  }
+  return false;
+}
+
+// Why `now` holds a signal `was` (the node's signals when its result was taken) did not, in
+// words; "" when none is new. A boot ID counts only against an earlier one.
+std::string NewSignal(const v1alpha1::PerfValidationSpec& spec, const Json& was,
+                      const std::vector<std::string>& now) {
+  std::set<std::string> before;
+  std::string old_boot;
+  for (const auto& w : was) {
+    if (!w.is_string()) continue;
+    before.insert(w.get<std::string>());
+    if (w.get<std::string>().starts_with("boot:")) old_boot = w.get<std::string>().substr(5);
+  }
+  for (const auto& sig : now) {
+    if (before.contains(sig)) continue;
+    if (sig.starts_with("boot:")) {
+      if (old_boot.empty()) continue;
+      return "rebooted (boot ID " + old_boot + " -> " + sig.substr(5) + ")";
+    }
+    if (sig.starts_with("taint:")) {
+      const std::string key = sig.substr(6);
+      const auto& gate = spec.remediationtaints();
+      const bool remediation = std::find(gate.begin(), gate.end(), key) != gate.end();
+      return std::string(remediation ? "has the remediation taint " : "has the taint ") + key;
+    }
+    return "has the condition " + sig.substr(10);
+  }
+  return "";
 }
 
 bool HasTaint(const Json& node, const ProvisioningAction& a) {
@@ -77,21 +115,74 @@ std::string NodeIdentity(const Json& node) {
   return id;
 }
 
+bool WatchesSignals(const v1alpha1::PerfValidationSpec& spec) {
+  const auto& w = spec.watchnodes();
+  return w.conditions_size() > 0 || w.taints_size() > 0 || w.reboot() ||
+         spec.remediationtaints_size() > 0;
+}
+
 bool WatchesNodes(const v1alpha1::PerfValidationSpec& spec) {
-  return spec.watchnodes().newnodes() || spec.watchnodes().identitychange();
+  return spec.watchnodes().newnodes() || spec.watchnodes().identitychange() || WatchesSignals(spec);
 }
 
 bool WatchesNodes(const Json& validation) {
-  const Json w = validation.value("spec", Json::object()).value("watchNodes", Json::object());
+  const Json spec = validation.value("spec", Json::object());
+  if (!spec.is_object()) return false;
+  auto listed = [](const Json& o, const char* k) {
+    return o.contains(k) && o[k].is_array() && !o[k].empty();
+  };
+  if (listed(spec, "remediationTaints")) return true;
+  const Json w = spec.value("watchNodes", Json::object());
   if (!w.is_object()) return false;
   auto on = [&](const char* k) { return w.contains(k) && w[k].is_boolean() && w[k].get<bool>(); };
-  return on("newNodes") || on("identityChange");
+  return on("newNodes") || on("identityChange") || on("reboot") || listed(w, "conditions") ||
+         listed(w, "taints");
+}
+
+std::vector<std::string> NodeSignals(const v1alpha1::PerfValidationSpec& spec, const Json& node) {
+  std::set<std::string> out;
+  std::vector<std::string> keys(spec.remediationtaints().begin(), spec.remediationtaints().end());
+  keys.insert(keys.end(), spec.watchnodes().taints().begin(), spec.watchnodes().taints().end());
+  for (const auto& k : keys) {
+    if (HasTaintKey(node, k)) out.insert("taint:" + k);
+  }
+  const Json status = node.value("status", Json::object());
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (!c.is_object()) continue;
+    for (const auto& want : spec.watchnodes().conditions()) {
+      const std::string st = want.status().empty() ? "True" : want.status();
+      if (c.value("type", "") == want.type() && c.value("status", "") == st) {
+        out.insert("condition:" + want.type() + "=" + st);
+      }
+    }
+  }
+  if (spec.watchnodes().reboot()) {
+    const std::string boot = status.value("nodeInfo", Json::object()).value("bootID", "");
+    if (!boot.empty()) out.insert("boot:" + boot);
+  }
+  return {out.begin(), out.end()};
 }
 
 Status CheckWatchNodes(const v1alpha1::PerfValidationSpec& spec) {
   if (WatchesNodes(spec) && !spec.gang().shape().empty()) {
     return Status(Code::kInvalidArgument,
                   "spec.watchNodes tests nodes one by one: it cannot be used with spec.gang");
+  }
+  for (const auto& c : spec.watchnodes().conditions()) {
+    if (c.type().empty()) {
+      return Status(Code::kInvalidArgument, "spec.watchNodes.conditions: each needs a type");
+    }
+  }
+  for (const auto& k : spec.watchnodes().taints()) {
+    if (k.empty()) return Status(Code::kInvalidArgument, "spec.watchNodes.taints: empty key");
+  }
+  for (const auto& k : spec.remediationtaints()) {
+    if (k.empty()) return Status(Code::kInvalidArgument, "spec.remediationTaints: empty key");
+    if (k == kFailedTaint) {
+      return Status(
+          Code::kInvalidArgument,
+          std::string("spec.remediationTaints cannot name perfgate's own ") + kFailedTaint);
+    }
   }
   const auto& t = spec.provisioningtaint();
   if (t.key().empty()) {
@@ -120,28 +211,54 @@ std::string WorkerName(const Snapshot& s, const std::string& node) {
   return ObjectName({s.name, s.run, node, "r" + std::to_string(retests)});
 }
 
-bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
+bool DecideWatchNodes(const Snapshot& s, Json* status, Decision* d) {
   if (!s.spec) return false;
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   if (!WatchesNodes(spec) || !spec.gang().shape().empty() || spec.suspend()) return false;
   // A spec that cannot run stays as it is until it is fixed (a new run).
-  if (!CheckWatchNodes(spec).ok() || status.value("verdict", "") == "InvalidSpec") return false;
+  if (!CheckWatchNodes(spec).ok() || status->value("verdict", "") == "InvalidSpec") return false;
   const std::map<std::string, const Json*> results = ResultsOfRun(s);
-  Json identities = status.value("nodeIdentities", Json::object());
-  Json retested = status.value("identityRetests", Json::object());
+  Json identities = status->value("nodeIdentities", Json::object());
+  Json retested = status->value("identityRetests", Json::object());
+  Json signals = status->value("nodeSignals", Json::object());
+  const Json retests_before = status->value("retests", Json::object());
   std::vector<std::string> joined;
   std::vector<std::string> changed;
   for (const auto& node : SelectNodes(spec, s.nodes)) {
+    auto obj = s.nodes.find(node);
     auto it = results.find(node);
     if (it == results.end()) {
-      if (spec.watchnodes().newnodes()) joined.push_back(node);
+      // A node handed over with a remediation taint is tested whether or not new nodes are.
+      if (spec.watchnodes().newnodes() ||
+          (obj != s.nodes.end() && HasRemediationTaint(spec, obj->second))) {
+        joined.push_back(node);
+      }
       continue;
+    }
+    if (obj == s.nodes.end()) continue;
+    if (WatchesSignals(spec)) {
+      // A fault signal the node did not show when its result was taken: tested once more.
+      const std::vector<std::string> now = NodeSignals(spec, obj->second);
+      const Json was = signals.value(node, Json());
+      const std::string fresh = was.is_array() ? NewSignal(spec, was, now) : "";
+      if (!fresh.empty()) {
+        changed.push_back(node);
+        signals.erase(node);
+        d->events.push_back({"Normal", "NodeSignal",
+                             node + " " + fresh + " since its last result: testing it again", true,
+                             s.name + "/" + s.run + "/signal/" + node + "/" +
+                                 std::to_string(retests_before.value(node, 0))});
+        continue;
+      }
+      // Signals that went away are forgotten, so they count again when they come back.
+      if (was != Json(now)) signals[node] = now;
     }
     if (!spec.watchnodes().identitychange()) continue;
     const std::string was = identities.value(node, "");
-    const std::string now = NodeIdentity(s.nodes.at(node));
+    const std::string now = NodeIdentity(obj->second);
     if (!was.empty() && !now.empty() && was != now) {
       changed.push_back(node);
+      signals.erase(node);
       d->events.push_back({"Normal", "NodeChanged",
                            node + " changed (" + was + " -> " + now + "): testing it again", true,
                            s.name + "/" + s.run + "/changed/" + node + "/" + now});
@@ -151,11 +268,12 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
     // driver changed while nobody watched, or labels that were stale when it was recorded).
     // Once per labelled identity, so a driver the labels spell otherwise is not retested forever.
     const std::string reported = IdentityOfResult(*it->second).driver;
-    const std::string labelled = LabelledDriver(s.nodes.at(node));
+    const std::string labelled = LabelledDriver(obj->second);
     if (now.empty() || !DriverDiffers(reported, labelled) || retested.value(node, "") == now) {
       continue;
     }
     changed.push_back(node);
+    signals.erase(node);
     retested[node] = now;
     d->events.push_back({"Normal", "NodeChanged",
                          node + " changed: its last result " + Name(*it->second) +
@@ -163,8 +281,13 @@ bool DecideWatchNodes(const Snapshot& s, const Json& status, Decision* d) {
                              labelled + ": testing it again",
                          true, s.name + "/" + s.run + "/changed/" + node + "/result/" + now});
   }
+  if (signals.empty()) {
+    status->erase("nodeSignals");
+  } else {
+    (*status)["nodeSignals"] = signals;
+  }
   if (joined.empty() && changed.empty()) return false;
-  Json out = status;
+  Json out = *status;
   Json retests = out.value("retests", Json::object());
   for (const auto& node : changed) {
     const std::string old = Name(*results.at(node));
@@ -213,6 +336,36 @@ void RecordIdentities(const Snapshot& s, Decision* d) {
   if (changed) (*d->status)["nodeIdentities"] = std::move(identities);
 }
 
+void RecordSignals(const Snapshot& s, Decision* d) {
+  if (!s.spec || !WatchesSignals(s.spec->doc.spec()) || !d->status) return;
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  Json signals = d->status->value("nodeSignals", Json::object());
+  bool changed = false;
+  for (const auto& o : d->outcomes) {
+    if (!o.verdict || signals.contains(o.node)) continue;
+    auto it = s.nodes.find(o.node);
+    if (it == s.nodes.end()) continue;
+    // A remediation taint the PASS removes is recorded too: once the node is seen without it,
+    // DecideWatchNodes forgets it, so a node cache that has not seen the removal yet does not
+    // count it as set again.
+    const std::vector<std::string> now = NodeSignals(spec, it->second);
+    signals[o.node] = now;
+    changed = true;
+  }
+  if (changed) (*d->status)["nodeSignals"] = std::move(signals);
+}
+
+Json SignalTolerations(const v1alpha1::PerfValidationSpec& spec) {
+  Json out = Json::array();
+  std::set<std::string> seen;
+  std::vector<std::string> keys(spec.remediationtaints().begin(), spec.remediationtaints().end());
+  keys.insert(keys.end(), spec.watchnodes().taints().begin(), spec.watchnodes().taints().end());
+  for (const auto& k : keys) {
+    if (!k.empty() && seen.insert(k).second) out.push_back({{"key", k}, {"operator", "Exists"}});
+  }
+  return out;
+}
+
 Json ProvisioningToleration(const v1alpha1::PerfValidationSpec& spec) {
   const auto& t = spec.provisioningtaint();
   if (t.key().empty()) return Json();
@@ -227,8 +380,10 @@ Json ProvisioningToleration(const v1alpha1::PerfValidationSpec& spec) {
 }
 
 void DecideProvisioning(const Snapshot& s, Decision* d) {
-  if (!s.spec || s.spec->doc.spec().provisioningtaint().key().empty()) return;
-  const auto& t = s.spec->doc.spec().provisioningtaint();
+  if (!s.spec) return;
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  const auto& t = spec.provisioningtaint();
+  if (t.key().empty() && spec.remediationtaints().empty()) return;
   std::map<std::string, std::string> reason_of;
   for (const auto& o : d->outcomes) {
     if (!o.verdict) continue;
@@ -238,14 +393,27 @@ void DecideProvisioning(const Snapshot& s, Decision* d) {
   for (const auto& v : d->node_verdicts) {
     auto it = s.nodes.find(v.node);
     if (it == s.nodes.end()) continue;
-    ProvisioningAction a{
-        v.node, t.key(), t.value(), EffectOf(t), v.verdict == verdict::Verdict::kPass, ""};
-    if (!a.passed) {
-      a.reason = Cut(
-          reason_of.contains(v.node) ? reason_of[v.node] : verdict::VerdictName(v.verdict), 1000);
+    const bool passed = v.verdict == verdict::Verdict::kPass;
+    const std::string reason =
+        passed
+            ? ""
+            : Cut(reason_of.contains(v.node) ? reason_of[v.node] : verdict::VerdictName(v.verdict),
+                  1000);
+    std::vector<ProvisioningAction> wanted;
+    if (!t.key().empty()) {
+      wanted.push_back(
+          {v.node, t.key(), t.value(), EffectOf(t), passed, reason, kProvisioningFailedAnnotation});
+    }
+    // A remediation taint concerns only a node that carries it (or still has the annotation of
+    // an earlier verdict to take back).
+    for (const auto& key : spec.remediationtaints()) {
+      if (!passed && !HasTaintKey(it->second, key)) continue;
+      wanted.push_back({v.node, key, "", "", passed, reason, kRemediationFailedAnnotation});
     }
     Json edited = it->second;
-    if (ApplyProvisioning(&edited, a)) d->provisioning.push_back(std::move(a));
+    for (auto& a : wanted) {
+      if (ApplyProvisioning(&edited, a)) d->provisioning.push_back(std::move(a));
+    }
   }
 }
 
@@ -264,17 +432,16 @@ bool ApplyProvisioning(Json* node, const ProvisioningAction& a) {
       }
       changed = true;
     }
-    if (HasAnnotation(*node, kProvisioningFailedAnnotation)) {
-      (*node)["metadata"]["annotations"].erase(kProvisioningFailedAnnotation);
+    if (HasAnnotation(*node, a.annotation)) {
+      (*node)["metadata"]["annotations"].erase(a.annotation);
       changed = true;
     }
     return changed;
   }
-  if (HasAnnotation(*node, kProvisioningFailedAnnotation) &&
-      Annotation(*node, kProvisioningFailedAnnotation) == a.reason) {
+  if (HasAnnotation(*node, a.annotation) && Annotation(*node, a.annotation) == a.reason) {
     return false;
   }
-  (*node)["metadata"]["annotations"][kProvisioningFailedAnnotation] = a.reason;
+  (*node)["metadata"]["annotations"][a.annotation] = a.reason;
   return true;
 }
 

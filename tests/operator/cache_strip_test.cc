@@ -271,17 +271,26 @@ TEST(CacheStripTest, ANodeKeepsWhatSelectionGpuModelsNodeActionsAndMetricsRead) 
   const Json node = Json::parse(kNode);
   Json stripped = node;
   StripNode(stripped);
-  ExpectKept(node, stripped,
-             {// name, selection by labels, GPU model labels, /metrics' verdict label
-              "/metadata/name", "/metadata/labels", "/metadata/uid", "/metadata/resourceVersion",
-              // perfgate's cordon, taint and verdict bookkeeping; and since a node action writes
-              // the cached node back, every annotation (last-applied too) and the whole spec
-              "/metadata/annotations", "/spec",
-              // allocatable GPUs decide selection and spec.gpusPerNode
-              "/status/allocatable/nvidia.com~1gpu", "/status/capacity/nvidia.com~1gpu"});
-  ExpectDropped(stripped, {"/metadata/managedFields", "/status/images", "/status/conditions",
-                           "/status/nodeInfo", "/status/addresses", "/status/daemonEndpoints",
-                           "/status/volumesInUse"});
+  ExpectKept(
+      node, stripped,
+      {// name, selection by labels, GPU model labels, /metrics' verdict label
+       "/metadata/name", "/metadata/labels", "/metadata/uid", "/metadata/resourceVersion",
+       // perfgate's cordon, taint and verdict bookkeeping; and since a node action writes
+       // the cached node back, every annotation (last-applied too) and the whole spec
+       "/metadata/annotations", "/spec",
+       // allocatable GPUs decide selection and spec.gpusPerNode
+       "/status/allocatable/nvidia.com~1gpu", "/status/capacity/nvidia.com~1gpu",
+       // the fault signals of spec.watchNodes: conditions by type and status, a reboot
+       "/status/conditions/2/type", "/status/conditions/2/status", "/status/nodeInfo/bootID"});
+  ExpectDropped(stripped, {"/metadata/managedFields", "/status/images",
+                           "/status/conditions/2/lastHeartbeatTime", "/status/conditions/2/message",
+                           "/status/nodeInfo/kernelVersion", "/status/addresses",
+                           "/status/daemonEndpoints", "/status/volumesInUse"});
+  // A heartbeat alone leaves the stripped node as it was (no reconcile for it).
+  Json beat = node;
+  beat["status"]["conditions"][2]["lastHeartbeatTime"] = "2026-12-01T10:00:10Z";
+  StripNode(beat);
+  EXPECT_EQ(beat, stripped);
   // What the operator decides from the node is unchanged.
   for (const char* spec : {R"({"nodeSelector": {"nvidia.com/gpu.present": "true"}})",
                            R"({"nodeSelector": {"cloud.google.com/gke-nodepool": "other"}})",

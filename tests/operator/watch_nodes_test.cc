@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "common/labels.h"
 #include "common/time.h"
 #include "core/names.h"
 #include "operator/decide.h"
 #include "operator/identity.h"
+#include "operator/node_actions.h"
+#include "operator/quarantine.h"
 
 namespace perfgate::op {
 namespace {
@@ -91,8 +94,10 @@ struct World {
 
   // One reconcile: decided and applied as Act would (pods created, deletions, node edits, the
   // status written).
+  ReconcilerConfig config = Config();
+
   Decision Step() {
-    Decision d = op::Decide(Observe(), Config(), now);
+    Decision d = op::Decide(Observe(), config, now);
     EXPECT_TRUE(d.retry.ok()) << d.retry.message();
     auto gone = [](const std::vector<std::string>& names, std::vector<Json>* objs) {
       std::erase_if(*objs, [&](const Json& o) {
@@ -108,6 +113,10 @@ struct World {
       pods.push_back(pod);
     }
     for (const auto& r : d.results) results.push_back(r.result);
+    for (const auto& v : d.node_verdicts) {
+      MarkNode(&nodes[v.node], v.verdict, kName, v.quarantine ? d.on_failure : "none",
+               v.repeated_failure);
+    }
     for (const auto& a : d.provisioning) ApplyProvisioning(&nodes[a.node], a);
     if (d.status) status = *d.status;
     now += seconds(1);
@@ -417,6 +426,298 @@ TEST(WatchNodes, NotWithGangs) {
   w.Step();
   EXPECT_EQ(w.status.value("verdict", ""), "InvalidSpec");
   EXPECT_NE(w.status.value("message", "").find("spec.watchNodes"), std::string::npos);
+}
+
+// Remediation gate and fault signals.
+
+const std::string kGate = "remediation.example.com/needs-validation";
+
+void Taint(Json* node, const std::string& key, const std::string& effect = "NoSchedule") {
+  Json taints = (*node)["spec"].value("taints", Json::array());
+  taints.push_back({{"key", key}, {"value", "reset"}, {"effect", effect}});
+  (*node)["spec"]["taints"] = taints;
+}
+
+void Untaint(Json* node, const std::string& key) {
+  Json kept = Json::array();
+  for (const auto& t : (*node)["spec"].value("taints", Json::array())) {
+    if (t.value("key", "") != key) kept.push_back(t);
+  }
+  (*node)["spec"]["taints"] = kept;
+}
+
+bool HasTaintKey(const Json& node, const std::string& key) {
+  for (const auto& t : node["spec"].value("taints", Json::array())) {
+    if (t.value("key", "") == key) return true;
+  }
+  return false;
+}
+
+std::string Annotation(const Json& node, const char* key) {
+  return node["metadata"].value("annotations", Json::object()).value(key, "");
+}
+
+void SetCondition(Json* node, const std::string& type, const std::string& status) {
+  Json conds = Json::array();
+  for (const auto& c : (*node)["status"].value("conditions", Json::array())) {
+    if (c.value("type", "") != type) conds.push_back(c);
+  }
+  conds.push_back({{"type", type}, {"status", status}});
+  (*node)["status"]["conditions"] = conds;
+}
+
+// A completed run over node-0 and node-1 (both PASS), with `spec` fields added.
+World Completed(const Json& extra) {
+  World w;
+  w.spec.erase("watchNodes");
+  for (const auto& [k, v] : extra.items()) w.spec[k] = v;
+  w.Complete();
+  return w;
+}
+
+TEST(RemediationGate, ATaintedNodeIsTestedAloneAndThePassLiftsTheTaint) {
+  World w = Completed({{"remediationTaints", {kGate}}});
+  Taint(&w.nodes["node-1"], kGate, "NoExecute");
+  const Decision reopen = w.Step();
+  EXPECT_TRUE(HasEvent(reopen, "NodeSignal"));
+  EXPECT_EQ(w.status.value("verdict", ""), "Running");
+  const Decision start = w.Step();
+  ASSERT_EQ(PodNodes(start), std::vector<std::string>{"node-1"});
+  // Its worker tolerates the taint whatever its effect.
+  const Json tolerations = start.pods[0].pod["spec"]["tolerations"];
+  const Json want = {{"key", kGate}, {"operator", "Exists"}};
+  EXPECT_NE(std::find(tolerations.begin(), tolerations.end(), want), tolerations.end())
+      << tolerations.dump();
+  w.Finish("node-1", "PASS");
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_FALSE(HasTaintKey(w.nodes["node-1"], kGate));
+  EXPECT_EQ(Annotation(w.nodes["node-1"], kRemediationFailedAnnotation), "");
+  EXPECT_TRUE(w.Step().pods.empty());  // the node seen without the taint: nothing to test
+
+  // Handed over again later: tested again.
+  Taint(&w.nodes["node-1"], kGate);
+  w.Step();
+  EXPECT_EQ(PodNodes(w.Step()), std::vector<std::string>{"node-1"});
+}
+
+TEST(RemediationGate, AFailKeepsTheTaintWithTheVerdictAndIsNotTestedInALoop) {
+  World w = Completed({{"remediationTaints", {kGate}}});
+  Taint(&w.nodes["node-0"], kGate);
+  w.Step();
+  w.Step();
+  w.Finish("node-0", "FAIL");
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_TRUE(HasTaintKey(w.nodes["node-0"], kGate));
+  EXPECT_EQ(Annotation(w.nodes["node-0"], kRemediationFailedAnnotation),
+            "FAIL: hbm-stream below its threshold");
+  // node-1 never carried the taint: no annotation.
+  EXPECT_EQ(Annotation(w.nodes["node-1"], kRemediationFailedAnnotation), "");
+  const Decision later = w.Step();
+  EXPECT_TRUE(later.pods.empty());
+  EXPECT_FALSE(HasEvent(later, "NodeSignal"));
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+
+  // The tool repairs it and hands it over again (taint removed, then set): tested, and the PASS
+  // lifts the taint and the annotation.
+  Untaint(&w.nodes["node-0"], kGate);
+  w.Step();
+  Taint(&w.nodes["node-0"], kGate);
+  w.Step();
+  ASSERT_EQ(PodNodes(w.Step()), std::vector<std::string>{"node-0"});
+  w.Finish("node-0", "PASS");
+  w.Step();
+  EXPECT_FALSE(HasTaintKey(w.nodes["node-0"], kGate));
+  EXPECT_EQ(Annotation(w.nodes["node-0"], kRemediationFailedAnnotation), "");
+}
+
+TEST(RemediationGate, ACordonedNodeHandedOverIsSelectedAndANewOneIsTested) {
+  World w = Completed({{"remediationTaints", {kGate}}});
+  w.AddNode("node-2");
+  w.nodes["node-2"]["spec"]["unschedulable"] = true;
+  Taint(&w.nodes["node-2"], kGate);
+  const Decision reopen = w.Step();
+  EXPECT_TRUE(HasEvent(reopen, "NodeJoined"));
+  EXPECT_EQ(PodNodes(w.Step()), std::vector<std::string>{"node-2"});
+}
+
+TEST(RemediationGate, PerfgatesOwnTaintCannotBeOne) {
+  World w;
+  w.spec["remediationTaints"] = {"perfgate.io/failed"};
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "InvalidSpec");
+}
+
+TEST(FaultSignals, AConditionTestsOnlyThatNodeOncePerAppearance) {
+  World w = Completed(Json::parse(R"({"watchNodes": {"conditions": [
+      {"type": "GpuXidError"}, {"type": "Ready", "status": "False"}]}})"));
+  SetCondition(&w.nodes["node-0"], "Ready", "True");
+  SetCondition(&w.nodes["node-0"], "GpuXidError", "False");
+  EXPECT_TRUE(w.Step().pods.empty());  // not a signal: nothing to test
+
+  SetCondition(&w.nodes["node-0"], "GpuXidError", "True");
+  const Decision reopen = w.Step();
+  ASSERT_TRUE(HasEvent(reopen, "NodeSignal"));
+  EXPECT_NE(reopen.events.back().message.find("has the condition GpuXidError=True"),
+            std::string::npos)
+      << reopen.events.back().message;
+  ASSERT_EQ(PodNodes(w.Step()), std::vector<std::string>{"node-0"});
+  w.Finish("node-0", "PASS");
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  // Still set: once per appearance, so not again.
+  const Decision later = w.Step();
+  EXPECT_TRUE(later.pods.empty());
+  EXPECT_FALSE(HasEvent(later, "NodeSignal"));
+  // It clears and comes back: tested again.
+  SetCondition(&w.nodes["node-0"], "GpuXidError", "False");
+  w.Step();
+  SetCondition(&w.nodes["node-0"], "GpuXidError", "True");
+  EXPECT_TRUE(HasEvent(w.Step(), "NodeSignal"));
+  EXPECT_EQ(PodNodes(w.Step()), std::vector<std::string>{"node-0"});
+  EXPECT_EQ(w.status["retests"].value("node-0", 0), 2);
+}
+
+TEST(FaultSignals, ARebootTestsTheNodeAgain) {
+  World w;
+  w.spec["watchNodes"] = {{"reboot", true}};
+  for (auto& [n, node] : w.nodes) node["status"]["nodeInfo"] = {{"bootID", "boot-a-" + n}};
+  w.Complete();
+  EXPECT_TRUE(w.Step().pods.empty());
+  w.nodes["node-1"]["status"]["nodeInfo"]["bootID"] = "boot-b";
+  const Decision reopen = w.Step();
+  ASSERT_TRUE(HasEvent(reopen, "NodeSignal"));
+  EXPECT_NE(reopen.events.back().message.find("rebooted (boot ID boot-a-node-1 -> boot-b)"),
+            std::string::npos);
+  ASSERT_EQ(PodNodes(w.Step()), std::vector<std::string>{"node-1"});
+  w.Finish("node-1", "FAIL");
+  w.Step();
+  EXPECT_FALSE(w.status.value("completionTime", "").empty());
+  EXPECT_TRUE(w.Step().pods.empty());
+}
+
+TEST(FaultSignals, AnotherToolsTaintIsToleratedAndTestsTheNodeAgain) {
+  World w = Completed({{"watchNodes", {{"taints", {"nvsentinel.example.com/quarantined"}}}}});
+  Taint(&w.nodes["node-0"], "nvsentinel.example.com/quarantined");
+  EXPECT_TRUE(HasEvent(w.Step(), "NodeSignal"));
+  const Decision start = w.Step();
+  ASSERT_EQ(PodNodes(start), std::vector<std::string>{"node-0"});
+  const Json want = {{"key", "nvsentinel.example.com/quarantined"}, {"operator", "Exists"}};
+  const Json tolerations = start.pods[0].pod["spec"]["tolerations"];
+  EXPECT_NE(std::find(tolerations.begin(), tolerations.end(), want), tolerations.end());
+  w.Finish("node-0", "PASS");
+  w.Step();
+  // Not perfgate's to remove: the other tool's taint stays.
+  EXPECT_TRUE(HasTaintKey(w.nodes["node-0"], "nvsentinel.example.com/quarantined"));
+  EXPECT_TRUE(w.Step().pods.empty());
+}
+
+// The brake on mass quarantine.
+
+bool Quarantined(const Json& node) {
+  for (const auto& t : node["spec"].value("taints", Json::array())) {
+    if (t.value("key", "") == kFailedTaint) return true;
+  }
+  return false;
+}
+
+std::string ConditionOf(const Json& status, const std::string& type, const char* field) {
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == type) return c.value(field, "");
+  }
+  return "";
+}
+
+// Runs `w` once with every node in `failing` FAIL and the others PASS.
+Decision RunWith(World* w, const std::set<std::string>& failing) {
+  w->Step();
+  for (const auto& p : std::vector<Json>(w->pods)) {
+    const std::string node = ViewOfPod(p).node;
+    w->Finish(node, failing.contains(node) ? "FAIL" : "PASS");
+  }
+  return w->Step();
+}
+
+TEST(QuarantineBrake, ASystemicFailurePastTheCapTaintsOnlyUpToItAndSaysWhatTheNodesShare) {
+  World w(8);
+  w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "25%"}};
+  const Decision d = RunWith(&w, {"node-0", "node-1", "node-2", "node-3", "node-4", "node-5"});
+  ASSERT_FALSE(w.status.value("completionTime", "").empty());
+  int tainted = 0;
+  int failed = 0;
+  for (const auto& [name, node] : w.nodes) {
+    tainted += Quarantined(node) ? 1 : 0;
+    failed += node["metadata"]["labels"].value(kVerdictLabel, "") == "failed" ? 1 : 0;
+  }
+  EXPECT_EQ(tainted, 2);  // 25% of 8
+  EXPECT_EQ(failed, 6);   // every FAIL keeps its verdict label
+  EXPECT_TRUE(Quarantined(w.nodes["node-0"]));
+  EXPECT_TRUE(Quarantined(w.nodes["node-1"]));
+  EXPECT_FALSE(Quarantined(w.nodes["node-2"]));
+  const Json q = w.status["quarantine"];
+  EXPECT_EQ(q.value("cap", 0), 2);
+  EXPECT_EQ(q.value("quarantined", 0), 2);
+  EXPECT_EQ(q.value("held", 0), 4);
+  EXPECT_EQ(q["heldNodes"], Json({"node-2", "node-3", "node-4", "node-5"}));
+  EXPECT_EQ(q.value("shared", ""), "gpu.product=NVIDIA-H200, driver=550.54.15");
+  EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "True");
+  EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "reason"), "QuarantineCapReached");
+  const std::string msg = ConditionOf(w.status, "SystemicFailure", "message");
+  EXPECT_NE(msg.find("6 nodes failed"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the failures look systemic; the failing nodes share "
+                     "gpu.product=NVIDIA-H200, driver=550.54.15"),
+            std::string::npos)
+      << msg;
+  EXPECT_TRUE(HasEvent(d, "SystemicFailure"));
+}
+
+TEST(QuarantineBrake, ARackLabelTheFailingNodesShareIsNamed) {
+  World w(4);
+  w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "1"}};
+  for (const char* n : {"node-0", "node-1"})
+    w.nodes[n]["metadata"]["labels"]["example.com/rack"] = "r7";
+  for (const char* n : {"node-2", "node-3"})
+    w.nodes[n]["metadata"]["labels"]["example.com/rack"] = "r8";
+  w.nodes["node-1"]["metadata"]["labels"]["nvidia.com/cuda.driver.minor"] = "90";
+  RunWith(&w, {"node-0", "node-1"});
+  EXPECT_EQ(w.status["quarantine"].value("shared", ""),
+            "gpu.product=NVIDIA-H200, example.com/rack=r7");
+}
+
+TEST(QuarantineBrake, WithinTheDefaultCapEveryFailIsTainted) {
+  World w(4);
+  w.spec["policy"] = {{"onFailure", "taint"}};
+  const Decision d = RunWith(&w, {"node-1", "node-2"});
+  EXPECT_TRUE(Quarantined(w.nodes["node-1"]));
+  EXPECT_TRUE(Quarantined(w.nodes["node-2"]));
+  EXPECT_FALSE(w.status.contains("quarantine"));
+  EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "");
+  EXPECT_FALSE(HasEvent(d, "SystemicFailure"));
+}
+
+TEST(QuarantineBrake, TheOperatorsCapCountsNodesOtherValidationsTainted) {
+  World w(4);
+  w.config.max_quarantined = "2";
+  w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "100%"}};
+  // Two nodes another validation quarantined, outside this one's selection.
+  for (const char* n : {"other-0", "other-1"}) {
+    w.AddNode(n);
+    w.nodes[n]["metadata"]["labels"]["nvidia.com/gpu.present"] = "false";
+    MarkNode(&w.nodes[n], verdict::Verdict::kFail, "other", "taint");
+  }
+  RunWith(&w, {"node-0"});
+  EXPECT_FALSE(Quarantined(w.nodes["node-0"]));
+  EXPECT_EQ(w.nodes["node-0"]["metadata"]["labels"].value(kVerdictLabel, ""), "failed");
+  EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "True");
+}
+
+TEST(QuarantineBrake, AMaxQuarantinedThatIsNoCountIsAnInvalidSpec) {
+  World w;
+  w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "half"}};
+  w.Step();
+  EXPECT_EQ(w.status.value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(w.status.value("message", "").find("spec.policy.maxQuarantined"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,174 @@
+#include "operator/quarantine.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <set>
+
+#include "core/names.h"
+#include "core/selection.h"
+#include "operator/disruption.h"
+#include "operator/identity.h"
+#include "operator/status.h"
+
+namespace perfgate::op {
+namespace {
+
+bool Quarantined(const Json& node) {
+  for (const auto& t : node.value("spec", Json::object()).value("taints", Json::array())) {
+    if (t.is_object() && t.value("key", "") == kFailedTaint) return true;
+  }
+  return false;
+}
+
+std::string LabelOf(const Json& node, const std::string& key) {
+  const Json labels = node.value("metadata", Json::object()).value("labels", Json::object());
+  auto it = labels.find(key);
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool NamesRackOrSwitch(const std::string& key) {
+  std::string lower = key;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("rack") != std::string::npos || lower.find("switch") != std::string::npos;
+}
+
+std::string List(const std::vector<std::string>& nodes) {
+  std::string out;
+  for (size_t i = 0; i < nodes.size() && i < 10; ++i) out += (i == 0 ? "" : ", ") + nodes[i];
+  if (nodes.size() > 10) out += " and " + std::to_string(nodes.size() - 10) + " more";
+  return out;
+}
+
+}  // namespace
+
+std::string SharedByFailing(const std::vector<std::string>& failing,
+                            const std::map<std::string, Json>& nodes, const std::string& profile,
+                            const std::vector<std::string>& extra_labels) {
+  std::vector<const Json*> objs;
+  for (const auto& n : failing) {
+    auto it = nodes.find(n);
+    if (it != nodes.end()) objs.push_back(&it->second);
+  }
+  if (objs.empty()) return "";
+  std::string out;
+  auto add = [&](const std::string& name, const std::function<std::string(const Json&)>& get) {
+    const std::string first = get(*objs[0]);
+    if (first.empty()) return;
+    for (const Json* o : objs) {
+      if (get(*o) != first) return;
+    }
+    out += (out.empty() ? "" : ", ") + name + "=" + first;
+  };
+  add("gpu.product", [](const Json& n) { return LabelOf(n, "nvidia.com/gpu.product"); });
+  add("driver", [](const Json& n) { return LabelledDriver(n); });
+  if (!profile.empty()) out += (out.empty() ? "" : ", ") + std::string("profile=") + profile;
+  std::vector<std::string> keys = {"topology.kubernetes.io/zone"};
+  const Json labels = objs[0]->value("metadata", Json::object()).value("labels", Json::object());
+  if (labels.is_object()) {
+    for (const auto& [k, v] : labels.get_ref<const Json::object_t&>()) {
+      if (NamesRackOrSwitch(k)) keys.push_back(k);
+    }
+  }
+  keys.insert(keys.end(), extra_labels.begin(), extra_labels.end());
+  std::set<std::string> seen;
+  for (const auto& k : keys) {
+    if (seen.insert(k).second) add(k, [&](const Json& n) { return LabelOf(n, k); });
+  }
+  return out;
+}
+
+void DecideQuarantine(const Snapshot& s, const ReconcilerConfig& config, const std::string& now,
+                      Decision* d) {
+  if (!s.spec || d->node_verdicts.empty() || !d->status) return;
+  if (d->on_failure != "taint" && d->on_failure != "taintAndCordon") return;
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  const size_t selected = SelectNodes(spec, s.nodes).size();
+  size_t gpu_nodes = 0;
+  int fleet_now = 0;
+  for (const auto& [name, node] : s.nodes) {
+    if (NodeGpus(node) > 0) ++gpu_nodes;
+    if (Quarantined(node)) ++fleet_now;
+  }
+  const std::string value = spec.policy().maxquarantined().empty() ? config.max_quarantined
+                                                                   : spec.policy().maxquarantined();
+  // Both were checked (the spec by CheckQuarantine, the flag at start): a value that still
+  // does not parse quarantines nothing more.
+  const Result<int> cap_or = NodeCount(value, selected, "spec.policy.maxQuarantined");
+  const Result<int> fleet_or = NodeCount(config.max_quarantined, gpu_nodes, "--max-quarantined");
+  const int cap = cap_or.ok() ? *cap_or : 0;
+  const int fleet_cap = fleet_or.ok() ? *fleet_or : 0;
+
+  int mine = 0;  // this validation's FAILs already quarantined: they stay so
+  std::vector<NodeVerdict*> fresh;
+  std::vector<std::string> failing;
+  for (auto& v : d->node_verdicts) {
+    auto it = s.nodes.find(v.node);
+    const bool tainted = it != s.nodes.end() && Quarantined(it->second);
+    if (v.verdict == verdict::Verdict::kPass && tainted) --fleet_now;  // the PASS lifts it
+    if (v.verdict != verdict::Verdict::kFail) continue;
+    failing.push_back(v.node);
+    if (tainted) {
+      ++mine;
+    } else {
+      fresh.push_back(&v);
+    }
+  }
+  int room = std::min(cap - mine, fleet_cap - fleet_now);
+  std::vector<std::string> held;
+  for (NodeVerdict* v : fresh) {
+    if (room > 0) {
+      --room;
+      continue;
+    }
+    v->quarantine = false;
+    held.push_back(v->node);
+  }
+  Json& status = *d->status;
+  const Json old_status = s.validation.value("status", Json::object());
+  if (held.empty()) {
+    status.erase("quarantine");
+    for (const auto& c : status.value("conditions", Json::array())) {
+      if (c.value("type", "") == "SystemicFailure" && c.value("status", "") == "True") {
+        SetStatusCondition(&status, old_status, "SystemicFailure", "False", "WithinCap",
+                           "the failing nodes are within the quarantine cap (" +
+                               std::to_string(cap) + " of " + std::to_string(selected) + ")",
+                           s.generation, now);
+        break;
+      }
+    }
+    return;
+  }
+  const std::vector<std::string> extra(spec.policy().systemiclabels().begin(),
+                                       spec.policy().systemiclabels().end());
+  const std::string shared = SharedByFailing(failing, s.nodes, status.value("profile", ""), extra);
+  const int quarantined = mine + static_cast<int>(fresh.size() - held.size());
+  std::string msg = std::to_string(failing.size()) + " nodes failed, more than perfgate may " +
+                    "quarantine at once (" + std::to_string(cap) + " of " +
+                    std::to_string(selected) + " selected nodes, maxQuarantined " + value + "; " +
+                    std::to_string(fleet_cap) + " of the cluster's " + std::to_string(gpu_nodes) +
+                    " GPU nodes): the failures look systemic";
+  msg += shared.empty() ? "" : "; the failing nodes share " + shared;
+  msg += ". " + std::to_string(held.size()) +
+         " kept their FAIL verdict without the taint: " + List(held);
+  Json held_json = Json::array();
+  for (size_t i = 0; i < held.size() && i < 20; ++i) held_json.push_back(held[i]);
+  status["quarantine"] = {{"cap", cap},
+                          {"quarantined", quarantined},
+                          {"held", static_cast<int>(held.size())},
+                          {"heldNodes", held_json},
+                          {"shared", shared}};
+  SetStatusCondition(&status, old_status, "SystemicFailure", "True", "QuarantineCapReached", msg,
+                     s.generation, now);
+  d->events.push_back({"Warning", "SystemicFailure", msg, true,
+                       s.name + "/" + s.run + "/systemic/" + std::to_string(failing.size()) + "/" +
+                           std::to_string(held.size())});
+}
+
+Status CheckQuarantine(const v1alpha1::PerfValidationSpec& spec) {
+  if (spec.policy().maxquarantined().empty()) return Status();
+  return NodeCount(spec.policy().maxquarantined(), 1, "spec.policy.maxQuarantined").status();
+}
+
+}  // namespace perfgate::op
