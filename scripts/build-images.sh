@@ -61,7 +61,7 @@ out="$repo/build-images"
 cache=""
 operator_tree="$repo/build-nocuda"
 worker_tree="$repo/build-nocuda"
-version="$(sed -n 's/^project(perfgate VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")"
+version="$(bash "$repo/scripts/project-version.sh")"
 while (($#)); do
   case "$1" in
     --describe)

@@ -19,7 +19,7 @@
 # Needs what scripts/build-images.sh needs (root, debootstrap, umoci, skopeo), and dpkg-dev.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-version="$(sed -n 's/^project(perfgate VERSION \([0-9.]*\).*/\1/p' "$repo/CMakeLists.txt")"
+version="$(bash "$repo/scripts/project-version.sh")"
 out="$repo/build-release/perfgate-$version"
 cache=""
 product_tree=""

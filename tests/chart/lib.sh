@@ -4,6 +4,14 @@
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# run_logged WHAT LOG COMMAND...: runs COMMAND with its output in LOG; when it fails, shows the
+# log's tail and fails the test naming WHAT.
+run_logged() {
+  local what=$1 log=$2
+  shift 2
+  "$@" >"$log" 2>&1 || { tail -20 "$log" >&2; fail "$what"; }
+}
+
 # needs_root_and TOOL...: skips the test (exit 77, CTest's SKIP_RETURN_CODE) unless it runs as
 # root with every TOOL on PATH; the tests that build roots, images and packages need both.
 needs_root_and() {

@@ -42,11 +42,10 @@ cleanup() {
 trap cleanup EXIT
 
 start=$SECONDS
-bash "$build_images" --out "$WORK_DIR/out" --cache "$CACHE_DIR" --operator-tree "$PRODUCT_TREE" \
-  --worker-tree "${WORKER_TREE:-$PRODUCT_TREE}" >"$WORK_DIR/build.log" 2>&1 \
-  || { tail -20 "$WORK_DIR/build.log" >&2; fail "scripts/build-images.sh"; }
+run_logged scripts/build-images.sh "$WORK_DIR/build.log" bash "$build_images" --out "$WORK_DIR/out" \
+  --cache "$CACHE_DIR" --operator-tree "$PRODUCT_TREE" --worker-tree "${WORKER_TREE:-$PRODUCT_TREE}"
 echo "image: both archives built in $((SECONDS - start)) s"
-version="$(sed -n 's/^project(perfgate VERSION \([0-9.]*\).*/\1/p' "$REPO_ROOT/CMakeLists.txt")"
+version="$(bash "$REPO_ROOT/scripts/project-version.sh")"
 revision="$(git -C "$REPO_ROOT" rev-parse HEAD)"
 # The chart's pods run as this user (runAsNonRoot needs it numeric).
 "$CHART_RENDER" --release perfgate --namespace perfgate-system "$CHART_DIR" >"$WORK_DIR/default.yaml" \

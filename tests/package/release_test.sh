@@ -23,11 +23,10 @@ rm -rf "$rel" "$WORK_DIR/again" "$WORK_DIR/registry" "$WORK_DIR/chart"
 mkdir -p "$WORK_DIR/registry"
 mkdir -p "$WORK_DIR"
 start=$SECONDS
-bash "$REPO_ROOT/scripts/release.sh" --out "$rel" --cache "$CACHE_DIR" --product-tree "$PRODUCT_TREE" \
-  --worker-tree "$PRODUCT_TREE" >"$WORK_DIR/release.log" 2>&1 \
-  || { tail -20 "$WORK_DIR/release.log" >&2; fail "scripts/release.sh"; }
+run_logged scripts/release.sh "$WORK_DIR/release.log" bash "$REPO_ROOT/scripts/release.sh" --out "$rel" \
+  --cache "$CACHE_DIR" --product-tree "$PRODUCT_TREE" --worker-tree "$PRODUCT_TREE"
 echo "release: built in $((SECONDS - start)) s"
-version="$(sed -n 's/^project(perfgate VERSION \([0-9.]*\).*/\1/p' "$REPO_ROOT/CMakeLists.txt")"
+version="$(bash "$REPO_ROOT/scripts/project-version.sh")"
 chart_version="$(sed -n 's/^version: *//p' "$REPO_ROOT/charts/perfgate/Chart.yaml")"
 app_version="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$REPO_ROOT/charts/perfgate/Chart.yaml")"
 [ "$app_version" = "$version" ] || fail "the chart's appVersion $app_version is not the images' tag $version"
