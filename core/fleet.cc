@@ -191,8 +191,12 @@ std::string GroupKey(const Figure& f) {
 
 std::vector<Lagging> FindLagging(const std::vector<Figure>& figures,
                                  const comparison::PeerRule& rule) {
+  // A figure that failed its own bound is already a failure, not a lag, and no reference for its
+  // peers either: one node at half speed would stretch the interval of the others' median.
   std::map<std::string, std::vector<const Figure*>> groups;
-  for (const Figure& f : figures) groups[GroupKey(f) + "\x1f" + f.model].push_back(&f);
+  for (const Figure& f : figures) {
+    if (f.verdict != v1alpha1::FAIL) groups[GroupKey(f) + "\x1f" + f.model].push_back(&f);
+  }
   std::vector<Lagging> out;
   for (const auto& [key, members] : groups) {
     std::vector<comparison::Member> values;
@@ -200,7 +204,6 @@ std::vector<Lagging> FindLagging(const std::vector<Figure>& figures,
     for (const comparison::Lag& lag :
          comparison::LaggingPeers(values, members.front()->higher_is_better, rule)) {
       const Figure& f = *members[lag.index];
-      if (f.verdict == v1alpha1::FAIL) continue;  // already a failure, not a lag
       out.push_back({f, lag.peer_median, lag.ratio, -lag.robust_z, lag.peers, lag.interval});
     }
   }

@@ -65,7 +65,7 @@ std::string GroupKey(const Figure& f);
 // A node whose figure lags its peers: among the figures of the same group and GPU model, it lags
 // the other nodes' figures as comparison::LaggingPeers says (worse than their median by the
 // rule's margin, and an outlier of the spread between them). A figure that fails its own
-// threshold is a failure and not listed, though it counts among the peers. Sorted worst first.
+// threshold is a failure: it is not listed, and it is no peer for the others. Sorted worst first.
 struct Lagging {
   Figure figure;
   double peer_median = 0;    // the other nodes' median
