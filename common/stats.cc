@@ -114,32 +114,6 @@ double StudentTQuantile(double p, double dof) {
   return t;
 }
 
-std::vector<Lag> LaggingPeers(std::span<const double> values, bool higher_is_better, double z,
-                              double min_gap, double family_error) {
-  std::vector<Lag> out;
-  if (values.empty()) return out;
-  const double bound =
-      std::max(z, NormalQuantile(1 - family_error / static_cast<double>(values.size())));
-  std::vector<double> sorted(values.begin(), values.end());
-  std::sort(sorted.begin(), sorted.end());
-  const double median = Quantile(sorted, 0.5);
-  if (median == 0) return out;
-  std::vector<double> deviations;
-  for (double v : sorted) {
-    if (higher_is_better ? v <= median : v >= median) deviations.push_back(std::fabs(v - median));
-  }
-  std::sort(deviations.begin(), deviations.end());
-  const double scale = 1.4826 * Quantile(deviations, 0.5);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double worse = higher_is_better ? median - values[i] : values[i] - median;
-    if (worse <= 0 || worse < min_gap * std::fabs(median)) continue;
-    const double robust_z = scale > 0 ? worse / scale : std::numeric_limits<double>::infinity();
-    if (robust_z < bound) continue;
-    out.push_back({i, median, robust_z});
-  }
-  return out;
-}
-
 double NormalQuantile(double p) {
   if (!(p > 0 && p < 1)) {
     if (p == 0) return -kInf;

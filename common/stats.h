@@ -45,30 +45,6 @@ double Quantile(std::span<const double> sorted, double q);
 // shows (Summarize), so an even count gives the mean of the two middle values. 0 for none.
 double Median(std::vector<double> values);
 
-// What "lags its peers" means wherever perfgate says it (the fleet report, /metrics, the worker's
-// capture for a GPU behind its siblings): a robust z of at least 3.5, at least 3% worse than the
-// median, and a healthy group of any size flagging nothing 99% of the time.
-inline constexpr double kLaggingZ = 3.5;
-inline constexpr double kLaggingMinGap = 0.03;
-inline constexpr double kLaggingFamilyError = 0.01;
-
-// One of a group of peers' figures that lags the rest (LaggingPeers).
-struct Lag {
-  std::size_t index = 0;  // into the values given
-  double median = 0;      // the group's
-  double robust_z = 0;    // how far on the worse side, in robust standard deviations (> 0)
-};
-// Which of `values` (one figure from each of a group of peers: nodes of one GPU model, or the
-// GPUs of one node) lag the others: on the worse side of the median by at least `z` robust
-// z-scores (units of 1.4826 x the median absolute deviation of the values on the worse side,
-// so a skewed figure such as a minimum over pairs is judged by its own tail), by at least the
-// Bonferroni bound (the normal quantile 1 - family_error / n, so a healthy group of any size
-// flags nothing with probability 1 - family_error), and by at least `min_gap` x |median|.
-// Identical peers (deviation 0) make any gap of min_gap an outlier. None when the median is 0.
-// In the order of `values`.
-std::vector<Lag> LaggingPeers(std::span<const double> values, bool higher_is_better, double z,
-                              double min_gap, double family_error);
-
 // Inverse CDF of Student's t with `dof` degrees of freedom at probability p in (0, 1).
 double StudentTQuantile(double p, double dof);
 // CDF of Student's t.
