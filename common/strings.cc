@@ -31,4 +31,11 @@ std::vector<std::string> Split(std::string_view s, char separator) {
   }
 }
 
+std::string NameSome(const std::vector<std::string>& names, std::size_t most) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < most; ++i) out += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > most) out += " and " + std::to_string(names.size() - most) + " more";
+  return out;
+}
+
 }  // namespace perfgate

@@ -1,6 +1,7 @@
 // Small string helpers every layer may use: written once here, not again per file.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,5 +17,8 @@ std::string Lower(std::string_view s);
 // The pieces of `s` between `separator`s, each trimmed; empty pieces are kept ("a,,b" has
 // three), and "" gives one empty piece.
 std::vector<std::string> Split(std::string_view s, char separator);
+
+// The first `most` of `names` joined by ", ", then " and N more" for the rest: "a, b and 3 more".
+std::string NameSome(const std::vector<std::string>& names, std::size_t most);
 
 }  // namespace perfgate

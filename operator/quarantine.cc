@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "common/strings.h"
 #include "core/names.h"
 #include "core/selection.h"
 #include "operator/disruption.h"
@@ -32,13 +33,6 @@ bool NamesRackOrSwitch(const std::string& key) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return lower.find("rack") != std::string::npos || lower.find("switch") != std::string::npos;
-}
-
-std::string List(const std::vector<std::string>& nodes) {
-  std::string out;
-  for (size_t i = 0; i < nodes.size() && i < 10; ++i) out += (i == 0 ? "" : ", ") + nodes[i];
-  if (nodes.size() > 10) out += " and " + std::to_string(nodes.size() - 10) + " more";
-  return out;
 }
 
 }  // namespace
@@ -151,7 +145,7 @@ void DecideQuarantine(const Snapshot& s, const ReconcilerConfig& config, const s
                     " GPU nodes): the failures look systemic";
   msg += shared.empty() ? "" : "; the failing nodes share " + shared;
   msg += ". " + std::to_string(held.size()) +
-         " kept their FAIL verdict without the taint: " + List(held);
+         " kept their FAIL verdict without the taint: " + NameSome(held, 10);
   Json held_json = Json::array();
   for (size_t i = 0; i < held.size() && i < 20; ++i) held_json.push_back(held[i]);
   status["quarantine"] = {{"cap", cap},

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/node_verdict.h"
+#include "common/strings.h"
 #include "core/names.h"
 #include "core/selection.h"
 #include "operator/identity.h"
@@ -86,13 +87,6 @@ std::map<std::string, const Json*> ResultsOfRun(const Snapshot& s) {
         r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel));
     if (Name(r) == WorkerName(s, node)) out[node] = &r;
   }
-  return out;
-}
-
-std::string List(const std::vector<std::string>& nodes) {
-  std::string out;
-  for (size_t i = 0; i < nodes.size() && i < 5; ++i) out += (i == 0 ? "" : ", ") + nodes[i];
-  if (nodes.size() > 5) out += " and " + std::to_string(nodes.size() - 5) + " more";
   return out;
 }
 
@@ -308,10 +302,10 @@ bool DecideWatchNodes(const Snapshot& s, Json* status, Decision* d) {
   out["verdict"] = "Running";
   std::string msg = "testing";
   if (!joined.empty())
-    msg += " new node" + std::string(joined.size() > 1 ? "s " : " ") + List(joined);
+    msg += " new node" + std::string(joined.size() > 1 ? "s " : " ") + NameSome(joined, 5);
   if (!changed.empty()) {
     msg += std::string(joined.empty() ? "" : " and") + " changed node" +
-           (changed.size() > 1 ? "s " : " ") + List(changed);
+           (changed.size() > 1 ? "s " : " ") + NameSome(changed, 5);
   }
   out["message"] = msg;
   d->status = std::move(out);
