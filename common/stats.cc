@@ -1,11 +1,14 @@
 #include "common/stats.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numbers>
 #include <numeric>
+#include <unordered_map>
 
 namespace perfgate::stats {
 namespace {
@@ -80,7 +83,61 @@ double StudentTCdf(double t, double dof) {
   return t > 0 ? 1.0 - tail : tail;
 }
 
+namespace {
+
+// The decision rules ask for the same few quantiles and critical counts at every sample of every
+// check (the same n, level and alpha), and each costs hundreds of incomplete-beta or log1p
+// evaluations: both are pure functions, so each thread remembers what it has computed. The key
+// holds the arguments' exact bits, so a cached answer is the one the computation would give.
+struct ArgsKey {
+  std::uint64_t a, b, c;
+  bool operator==(const ArgsKey&) const = default;
+};
+struct ArgsHash {
+  std::size_t operator()(const ArgsKey& k) const {
+    std::uint64_t h = k.a * 0x9E3779B97F4A7C15ULL;
+    h ^= (k.b + 0x7F4A7C159E3779B9ULL + (h << 6) + (h >> 2));
+    h ^= (k.c + 0x94D049BB133111EBULL + (h << 6) + (h >> 2));
+    return static_cast<std::size_t>(h);
+  }
+};
+template <typename Value>
+using Memo = std::unordered_map<ArgsKey, Value, ArgsHash>;
+// Past this many entries a memo starts again, so that a long-lived process asking ever new
+// questions never grows without bound.
+constexpr std::size_t kMemoEntries = 1 << 16;
+
+template <typename Value, typename Compute>
+Value Remembered(Memo<Value>& memo, const ArgsKey& key, Compute compute) {
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  if (memo.size() >= kMemoEntries) memo.clear();
+  const Value value = compute();
+  memo.emplace(key, value);
+  return value;
+}
+
+double ComputeStudentTQuantile(double p, double dof);
+int ComputeBernoulliMixtureCriticalCount(int n, double p0, double alpha);
+
+}  // namespace
+
 double StudentTQuantile(double p, double dof) {
+  thread_local Memo<double> memo;
+  return Remembered(memo, {std::bit_cast<std::uint64_t>(p), std::bit_cast<std::uint64_t>(dof), 0},
+                    [&] { return ComputeStudentTQuantile(p, dof); });
+}
+
+int BernoulliMixtureCriticalCount(int n, double p0, double alpha) {
+  thread_local Memo<int> memo;
+  return Remembered(memo,
+                    {static_cast<std::uint64_t>(n), std::bit_cast<std::uint64_t>(p0),
+                     std::bit_cast<std::uint64_t>(alpha)},
+                    [&] { return ComputeBernoulliMixtureCriticalCount(n, p0, alpha); });
+}
+
+namespace {
+
+double ComputeStudentTQuantile(double p, double dof) {
   if (!(p > 0 && p < 1) || !(dof > 0)) return std::numeric_limits<double>::quiet_NaN();
   if (p == 0.5) return 0;
   if (p < 0.5) return -StudentTQuantile(1 - p, dof);
@@ -113,6 +170,8 @@ double StudentTQuantile(double p, double dof) {
   }
   return t;
 }
+
+}  // namespace
 
 double NormalQuantile(double p) {
   if (!(p > 0 && p < 1)) {
@@ -302,7 +361,9 @@ double BernoulliMixtureLogEvidence(int n, int count, double p0) {
   return LogSumExp(terms, kMixturePoints);
 }
 
-int BernoulliMixtureCriticalCount(int n, double p0, double alpha) {
+namespace {
+
+int ComputeBernoulliMixtureCriticalCount(int n, double p0, double alpha) {
   const double target = -std::log(alpha);
   // The evidence grows with count (every alternative has p1 > p0): binary search.
   if (BernoulliMixtureLogEvidence(n, n, p0) < target) return n + 1;
@@ -318,6 +379,8 @@ int BernoulliMixtureCriticalCount(int n, double p0, double alpha) {
   }
   return hi;
 }
+
+}  // namespace
 
 Interval QuantileConfidenceSequence(std::span<const double> samples, double q, double alpha_low,
                                     double alpha_high) {

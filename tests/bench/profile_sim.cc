@@ -212,7 +212,9 @@ int main(int argc, char** argv) {
   Options o;
   perfgate::cmdline::Action action;
   auto app = Parse(&o, &action);
-  if (const int code = perfgate::cmdline::ParseAndRun(*app, argc, argv, action); code != 0) {
+  // --help and --version return 0 without reaching the callback: then there is nothing to run.
+  if (const int code = perfgate::cmdline::ParseAndRun(*app, argc, argv, action);
+      code != 0 || !action) {
     return code;
   }
   std::vector<std::string> names;
