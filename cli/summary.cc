@@ -8,6 +8,7 @@
 #include "common/time.h"
 #include "common/yaml_emit.h"
 #include "core/gpu_model.h"
+#include "core/names.h"
 
 namespace perfgate::summary {
 namespace {
@@ -92,6 +93,7 @@ Json ToJson(const FleetSummary& s) {
                             {"validation", n.validation},
                             {"run", n.run},
                             {"why", n.why},
+                            {"action", n.action},
                             {"lastValidated", n.last_validated},
                             {"stale", n.stale}});
   }
@@ -130,7 +132,8 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
     if (!IsGpuNode(node)) continue;
     NodeLine line;
     line.node = node.value("/metadata/name"_json_pointer, std::string());
-    if (auto model = op::GpuModelOfNode(Labels(node)); model.ok()) line.model = model->model;
+    const std::map<std::string, std::string> labels = Labels(node);
+    if (auto model = op::GpuModelOfNode(labels); model.ok()) line.model = model->model;
     if (auto it = latest.find(line.node); it != latest.end()) {
       const fleet::NodeReport& r = *it->second;
       if (std::string m = fleet::GpuModel(r.report); !m.empty()) line.model = m;
@@ -138,6 +141,12 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
       line.validation = r.validation;
       line.run = r.run;
       line.why = WhyOf(r);
+      line.action = r.report.action().step();
+      // The operator's label: the same step, climbed when the node keeps failing.
+      if (auto label = labels.find(op::kActionLabel);
+          label != labels.end() && !label->second.empty()) {
+        line.action = label->second;
+      }
       line.last_validated = CompletedAt(r);
       const auto at = ParseRfc3339(line.last_validated);
       line.stale = !at || now - *at > stale_after;
@@ -185,14 +194,18 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   }
   os << report::FormatColumns(models);
 
-  std::vector<std::vector<std::string>> bad = {{"NODE", "VERDICT", "VALIDATION", "WHY"}};
-  if (wide) bad[0] = {"NODE", "VERDICT", "VALIDATION", "RUN", "MODEL", "LAST VALIDATED", "WHY"};
+  std::vector<std::vector<std::string>> bad = {{"NODE", "VERDICT", "ACTION", "VALIDATION", "WHY"}};
+  if (wide) {
+    bad[0] = {"NODE", "VERDICT", "ACTION", "VALIDATION", "RUN", "MODEL", "LAST VALIDATED", "WHY"};
+  }
   for (const auto& n : s.nodes) {
     if (n.verdict.empty() || n.verdict == "PASS") continue;
+    const std::string action = n.action.empty() ? "-" : n.action;
     if (wide) {
-      bad.push_back({n.node, n.verdict, n.validation, n.run, n.model, n.last_validated, n.why});
+      bad.push_back(
+          {n.node, n.verdict, action, n.validation, n.run, n.model, n.last_validated, n.why});
     } else {
-      bad.push_back({n.node, n.verdict, n.validation, n.why});
+      bad.push_back({n.node, n.verdict, action, n.validation, n.why});
     }
   }
   if (bad.size() > 1) os << "\nNot passing:\n" << report::FormatColumns(bad);

@@ -21,7 +21,10 @@ struct NodeLine {
   std::string verdict;     // PASS, FAIL, INCONCLUSIVE, ERROR; "" when never validated
   std::string validation;  // of the latest result
   std::string run;
-  std::string why;             // the result's worst figure or reason
+  std::string why;  // the result's worst figure or reason
+  // The recommended action (common/action.h): the node's perfgate.io/action label, escalated
+  // by the operator when the node keeps failing, else the latest result's.
+  std::string action;
   std::string last_validated;  // RFC 3339 completion time of the latest result
   bool stale = false;          // the latest result is older than the staleness limit
 };

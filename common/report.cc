@@ -178,6 +178,10 @@ std::string FormatTable(const v1alpha1::Report& report) {
   os << "\nverdict: " << VerdictName(report.verdict());
   if (!report.reason().empty()) os << " (" << report.reason() << ")";
   os << "\n";
+  if (!report.action().step().empty() && report.action().step() != "none") {
+    os << "recommended action: " << report.action().step() << "\n";
+    for (const auto& e : report.action().evidence()) os << "  " << e << "\n";
+  }
   return os.str();
 }
 

@@ -27,6 +27,10 @@ inline constexpr const char* kRecoveredFromAnnotation = "perfgate.io/recovered-f
 inline constexpr const char* kGangLabel = "perfgate.io/gang";
 // On a node that failed repeatedly (operator/repeated_failures.h): "true".
 inline constexpr const char* kRepeatedFailureLabel = "perfgate.io/repeated-failure";
+// On a node with a verdict: the recommended action (common/action.h: none, retest, reset-gpu,
+// reboot-node, reseat, rma), for automation to select on, and the evidence behind it.
+inline constexpr const char* kActionLabel = "perfgate.io/action";
+inline constexpr const char* kActionEvidenceAnnotation = "perfgate.io/action-evidence";
 // On a node under test (its worker running, or being made free for it): the validation's label
 // value. Removed once the node's result is in, whatever happens (docs/operator.md).
 inline constexpr const char* kUnderTestLabel = "perfgate.io/under-test";

@@ -156,8 +156,8 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   RETURN_IF_ERROR(ForEachConcurrently(d.node_verdicts.size(), [&](size_t i) -> Status {
     const NodeVerdict& v = d.node_verdicts[i];
     auto it = s.nodes.find(v.node);
-    return MarkNode(v.node, v.verdict, s.name, v.quarantine ? d.on_failure : "none",
-                    it == s.nodes.end() ? nullptr : &it->second, v.repeated_failure);
+    return MarkNode(v, s.name, v.quarantine ? d.on_failure : "none",
+                    it == s.nodes.end() ? nullptr : &it->second);
   }));
   for (const auto& node : d.release_nodes) ReleaseNode(node);
   RETURN_IF_ERROR(ForEachConcurrently(d.provisioning.size(), [&](size_t i) -> Status {
@@ -216,11 +216,12 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
   });
 }
 
-Status Actor::MarkNode(const std::string& node, verdict::Verdict verdict,
-                       const std::string& validation, const std::string& on_failure,
-                       const Json* cached, std::optional<bool> repeated_failure) {
-  return EditNode(node, cached, [&](Json* n) {
-    return op::MarkNode(n, verdict, validation, on_failure, repeated_failure);
+Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation,
+                       const std::string& on_failure, const Json* cached) {
+  return EditNode(v.node, cached, [&](Json* n) {
+    const bool marked = op::MarkNode(n, v.verdict, validation, on_failure, v.repeated_failure);
+    const bool acted = SetAction(n, v.action, v.action_evidence);
+    return marked || acted;
   });
 }
 

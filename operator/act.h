@@ -74,9 +74,8 @@ class Actor {
   // Deletes claims still as they were read; a changed or missing one is left alone.
   void ReleaseClaims(const std::string& validation, const std::vector<ClaimRelease>& releases);
   // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
-  Status MarkNode(const std::string& node, verdict::Verdict verdict, const std::string& validation,
-                  const std::string& on_failure, const Json* cached,
-                  std::optional<bool> repeated_failure);
+  Status MarkNode(const NodeVerdict& v, const std::string& validation,
+                  const std::string& on_failure, const Json* cached);
   void ReleaseNode(const std::string& node);
   // Reads `node` (the cached copy first), applies `edit` and writes it back when it changed,
   // re-reading on a conflict. A missing node is fine.

@@ -32,6 +32,11 @@ struct NodeOutcome {
   std::string reason;
   // The operator wrote its result (never scheduled, crashed, timed out): no worker of it runs.
   bool by_operator = false;
+  // The report's recommended action (common/action.h): its step, "" while undecided, and the
+  // evidence and devices behind it.
+  std::string action{};
+  std::vector<std::string> action_evidence{};
+  bool action_on_gpu = false;
 };
 
 // A PerfResult the operator writes itself (an ERROR it decided).
@@ -60,6 +65,11 @@ struct NodeVerdict {
   // False: a FAIL the brake on mass quarantine holds back (operator/quarantine.h): its verdict
   // label, without policy.onFailure's taint or cordon.
   bool quarantine = true;
+  // The recommended action (label perfgate.io/action, annotation perfgate.io/action-evidence),
+  // escalated when the node keeps failing; "" leaves both as they are.
+  std::string action{};
+  std::string action_evidence{};
+  bool action_on_gpu = false;
 };
 
 // A node being made free for its test or given back (spec.disruption; docs/operator.md).

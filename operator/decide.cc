@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/action.h"
 #include "common/labels.h"
 #include "common/node_verdict.h"
 #include "common/termination.h"
@@ -169,6 +170,32 @@ NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
     if (v != verdict::Verdict::kPass && v != verdict::Verdict::kSkipped) {
       o.test = t.value("name", "");
       break;
+    }
+  }
+  // The worker's recommended action; a result without one (the operator's own ERROR, an older
+  // worker) gets what common/action.h gives a report with no test to blame.
+  const Json act = report.value("action", Json::object());
+  o.action = act.value("step", "");
+  if (!action::ParseStep(o.action)) {
+    o.action = std::string(action::StepName(
+        *o.verdict == verdict::Verdict::kPass ? action::Step::kNone : action::Step::kRetest));
+    if (*o.verdict != verdict::Verdict::kPass) {
+      o.action_evidence.push_back("node: retest (" +
+                                  (o.reason.empty() ? std::string("no result") : o.reason) + ")");
+    }
+  } else {
+    for (const auto& e : act.value("evidence", Json::array())) {
+      if (e.is_string()) o.action_evidence.push_back(e.get<std::string>());
+    }
+    for (const auto& dev : act.value("devices", Json::array())) {
+      o.action_on_gpu |= dev.is_string() && dev.get<std::string>().rfind("gpu", 0) == 0;
+    }
+  }
+  if (o.action == "retest" && !o.test.empty()) {
+    // A figure of a GPU test: a reset comes before a reboot when it keeps failing.
+    for (const auto& t : report.value("tests", Json::array())) {
+      o.action_on_gpu |= t.value("device", "").rfind("gpu", 0) == 0 &&
+                         t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED";
     }
   }
   return o;
@@ -348,7 +375,15 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
                       const std::string& now, const RegressionCheck& regressions, Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   const std::vector<NodeOutcome>& outcomes = d->outcomes;
-  for (const auto& o : outcomes) d->node_verdicts.push_back({o.node, *o.verdict, std::nullopt});
+  for (const auto& o : outcomes) {
+    NodeVerdict v{o.node, *o.verdict, std::nullopt};
+    v.action = o.action;
+    for (const std::string& e : o.action_evidence) {
+      v.action_evidence += (v.action_evidence.empty() ? "" : "; ") + e;
+    }
+    v.action_on_gpu = o.action_on_gpu;
+    d->node_verdicts.push_back(std::move(v));
+  }
   d->on_failure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
   const bool fresh = status.value("completionTime", "").empty();
   status = CompleteStatus(status, old_status, outcomes, s.generation, now);

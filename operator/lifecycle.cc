@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/action.h"
 #include "common/time.h"
 #include "core/names.h"
 #include "operator/repeated_failures.h"
@@ -135,6 +136,30 @@ Json NewRunStatus(const Json& old_status, const std::string& run, int64_t genera
   return status;
 }
 
+namespace {
+
+// A node that failed before, in a row, climbs the action ladder (common/action.h).
+// Returns whether it climbed.
+bool EscalateAction(const std::vector<verdict::Verdict>& earlier_newest_first, NodeVerdict* v) {
+  if (v->verdict == verdict::Verdict::kPass) return false;
+  const auto step = action::ParseStep(v->action);
+  if (!step) return false;
+  int in_a_row = 0;
+  for (verdict::Verdict e : earlier_newest_first) {
+    if (e != verdict::Verdict::kFail) break;
+    ++in_a_row;
+  }
+  const action::Step escalated = action::Escalate(*step, in_a_row, v->action_on_gpu);
+  if (escalated == *step) return false;
+  v->action_evidence = "escalated from " + v->action + " after " + std::to_string(in_a_row) +
+                       " earlier FAIL" + (in_a_row == 1 ? "" : "s") + " in a row; " +
+                       v->action_evidence;
+  v->action = std::string(action::StepName(escalated));
+  return true;
+}
+
+}  // namespace
+
 void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision* d) {
   if (!s.store || !s.spec || d->node_verdicts.empty() || !d->status) return;
   const auto& policy = s.spec->doc.spec().policy();
@@ -150,6 +175,12 @@ void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision*
     std::vector<verdict::Verdict> verdicts = {v.verdict};
     verdicts.insert(verdicts.end(), earlier->second.begin(), earlier->second.end());
     v.repeated_failure = FailsRepeatedly(verdicts, rule);
+    if (auto failing = d->status->find("failingNodes");
+        EscalateAction(earlier->second, &v) && failing != d->status->end()) {
+      for (auto& f : *failing) {
+        if (f.value("node", "") == v.node) f["action"] = v.action;
+      }
+    }
     if (!*v.repeated_failure) continue;
     const int failures = RecentFailures(verdicts, rule);
     const int seen =

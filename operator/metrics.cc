@@ -262,12 +262,20 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
       {"passed", 0}, {"failed", 0}, {"inconclusive", 0}, {"error", 0}};
   std::string per_node;
   std::string repeated;
+  std::string actions;
+  std::map<std::string, int> by_action;
   for (const auto& n : s.nodes) {
     const auto meta = n.value("metadata", nlohmann::json::object());
     const auto labels = meta.value("labels", nlohmann::json::object());
     if (labels.value(kRepeatedFailureLabel, "") == "true") {
       repeated += "perfgate_node_repeated_failure{node=\"" +
                   EscapeLabelValue(meta.value("name", "")) + "\"} 1\n";
+    }
+    if (const std::string step = labels.value(kActionLabel, ""); !step.empty() && step != "none") {
+      by_action[step]++;
+      actions += "perfgate_node_recommended_action{node=\"" +
+                 EscapeLabelValue(meta.value("name", "")) + "\",action=\"" +
+                 EscapeLabelValue(step) + "\"} 1\n";
     }
     auto it = labels.find(kVerdictLabel);
     if (it == labels.end() || !it->is_string()) continue;
@@ -289,6 +297,15 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
          "1 for each node labelled perfgate.io/repeated-failure=true: it failed too many of its "
          "latest validations.");
   out += repeated;
+  header("perfgate_nodes_by_action", "gauge",
+         "Nodes by their perfgate.io/action label (the recommended action), none left out.");
+  for (const auto& [step, n] : by_action) {
+    out += "perfgate_nodes_by_action{action=\"" + EscapeLabelValue(step) + "\"} " +
+           std::to_string(n) + "\n";
+  }
+  header("perfgate_node_recommended_action", "gauge",
+         "1 for each node whose perfgate.io/action label asks for something: the action.");
+  out += actions;
   if (s.per_node) {
     header("perfgate_node_verdict", "gauge",
            "1 for each node's perfgate.io/verdict label, and the validation that set it.");

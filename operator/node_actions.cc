@@ -78,10 +78,34 @@ std::vector<std::string> NodesToRelease(const std::map<std::string, Json>& nodes
   return out;
 }
 
+bool SetAction(Json* node, const std::string& step, const std::string& evidence) {
+  if (step.empty()) return false;
+  Json& meta = (*node)["metadata"];
+  const Json before = meta;
+  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = Json::object();
+  if (!meta.contains("annotations") || !meta["annotations"].is_object()) {
+    meta["annotations"] = Json::object();
+  }
+  meta["labels"][kActionLabel] = step;
+  if (evidence.empty()) {
+    meta["annotations"].erase(kActionEvidenceAnnotation);
+  } else {
+    meta["annotations"][kActionEvidenceAnnotation] =
+        evidence.size() > 2000 ? evidence.substr(0, 1997) + "..." : evidence;
+  }
+  return meta != before;
+}
+
 void ReleaseNode(Json* node) {
   Json& meta = (*node)["metadata"];
-  if (meta.contains("labels")) meta["labels"].erase(kVerdictLabel);
-  if (meta.contains("annotations")) meta["annotations"].erase(kVerdictByAnnotation);
+  if (meta.contains("labels")) {
+    meta["labels"].erase(kVerdictLabel);
+    meta["labels"].erase(kActionLabel);
+  }
+  if (meta.contains("annotations")) {
+    meta["annotations"].erase(kVerdictByAnnotation);
+    meta["annotations"].erase(kActionEvidenceAnnotation);
+  }
 }
 
 }  // namespace perfgate::op

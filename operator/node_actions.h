@@ -18,6 +18,11 @@ namespace perfgate::op {
 bool MarkNode(Json* node, verdict::Verdict verdict, const std::string& validation,
               const std::string& on_failure, std::optional<bool> repeated_failure = std::nullopt);
 
+// Sets the recommended action: label perfgate.io/action=`step` and annotation
+// perfgate.io/action-evidence (cut to 2000 characters; removed when `evidence` is empty). An
+// empty `step` changes nothing. Returns whether anything changed.
+bool SetAction(Json* node, const std::string& step, const std::string& evidence);
+
 // The nodes whose verdict label the deleted `validation` set and which it did not taint (its
 // FAIL taint outlives it: a bad GPU stays bad until a later run passes).
 std::vector<std::string> NodesToRelease(const std::map<std::string, Json>& nodes,

@@ -163,7 +163,8 @@ int CountOutcomes(const std::vector<NodeOutcome>& outcomes, Json* status) {
                          {"verdict", verdict::VerdictName(*o.verdict)},
                          {"test", o.test},
                          {"figure", Cut(o.figure, 200)},
-                         {"reason", Cut(o.reason, 500)}});
+                         {"reason", Cut(o.reason, 500)},
+                         {"action", o.action}});
     }
   }
   Json& s = *status;

@@ -317,6 +317,10 @@ NvmlDump DumpNvml(const nvml::Nvml& lib) {
         fn.DeviceGetVbiosVersion(device, vbios, sizeof vbios) == 0) {
       gpu["vbios"] = FixedString(vbios, sizeof vbios);
     }
+    char serial[nvml::kSerialBufferBytes] = {};
+    if (fn.DeviceGetSerial != nullptr && fn.DeviceGetSerial(device, serial, sizeof serial) == 0) {
+      gpu["serial"] = FixedString(serial, sizeof serial);
+    }
     unsigned mw = 0;
     if (fn.DeviceGetPowerManagementLimit != nullptr &&
         fn.DeviceGetPowerManagementLimit(device, &mw) == 0) {
@@ -470,6 +474,9 @@ Bundle AssembleBundle(const DiagnosisInputs& in, std::size_t part_bytes, std::si
     *failing.mutable_identity() = in.report->identity();
     failing.set_verdict(in.report->verdict());
     failing.set_reason(in.report->reason());
+    // What to do, with its evidence, next to the identity (serials, VBIOS, driver): what a
+    // vendor asks for in an RMA.
+    *failing.mutable_action() = in.report->action();
     for (const auto& t : in.report->tests()) {
       if (t.verdict() != v1alpha1::FAIL) continue;
       *failing.add_tests() = t;

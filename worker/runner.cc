@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/action.h"
 #include "common/node_verdict.h"
 #include "common/report.h"
 #include "common/stats.h"
@@ -386,6 +387,7 @@ void FillIdentity(v1alpha1::Identity* id) {
     gi->set_uuid(info->uuid);
     gi->set_pcibusid(info->pci_bus_id);
     gi->set_vbios(info->vbios);
+    gi->set_serial(info->serial);
     gi->set_computecapability(info->compute_capability);
     gi->set_smcount(info->sm_count);
     gi->set_memorygib(info->memory_gib);
@@ -539,6 +541,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
       verdict::JudgeTests(evidence, {plan.policy.allowinconclusive(), plan.policy.failonskipped()});
   report.set_verdict(report::ToProto(node.verdict));
   if (!node.reason.empty()) report.set_reason(node.reason);
+  *report.mutable_action() = action::Recommend(report);
   report.set_completiontime(NowRfc3339());
   return report;
 }

@@ -44,6 +44,10 @@ GpuIdentityInfo JoinGpuIdentity(const cuda::CudaDeviceFacts& facts, const nvml::
     char vbios[nvml::kVbiosBufferBytes] = {};
     if (f.DeviceGetVbiosVersion(d, vbios, sizeof(vbios)) == nvml::kSuccess) id.vbios = vbios;
   }
+  if (f.DeviceGetSerial != nullptr) {
+    char serial[nvml::kSerialBufferBytes] = {};
+    if (f.DeviceGetSerial(d, serial, sizeof(serial)) == nvml::kSuccess) id.serial = serial;
+  }
   unsigned value = 0;
   if (f.DeviceGetMaxClockInfo != nullptr) {
     if (f.DeviceGetMaxClockInfo(d, nvml::kClockSm, &value) == nvml::kSuccess) {

@@ -17,6 +17,7 @@ struct GpuIdentityInfo {
   std::string uuid;
   std::string pci_bus_id;
   std::string vbios;               // "" when NVML is unavailable
+  std::string serial;              // the board's serial; "" when NVML is unavailable or has none
   std::string compute_capability;  // "9.0"
   int sm_count = 0;
   double memory_gib = 0;

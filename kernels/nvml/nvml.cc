@@ -173,6 +173,7 @@ Result<std::shared_ptr<Nvml>> LoadNvml() {
   Resolve(library, "nvmlDeviceGetName", f.DeviceGetName);
   Resolve(library, "nvmlDeviceGetUUID", f.DeviceGetUUID);
   Resolve(library, "nvmlDeviceGetVbiosVersion", f.DeviceGetVbiosVersion);
+  Resolve(library, "nvmlDeviceGetSerial", f.DeviceGetSerial);
   Resolve(library, "nvmlDeviceGetTotalEccErrors", f.DeviceGetTotalEccErrors);
   Resolve(library, "nvmlDeviceGetEccMode", f.DeviceGetEccMode);
   Resolve(library, "nvmlDeviceGetRemappedRows", f.DeviceGetRemappedRows);

@@ -42,6 +42,8 @@ inline constexpr unsigned kPciBusIdLegacyBufferBytes = 16;
 inline constexpr unsigned kDeviceNameBufferBytes = 96;
 inline constexpr unsigned kUuidBufferBytes = 80;
 inline constexpr unsigned kVbiosBufferBytes = 32;
+// NVML_DEVICE_SERIAL_BUFFER_SIZE.
+inline constexpr unsigned kSerialBufferBytes = 30;
 inline constexpr unsigned kDriverVersionBufferBytes = 80;
 // NVML_NVLINK_MAX_LINKS in current headers (Hopper and Blackwell have 18).
 inline constexpr unsigned kNvLinkMaxLinks = 18;
@@ -141,6 +143,7 @@ struct NvmlFunctions {
   nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*DeviceGetUUID)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*DeviceGetVbiosVersion)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*DeviceGetSerial)(nvmlDevice_t, char*, unsigned) = nullptr;
   nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int,
                                           unsigned long long*) = nullptr;  // NOLINT
   nvmlReturn_t (*DeviceGetEccMode)(nvmlDevice_t, nvmlEnableState_t*, nvmlEnableState_t*) = nullptr;

@@ -12,7 +12,9 @@
 #                              (a regression against its peers: the operator keeps a SQLite store).
 #                              The series a user graphs hold the right values, the alerts for the
 #                              failed node, the failed validation and the lagging node fire, every
-#                              rule is healthy, and every dashboard panel's query returns data
+#                              rule is healthy, and every dashboard panel's query returns data.
+#                              Then a second validation fails 6 of the 8 nodes with a brake of
+#                              25%: 4 are held back untainted and PerfgateSystemicFailure fires
 #                              (CTest label e2e)
 # Env: PROMETHEUS, PROMTOOL (default: from PATH), CHART_RENDER, REPO_ROOT, WORK_DIR; for e2e also
 # OPERATOR_BIN, WORKER_BIN, KUBE_SIM.
@@ -168,6 +170,9 @@ YAML
   # nothing carries a run id or a sample.
   want 'count({__name__=~"perfgate_node_.*", run!=""}) or vector(0)' '{} 0'
   want 'count(count_over_time(perfgate_leader[1m]) >= 20)' '{} 1'
+  # The recommended action of node-2's first FAIL of a host figure: test again.
+  want 'perfgate_nodes_by_action' '{__name__="perfgate_nodes_by_action",action="retest",instance="127.0.0.1:'"$metrics_port"'",job="perfgate"} 1'
+  want 'count by (node, action) (perfgate_node_recommended_action)' '{action="retest",node="node-2"} 1'
 
   # The alerts this scenario must raise, every rule loaded and healthy, every expression parsed.
   for i in $(seq 60); do
@@ -180,6 +185,30 @@ YAML
   cat "$WORK_DIR/rules.out"
   grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "alert rules (above)"
   $PROMQL "$url" dashboard "$DASHBOARD" || fail "dashboard queries (above)"
+
+  # Failures that look systemic: a second validation fails 6 of the 8 nodes, and its brake on
+  # mass quarantine lets it taint 25% of them (2): the other 4 keep their FAIL without the taint,
+  # and the alert that says so fires.
+  synthetic_spec systemic synthetic "node-0=50, node-1=50, node-3=50, node-4=50, node-6=50, node-7=50" \
+    100 0.01 0 "" "taint
+    maxQuarantined: \"25%\"" | kubectl apply -f - >/dev/null || fail "apply the systemic validation"
+  for i in $(seq 600); do
+    [ -n "$(kubectl get pval systemic -o 'jsonpath={.status.completionTime}')" ] && break
+    sleep 0.2
+  done
+  [ -n "$(kubectl get pval systemic -o 'jsonpath={.status.completionTime}')" ] \
+    || { kubectl get pval systemic -o yaml >&2; fail "systemic not complete in 120 s"; }
+  [ "$(kubectl get pval systemic -o 'jsonpath={.status.conditions[?(@.type=="SystemicFailure")].status}')" = True ] \
+    || { kubectl get pval systemic -o yaml >&2; fail "systemic: no SystemicFailure condition"; }
+  want 'perfgate_validation_quarantine_held_nodes{validation="systemic"}' \
+    '{__name__="perfgate_validation_quarantine_held_nodes",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="systemic"} 4'
+  for i in $(seq 60); do
+    $PROMQL "$url" rules "$RULES" PerfgateSystemicFailure:validation=systemic \
+      >"$WORK_DIR/rules.out" 2>&1 && break
+    sleep 0.5
+  done
+  cat "$WORK_DIR/rules.out"
+  grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "the systemic-failure alert (above)"
   if grep -Eq 'level=(error|warn)' "$WORK_DIR/prometheus.log"; then
     grep -E 'level=(error|warn)' "$WORK_DIR/prometheus.log" | head -5 >&2
     fail "prometheus logged errors or warnings (a scrape or a rule evaluation failed)"

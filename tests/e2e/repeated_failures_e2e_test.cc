@@ -90,6 +90,30 @@ TEST_F(E2E, ANodeFailingKOfItsLastNValidationsIsFlaggedUntilItPassesAgain) {
       },
       20))
       << Metrics(op_);
+  // The recommended action climbed: a host figure below its bound is "retest" the first time;
+  // after one earlier FAIL in a row it is a reboot (no GPU to reset).
+  Json n0 = Node("node-0");
+  EXPECT_EQ(n0["metadata"]["labels"].value("perfgate.io/action", ""), "reboot-node") << n0.dump(2);
+  const std::string evidence =
+      n0["metadata"]["annotations"].value("perfgate.io/action-evidence", "");
+  EXPECT_NE(evidence.find("escalated from retest after 1 earlier FAIL in a row"), std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find("synthetic [host]: bandwidthGBps: retest"), std::string::npos)
+      << evidence;
+  const Json failing = v["status"].value("failingNodes", Json::array());
+  ASSERT_EQ(failing.size(), 1u) << v.dump(2);
+  EXPECT_EQ(failing[0].value("action", ""), "reboot-node") << v.dump(2);
+  for (const char* n : {"node-1", "node-2", "node-3"}) {
+    EXPECT_EQ(Node(n)["metadata"]["labels"].value("perfgate.io/action", ""), "none") << n;
+  }
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Metrics(op_).find(
+                   "perfgate_node_recommended_action{node=\"node-0\",action=\"reboot-node\"} 1") !=
+               std::string::npos;
+      },
+      20))
+      << Metrics(op_);
 
   // node-0 repaired: its next validation passes, but 2 of its last 3 are still FAILs.
   Apply(SyntheticSpec("fleet", "", policy, schedule));
@@ -97,6 +121,9 @@ TEST_F(E2E, ANodeFailingKOfItsLastNValidationsIsFlaggedUntilItPassesAgain) {
   v = Validation("fleet");
   EXPECT_EQ(v["status"]["history"][2].value("verdict", ""), "Passed") << v.dump(2);
   EXPECT_TRUE(Flagged(Node("node-0")));
+  n0 = Node("node-0");
+  EXPECT_EQ(n0["metadata"]["labels"].value("perfgate.io/action", ""), "none") << n0.dump(2);
+  EXPECT_FALSE(n0["metadata"]["annotations"].contains("perfgate.io/action-evidence")) << n0.dump(2);
   EXPECT_EQ(Condition(v, "RepeatedFailures").value("status", ""), "True") << v.dump(2);
 
   // The 11:00 run passes too: 1 FAIL of the last 3, below the policy's 2. Cleared.

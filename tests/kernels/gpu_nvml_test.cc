@@ -21,6 +21,7 @@ struct FakeGpu {
   std::string bus_id = "00000000:1B:00.0";
   std::string name = "NVIDIA H200";
   std::string vbios = "96.00.AF.00.01";
+  std::string serial = "1654922001234";
   nvmlReturn_t ecc_rc = kSuccess;
   unsigned long long ecc[2][2] = {{0, 0}, {0, 0}};  // NOLINT [error type][counter type]
   nvmlReturn_t remap_rc = kSuccess;
@@ -81,6 +82,10 @@ NvmlFunctions FakeTable() {
   };
   f.DeviceGetVbiosVersion = [](nvmlDevice_t d, char* out, unsigned size) {
     CopyText(Gpu(d).vbios, out, size);
+    return kSuccess;
+  };
+  f.DeviceGetSerial = [](nvmlDevice_t d, char* out, unsigned size) {
+    CopyText(Gpu(d).serial, out, size);
     return kSuccess;
   };
   f.DeviceGetTotalEccErrors = [](nvmlDevice_t d, int type, int counter,
@@ -490,6 +495,7 @@ TEST_F(NvmlFake, IdentityJoinsCudaAndNvmlFacts) {
   EXPECT_EQ(id.index, 3);
   EXPECT_EQ(id.compute_capability, "9.0");
   EXPECT_EQ(id.vbios, "96.00.AF.00.01");
+  EXPECT_EQ(id.serial, "1654922001234");
   EXPECT_DOUBLE_EQ(id.power_limit_w, 700);
   EXPECT_EQ(id.ecc_mode, "enabled");
   EXPECT_EQ(id.mig_mode, "disabled");
@@ -504,6 +510,7 @@ TEST_F(NvmlFake, IdentityWithoutNvmlKeepsCudaFactsAndSaysWhy) {
       JoinGpuIdentity(H200Facts(), nullptr, "NVML unavailable: libnvidia-ml.so.1: not found");
   EXPECT_EQ(id.name, "NVIDIA H200");
   EXPECT_EQ(id.vbios, "");
+  EXPECT_EQ(id.serial, "");
   EXPECT_EQ(id.mig_mode, "unknown");
   EXPECT_NE(id.nvml_note.find("libnvidia-ml.so.1"), std::string::npos);
 }
