@@ -13,6 +13,7 @@
 #include "kernels/cuda/consistency_digest.h"
 #include "kernels/devices.h"
 #include "kernels/registry.h"
+#include "tests/gpu_presence.h"
 #include "worker/runner.h"
 
 namespace perfgate::kernels::consistency {
@@ -201,6 +202,7 @@ Target AllGpus(int gpus) {
 }
 
 TEST(ConsistencyTest, IsRegisteredForAllGpusAndSaysWhyItCannotRunWithoutOne) {
+  SKIP_WITH_CUDA_DEVICE();  // with one: tests/kernels/gpu_consistency_device_test.cc
   const kernels::Test* test = FindTest("consistency");
   ASSERT_NE(test, nullptr);
   EXPECT_EQ(test->Info().scope, Scope::kAllGpus);
