@@ -30,6 +30,3 @@ target_compile_definitions(gpu_burn_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_
 # The cross-GPU consistency screen's decision on host outputs, and the test through the runner.
 perfgate_test(consistency_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/consistency_test.cc
               LIBS perfgate_worker_lib LABELS unit)
-perfgate_test(gpu_consistency_device_test
-              SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_consistency_device_test.cc
-              LIBS perfgate_kernels LABELS gpu)

@@ -202,7 +202,7 @@ Target AllGpus(int gpus) {
 }
 
 TEST(ConsistencyTest, IsRegisteredForAllGpusAndSaysWhyItCannotRunWithoutOne) {
-  SKIP_WITH_CUDA_DEVICE();  // with one: tests/kernels/gpu_consistency_device_test.cc
+  SKIP_WITH_CUDA_DEVICE();  // with one: tests/kernels/gpu_device_test.cc
   const kernels::Test* test = FindTest("consistency");
   ASSERT_NE(test, nullptr);
   EXPECT_EQ(test->Info().scope, Scope::kAllGpus);
