@@ -7,18 +7,19 @@
 
 namespace perfgate::kernels {
 
-std::unique_ptr<Test> MakeHostStreamTest();   // host_stream.cc
-std::unique_ptr<Test> MakeHbmStreamTest();    // hbm_stream.cc
-std::unique_ptr<Test> MakeGemmTest();         // gemm.cc
-std::unique_ptr<Test> MakeH2dD2hTest();       // h2d_d2h.cc
-std::unique_ptr<Test> MakeP2pTest();          // p2p.cc
-std::unique_ptr<Test> MakeBurnTest();         // burn.cc
-std::unique_ptr<Test> MakeHealthTest();       // health.cc
-std::unique_ptr<Test> MakeConfigTest();       // config.cc
-std::unique_ptr<Test> MakeMemtestTest();      // memtest.cc
-std::unique_ptr<Test> MakePowerTest();        // power.cc
+std::unique_ptr<Test> MakeHostStreamTest();  // host_stream.cc
+std::unique_ptr<Test> MakeHbmStreamTest();   // hbm_stream.cc
+std::unique_ptr<Test> MakeGemmTest();        // gemm.cc
+std::unique_ptr<Test> MakeH2dD2hTest();      // h2d_d2h.cc
+std::unique_ptr<Test> MakeP2pTest();         // p2p.cc
+std::unique_ptr<Test> MakeBurnTest();        // burn.cc
+std::unique_ptr<Test> MakeHealthTest();      // health.cc
+std::unique_ptr<Test> MakeConfigTest();      // config.cc
+std::unique_ptr<Test> MakeMemtestTest();     // memtest.cc
+std::unique_ptr<Test> MakePowerTest();       // power.cc
+std::unique_ptr<Test> MakePortHealthTest();  // fabric/port_health.cc
+// Silent data corruption: the node's GPUs' outputs compared with each other.
 std::unique_ptr<Test> MakeConsistencyTest();  // consistency.cc
-std::unique_ptr<Test> MakePortHealthTest();   // fabric/port_health.cc
 // NCCL collectives (one shared harness in kernels/nccl/), one file each.
 std::unique_ptr<Test> MakeNcclAllReduceTest();      // nccl/all_reduce.cc
 std::unique_ptr<Test> MakeNcclAllGatherTest();      // nccl/all_gather.cc
