@@ -217,6 +217,35 @@ void LaggingTable(std::ostringstream& os, const std::vector<fleet::Lagging>& lag
   os << "</tbody></table></section>\n";
 }
 
+// The nodes whose consistency digests differ from their peers' (fleet::FindDigestOutliers);
+// nothing at all where no node ran the consistency test.
+void DigestTable(std::ostringstream& os, const std::vector<fleet::DigestOutlier>& outliers,
+                 bool screened) {
+  if (!screened) return;
+  os << "<section id=\"digests\"><h2>Nodes whose outputs differ from their peers&apos;</h2>\n";
+  if (outliers.empty()) {
+    os << "<p class=\"none\">No node&apos;s consistency digests differ from those of most nodes "
+          "of its GPU model, driver and CUDA version (at least three nodes, same "
+          "parameters).</p></section>\n";
+    return;
+  }
+  os << "<p>The consistency screen&apos;s digest of a computation, where more than half of the "
+        "nodes of the same GPU model, driver and CUDA version computed another with the same "
+        "parameters: the node&apos;s GPUs agree with each other, but not with the other "
+        "nodes.</p>\n"
+        "<table><thead><tr><th>Node</th><th>Test</th><th>Computation</th><th>GPU model</th>"
+        "<th>Driver</th><th>CUDA</th><th>Digest</th><th>Peers&apos; digest</th><th>Peers</th>"
+        "</tr></thead><tbody>\n";
+  for (const auto& d : outliers) {
+    os << "<tr class=\"digest-row\"><td>" << Esc(d.node) << "</td><td>" << Esc(d.test)
+       << "</td><td>" << Esc(d.computation) << "</td><td>" << Esc(d.model) << "</td><td>"
+       << Esc(d.driver) << "</td><td>" << Esc(d.cuda) << "</td><td>" << Esc(d.digest) << "</td><td>"
+       << Esc(d.peer_digest) << "</td><td class=\"num\">" << d.agreeing << " of " << d.nodes
+       << "</td></tr>\n";
+  }
+  os << "</tbody></table></section>\n";
+}
+
 // One strip plot: every figure of a group as a dot on the value axis, the quartile box behind
 // them and the bound as a dashed line.
 void StripPlot(std::ostringstream& os, const std::vector<const Figure*>& figs,
@@ -519,6 +548,11 @@ std::string Render(const std::vector<NodeReport>& reports, const Options& option
   Header(os, reports, options);
   NodeTables(os, reports);
   LaggingTable(os, lagging);
+  const bool screened = std::any_of(reports.begin(), reports.end(), [](const NodeReport& r) {
+    return std::any_of(r.report.tests().begin(), r.report.tests().end(),
+                       [](const auto& t) { return t.type() == "consistency"; });
+  });
+  DigestTable(os, fleet::FindDigestOutliers(reports), screened);
   FigureSection(os, figures, lagging);
   P2pSection(os, fleet::P2pMatrices(reports));
   NcclSection(os, fleet::NcclCurves(reports));

@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -177,6 +179,66 @@ std::vector<Figure> Figures(const std::vector<NodeReport>& reports) {
       }
     }
   }
+  return out;
+}
+
+std::vector<DigestOutlier> FindDigestOutliers(const std::vector<NodeReport>& reports) {
+  constexpr std::string_view kPrefix = "digest.";
+  // group key (model, driver, CUDA, test, parameters, computation) -> node -> its digest
+  struct Group {
+    DigestOutlier like;  // model, driver, cuda, test, computation
+    std::map<std::string, std::string> digests;
+  };
+  std::map<std::string, Group> groups;
+  for (const NodeReport& r : reports) {
+    const std::string model = GpuModel(r.report);
+    const auto& id = r.report.identity();
+    for (const auto& t : r.report.tests()) {
+      if (t.type() != "consistency") continue;
+      std::string params;
+      for (const auto& [k, v] :
+           std::map<std::string, std::string>(t.parameters().begin(), t.parameters().end())) {
+        params += k + "=" + v + "\x1f";
+      }
+      for (const auto& [key, digest] : t.details()) {
+        if (key.rfind(kPrefix, 0) != 0) continue;
+        const std::string computation = key.substr(kPrefix.size());
+        if (computation.find('.') != std::string::npos) continue;  // one GPU's: "X.gpu3"
+        Group& g = groups[model + "\x1f" + id.driverversion() + "\x1f" + id.cudaversion() + "\x1f" +
+                          t.name() + "\x1f" + params + computation];
+        g.like.model = model;
+        g.like.driver = id.driverversion();
+        g.like.cuda = id.cudaversion();
+        g.like.test = t.name();
+        g.like.computation = computation;
+        g.digests[r.node] = digest;
+      }
+    }
+  }
+  std::vector<DigestOutlier> out;
+  for (const auto& [key, g] : groups) {
+    const auto n = static_cast<int>(g.digests.size());
+    if (n < 3) continue;
+    std::map<std::string, int> counts;
+    for (const auto& [node, digest] : g.digests) ++counts[digest];
+    const auto majority =
+        std::max_element(counts.begin(), counts.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (2 * majority->second <= n) continue;
+    for (const auto& [node, digest] : g.digests) {
+      if (digest == majority->first) continue;
+      DigestOutlier o = g.like;
+      o.node = node;
+      o.digest = digest;
+      o.peer_digest = majority->first;
+      o.agreeing = majority->second;
+      o.nodes = n;
+      out.push_back(std::move(o));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const DigestOutlier& a, const DigestOutlier& b) {
+    return std::tie(a.node, a.test, a.computation) < std::tie(b.node, b.test, b.computation);
+  });
   return out;
 }
 

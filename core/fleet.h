@@ -77,6 +77,28 @@ struct Lagging {
 std::vector<Lagging> FindLagging(const std::vector<Figure>& figures,
                                  const comparison::PeerRule& rule = {});
 
+// A node whose consistency digests differ from its peers'. The consistency test puts the
+// strict majority of a node's GPUs' digest of each computation in its details
+// ("digest.gemm-bf16": "0x..."); nodes of the same GPU model, driver version and CUDA version
+// that ran the test with the same parameters compute the same bits, so they must have the same
+// digests. Per such group and computation, at least three nodes, and a digest more than half of
+// them share: every node with another digest is listed (its GPUs agree with each other, but not
+// with the other nodes: all of them wrong the same way, or not the build its peers run). A
+// group without such a majority names nobody. Sorted by node, then test and computation.
+struct DigestOutlier {
+  std::string node;
+  std::string model;   // GPU model
+  std::string driver;  // the identity's driverVersion
+  std::string cuda;    // the identity's cudaVersion
+  std::string test;    // the test's name in the spec
+  std::string computation;
+  std::string digest;       // the node's
+  std::string peer_digest;  // the majority's
+  int agreeing = 0;         // nodes with the majority's digest
+  int nodes = 0;            // nodes of the group with a digest of this computation
+};
+std::vector<DigestOutlier> FindDigestOutliers(const std::vector<NodeReport>& reports);
+
 // A node's peer-to-peer matrix from the p2p test's details ("pair gpu0->gpu1": "peer 389.1 GB/s,
 // no peer 21.0 GB/s"): the best of the two, GB/s, by ordered pair. Empty without a p2p test.
 struct P2pMatrix {

@@ -23,6 +23,7 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakeConfigTest());
     v->push_back(MakeMemtestTest());
     v->push_back(MakePowerTest());
+    v->push_back(MakeConsistencyTest());
     v->push_back(MakePortHealthTest());
     v->push_back(MakeNcclAllReduceTest());
     v->push_back(MakeNcclAllGatherTest());

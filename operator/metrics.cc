@@ -138,7 +138,8 @@ void RenderRegressions(const std::vector<Json>& validations, std::string* out) {
 
 // Per node, from its latest result (by completion time, of any validation): the figures with
 // their bounds, the test verdicts per device, the figures lagging their peers (the HTML
-// report's and `perfgate summary`'s rule), when it completed and how long it ran.
+// report's and `perfgate summary`'s rule), the consistency digests that differ from their
+// peers' (fleet::FindDigestOutliers), when it completed and how long it ran.
 void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
   std::map<std::string, std::pair<double, const Json*>> latest;  // node -> (completion, result)
   for (const Json& r : results) {
@@ -157,7 +158,7 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
     if (parsed.ok()) reports.push_back(std::move(parsed->front()));
   }
 
-  std::string times, durations, tests, figures, bounds, lagging;
+  std::string times, durations, tests, figures, bounds, lagging, digests;
   for (const fleet::NodeReport& r : reports) {
     const auto done = EpochSeconds(r.report.completiontime());
     const auto start = EpochSeconds(r.report.starttime());
@@ -197,6 +198,11 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
     lagging += "perfgate_node_figure_lagging_ratio" + figure_labels(l.figure) + " " +
                Value(l.ratio) + "\n";
   }
+  for (const fleet::DigestOutlier& d : fleet::FindDigestOutliers(reports)) {
+    digests += "perfgate_node_digest_mismatch" +
+               Labels({{"node", d.node}, {"test", d.test}, {"computation", d.computation}}) +
+               " 1\n";
+  }
   Gauge("perfgate_node_last_validated_timestamp_seconds",
         "When the node's latest result completed.", times, out);
   Gauge("perfgate_node_run_seconds", "How long the node's latest run took, start to completion.",
@@ -211,6 +217,10 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
   Gauge("perfgate_node_figure_lagging_ratio",
         "A passing figure well below its GPU model's peers: figure / the peers' median.", lagging,
         out);
+  Gauge("perfgate_node_digest_mismatch",
+        "1 where the node's consistency digest of a computation differs from the one most nodes "
+        "of its GPU model, driver and CUDA version computed with the same parameters.",
+        digests, out);
 }
 
 }  // namespace

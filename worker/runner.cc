@@ -214,6 +214,13 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     return finish_error(v1alpha1::ERROR, st.message(), "error");
   }
   std::unique_ptr<kernels::TestRun> run = std::move(prepared).value();
+  // A sample that went wrong: FAIL for a wrong answer (DataLoss), else ERROR; what the run
+  // recorded so far (a screen's digests, the errors it named) stays in the result.
+  auto sample_error = [&](const Status& st) {
+    for (const auto& [k, v] : run->Details()) (*r.mutable_details())[k] = v;
+    return finish_error(st.code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
+                        st.message(), "error");
+  };
 
   std::map<std::string, std::string> units;
   for (const auto& m : t.metrics) units[m.name] = m.unit;
@@ -229,10 +236,7 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   int warmups = 0;
   while (warmups < sampling.warmup) {
     auto s = run->RunSample();
-    if (!s.ok()) {
-      return finish_error(s.status().code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
-                          s.status().message(), "error");
-    }
+    if (!s.ok()) return sample_error(s.status());
     ++warmups;
     for (const auto& m : t.metrics) {
       auto v = s->find(m.name);
@@ -253,10 +257,7 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   int n = 0;
   while (stop.empty()) {
     auto s = run->RunSample();
-    if (!s.ok()) {
-      return finish_error(s.status().code() == Code::kDataLoss ? v1alpha1::FAIL : v1alpha1::ERROR,
-                          s.status().message(), "error");
-    }
+    if (!s.ok()) return sample_error(s.status());
     ++n;
     for (const auto& [metric, value] : *s) samples[metric].push_back(value);
     std::string state = "sample " + std::to_string(n);

@@ -3,6 +3,7 @@
 // "no CUDA device: ..." result as on a machine without a driver.
 #include <cstdio>
 
+#include "kernels/cuda/consistency.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/h2d_d2h.h"
@@ -42,6 +43,10 @@ Result<std::unique_ptr<MemTester>> CreateMemTester(int /*device*/, double /*frac
 }
 Result<std::unique_ptr<PeerCopier>> CreatePeerCopier(const std::vector<int>& /*devices*/,
                                                      std::int64_t /*bytes*/) {
+  return NoCuda();
+}
+Result<std::unique_ptr<ConsistencyRunner>> CreateConsistencyRunner(
+    const ConsistencyConfig& /*config*/) {
   return NoCuda();
 }
 

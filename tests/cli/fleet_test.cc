@@ -160,6 +160,56 @@ TEST(FindLagging, NeedsTwoPeersAndAClearGap) {
   EXPECT_NEAR(lag[0].ratio, 1.2, 1e-9);
 }
 
+// Nodes of one model, driver and CUDA version, each with a consistency result whose details
+// hold its GPUs' majority digests; `odd` nodes computed other bits in gemm-bf16.
+std::vector<NodeReport> ScreenedFleet(int nodes, const std::set<int>& odd) {
+  std::vector<NodeReport> fleet = testing::Fleet(nodes, 0, 0);
+  for (int i = 0; i < nodes; ++i) {
+    auto* t = fleet[i].report.add_tests();
+    t->set_name("consistency");
+    t->set_type("consistency");
+    t->set_device("gpus0-7");
+    (*t->mutable_parameters())["gemmSize"] = "2048";
+    auto& details = *t->mutable_details();
+    details["digest.gemm-bf16"] = odd.count(i) != 0 ? "0x00000000000000bb" : "0x00000000000000aa";
+    details["digest.reduce-fp32"] = "0x00000000000000cc";
+    details["digest.reduce-fp32.gpu3"] = "0x00000000000000dd";  // one GPU's: not the node's
+    details["computations"] = "gemm-bf16, reduce-fp32";
+  }
+  return fleet;
+}
+
+TEST(FindDigestOutliers, NamesTheOneNodeWhoseDigestsDifferFromItsPeers) {
+  const auto fleet = ScreenedFleet(5, {2});
+  const auto outliers = FindDigestOutliers(fleet);
+  ASSERT_EQ(outliers.size(), 1u);
+  EXPECT_EQ(outliers[0].node, fleet[2].node);
+  EXPECT_EQ(outliers[0].computation, "gemm-bf16");
+  EXPECT_EQ(outliers[0].test, "consistency");
+  EXPECT_EQ(outliers[0].model, "NVIDIA H200");
+  EXPECT_EQ(outliers[0].cuda, "12.8");
+  EXPECT_EQ(outliers[0].digest, "0x00000000000000bb");
+  EXPECT_EQ(outliers[0].peer_digest, "0x00000000000000aa");
+  EXPECT_EQ(outliers[0].agreeing, 4);
+  EXPECT_EQ(outliers[0].nodes, 5);
+  EXPECT_TRUE(FindDigestOutliers(ScreenedFleet(5, {})).empty());
+}
+
+TEST(FindDigestOutliers, ComparesOnlyLikeWithLikeAndNeedsAMajority) {
+  // Two nodes against two: no majority, nobody named; two nodes: too few to tell.
+  EXPECT_TRUE(FindDigestOutliers(ScreenedFleet(4, {0, 1})).empty());
+  EXPECT_TRUE(FindDigestOutliers(ScreenedFleet(2, {0})).empty());
+  // Another driver, or other parameters, is another group: its bits may differ.
+  auto fleet = ScreenedFleet(5, {2});
+  fleet[2].report.mutable_identity()->set_driverversion("999.1");
+  EXPECT_TRUE(FindDigestOutliers(fleet).empty());
+  fleet = ScreenedFleet(5, {2});
+  (*fleet[2]
+        .report.mutable_tests(fleet[2].report.tests_size() - 1)
+        ->mutable_parameters())["gemmSize"] = "4096";
+  EXPECT_TRUE(FindDigestOutliers(fleet).empty());
+}
+
 TEST(P2pMatrices, ReadsEveryOrderedPairPreferringPeerFigures) {
   std::vector<NodeReport> fleet(1);
   fleet[0].node = "n";

@@ -94,6 +94,25 @@ TEST(HtmlReport, NamesNodesThatLagWhilePassing) {
   EXPECT_NE(healthy.find("No figure lags its peers"), std::string::npos);
 }
 
+TEST(HtmlReport, NamesTheNodeWhoseConsistencyDigestsDifferFromItsPeers) {
+  auto fleet = testing::Fleet(5, 0, 0);
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    auto* t = fleet[i].report.add_tests();
+    t->set_name("consistency");
+    t->set_type("consistency");
+    (*t->mutable_details())["digest.gemm-bf16"] =
+        i == 3 ? "0x00000000000000bb" : "0x00000000000000aa";
+  }
+  const std::string html = Render(fleet, {});
+  EXPECT_EQ(Count(html, "<tr class=\"digest-row\">"), 1);
+  EXPECT_NE(html.find("<tr class=\"digest-row\"><td>" + fleet[3].node +
+                      "</td><td>consistency</td><td>gemm-bf16</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">4 of 5</td>"), std::string::npos);
+  // A fleet that never ran the screen has no such section.
+  EXPECT_EQ(Render(testing::Fleet(5, 0, 0), {}).find("id=\"digests\""), std::string::npos);
+}
+
 TEST(HtmlReport, ShowsTheDiagnosisOfAFailingNodeAndOfAPassingOneWhoseGpuLags) {
   auto fleet = testing::Fleet(4, 1, 0);  // node-000 fails
   for (auto& r : fleet) r.validation = "fleet";

@@ -27,3 +27,6 @@ perfgate_test(gpu_memtest_device_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_memt
 perfgate_test(gpu_burn_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_burn_test.cc
               LIBS perfgate_kernels perfgate_common LABELS unit)
 target_compile_definitions(gpu_burn_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+# The cross-GPU consistency screen's decision on host outputs, and the test through the runner.
+perfgate_test(consistency_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/consistency_test.cc
+              LIBS perfgate_worker_lib LABELS unit)

@@ -213,6 +213,31 @@ TEST(Metrics, AFigureLaggingItsPeersIsMarkedWithItsRatio) {
   EXPECT_THAT(text, Not(HasSubstr("perfgate_node_figure_lagging_ratio{node=\"node-6\"")));
 }
 
+// Nodes of one GPU model that ran the consistency screen: node-2's GPUs agree with each other,
+// but its gemm-bf16 digest is not the one the other nodes computed.
+TEST(Metrics, TheNodeWhoseDigestsDifferFromItsPeersIsFlagged) {
+  MetricsSnapshot s;
+  s.per_node = true;
+  for (int i = 0; i < 5; ++i) {
+    Json r = Result("node-" + std::to_string(i), "2026-12-01T10:05:00Z", {4100});
+    r["spec"]["report"]["tests"].push_back(
+        {{"name", "consistency"},
+         {"type", "consistency"},
+         {"device", "gpus0-7"},
+         {"verdict", "PASS"},
+         {"parameters", {{"gemmSize", "2048"}}},
+         {"details",
+          {{"digest.gemm-bf16", i == 2 ? "0x00000000000000bb" : "0x00000000000000aa"},
+           {"digest.reduce-fp32", "0x00000000000000cc"}}}});
+    s.results.push_back(r);
+  }
+  const std::string text = RenderMetrics(s);
+  EXPECT_THAT(text, HasSubstr("perfgate_node_digest_mismatch{node=\"node-2\",test=\"consistency\","
+                              "computation=\"gemm-bf16\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("perfgate_node_digest_mismatch{node=\"node-1\"")));
+  EXPECT_THAT(text, Not(HasSubstr("computation=\"reduce-fp32\"")));
+}
+
 TEST(Metrics, RegressionsArePerNodeSeriesFromTheStatusListWithoutTheFlag) {
   MetricsSnapshot s;
   const Json row = {{"node", "node-2"},

@@ -288,9 +288,9 @@ TEST_F(Cli, HugeBoundsPrintReadably) {
 TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   Outcome o = Perfgate("list");
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* type :
-       {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health", "config",
-        "memtest", "power", "port-health", "training-step", "decode-step", "sequence-search"}) {
+  for (const char* type : {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health",
+                           "config", "memtest", "power", "consistency", "port-health",
+                           "training-step", "decode-step", "sequence-search"}) {
     EXPECT_THAT(o.output, HasSubstr(std::string(type) + "  (")) << type;
   }
   EXPECT_THAT(o.output, HasSubstr("arrayBytes (int, bytes, default 0)"));

@@ -238,6 +238,19 @@ TEST(Runner, WrongResultIsFailNotAFastResult) {
   EXPECT_THAT(r.tests(0).reason(), HasSubstr("element 7 is 2.0, expected 1.0"));
 }
 
+// What the run recorded before its sample went wrong (a screen's digests, the errors it named)
+// stays in the result, for the report and for comparing nodes.
+TEST(Runner, AWrongResultKeepsTheRunsDetails) {
+  FakeTest test(kernels::Scope::kHost,
+                [](int, int) -> Result<kernels::Sample> {
+                  return Status(Code::kDataLoss, "gpu3 differs from the majority");
+                },
+                Status::Ok(), {{"digest.gemm-bf16", "0x0123456789abcdef"}});
+  Report r = RunOne(Planned(test, 50), Options(0));
+  EXPECT_EQ(r.tests(0).verdict(), v1alpha1::FAIL);
+  EXPECT_EQ(r.tests(0).details().at("digest.gemm-bf16"), "0x0123456789abcdef");
+}
+
 TEST(Runner, PrepareErrorsMapToVerdicts) {
   FakeTest na(kernels::Scope::kHost, Around(1), FailedPrecondition("needs two GPUs, found 1"));
   Report r = RunOne(Planned(na, 50), Options(0));
