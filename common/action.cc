@@ -121,6 +121,9 @@ std::vector<unsigned long long> DetailXids(const v1alpha1::TestResult& t) {
   return out;
 }
 
+constexpr std::string_view kConsistencyWhy =
+    "silent data corruption: the GPU computes other answers than its peers on the same inputs";
+
 struct Finding {
   Step step;
   std::string device;
@@ -157,6 +160,23 @@ void Classify(const v1alpha1::TestResult& t, std::vector<Finding>* out) {
       }
     }
   }
+  if (out->size() == before && t.verdict() == v1alpha1::FAIL && t.type() == "consistency") {
+    // The odd GPUs' digests are kept as "digest.<computation>.gpuN": one finding per GPU.
+    std::set<std::string> odd;
+    for (const auto& [key, value] : t.details()) {
+      const std::size_t dot = key.rfind('.');
+      if (key.rfind("digest.", 0) == 0 && dot != std::string::npos && dot > 7 &&
+          key.compare(dot + 1, 3, "gpu") == 0) {
+        odd.insert(key.substr(dot + 1));
+      }
+    }
+    if (odd.empty()) odd.insert(t.device());
+    for (const std::string& gpu : odd) {
+      out->push_back(
+          {Step::kRma, gpu, Evidence(t, "digest of " + gpu, Step::kRma, kConsistencyWhy)});
+    }
+    return;
+  }
   if (out->size() == before) {
     const std::string why = t.verdict() == v1alpha1::FAIL ? "it failed: " + t.reason()
                             : t.verdict() == v1alpha1::INCONCLUSIVE
@@ -185,6 +205,7 @@ const std::vector<FailureClass>& ClassTable() {
     }
     for (const auto& r : kXidRules) t.push_back({XidWhat(r), r.step, std::string(r.why)});
     t.push_back({"another XID", Step::kResetGpu, "reset the GPU, then test again"});
+    t.push_back({"a consistency FAIL", Step::kRma, std::string(kConsistencyWhy)});
     t.push_back({"any other failed figure", Step::kRetest,
                  "a figure below its bound with no fault behind it yet"});
     t.push_back(

@@ -94,6 +94,21 @@ TEST(Action, TheXidsInTheDetailsDecideAnXidFailure) {
   EXPECT_EQ(action::Recommend(Report(v1alpha1::FAIL, {nvlink})).step(), "reseat");
 }
 
+TEST(Action, AGpuThatComputesOtherAnswersThanItsPeersIsReturned) {
+  v1alpha1::TestResult sdc;
+  sdc.set_name("consistency");
+  sdc.set_type("consistency");
+  sdc.set_device("gpus0-7");
+  (*sdc.mutable_details())["digest.gemm-bf16"] = "9f2c0d11aa03b7e4";
+  (*sdc.mutable_details())["digest.gemm-bf16.gpu3"] = "9f2c0d11aa03b7e5";
+  sdc.set_verdict(v1alpha1::FAIL);
+  sdc.set_reason("silent data corruption suspected: gpu3 differs from 7 GPUs in gemm-bf16");
+  const auto a = action::Recommend(Report(v1alpha1::FAIL, {sdc}));
+  EXPECT_EQ(a.step(), "rma");
+  ASSERT_EQ(a.devices_size(), 1);
+  EXPECT_EQ(a.devices(0), "gpu3");
+}
+
 TEST(Action, AnErrorOrAnInconclusiveTestIsRetested) {
   v1alpha1::TestResult err;
   err.set_name("gemm");
