@@ -19,7 +19,7 @@
 namespace perfgate::op {
 
 struct DisruptionSettings {
-  std::string policy = "wait";  // wait | cordon | drain
+  std::string policy = "wait";  // wait | cordon | drain | yield
   int timeout_seconds = 0;      // 0: no limit
   int max_unavailable = 0;      // nodes under test at once among the selected; 0: no limit
 };

@@ -175,6 +175,18 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
         {"metadata": {"name": "web", "namespace": "ml"},
          "spec": {"nodeName": "node-0", "containers": [{"name": "c"}]},
          "status": {"phase": "Running"}}]})"));
+  // And the pods not bound yet: one the scheduler nominated to node-0 (after preempting there)
+  // holds it too; one nominated nowhere does not.
+  transport_->Expect("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D%2Cstatus.phase%3DPending",
+                     Reply().WithBody(R"({"items": [
+        {"metadata": {"name": "big-job", "namespace": "ml"},
+         "spec": {"containers": [{"name": "c",
+                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+         "status": {"phase": "Pending", "nominatedNodeName": "node-0"}},
+        {"metadata": {"name": "queued", "namespace": "ml"},
+         "spec": {"containers": [{"name": "c",
+                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+         "status": {"phase": "Pending"}}]})"));
   nodes_ = {Node("node-0"), Node("node-1")};
   others_ = {{{"metadata", {{"name", "x"}, {"labels", {{kValidationLabel, "other"}}}}},
               {"spec", {{"nodeName", "node-1"}}},
@@ -184,11 +196,15 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
   EXPECT_EQ(s->busy_with, (std::map<std::string, std::string>{{"node-1", "other"}}));
   EXPECT_TRUE(s->profiles.by_name.empty());
   EXPECT_FALSE(s->profiles.listed);
-  ASSERT_EQ(s->gpu_pods["node-0"].size(), 1u);
+  ASSERT_EQ(s->gpu_pods["node-0"].size(), 2u);
   EXPECT_EQ(s->gpu_pods["node-0"][0].Key(), "ml/train");
   EXPECT_EQ(s->gpu_pods["node-0"][0].gpus, 8);
-  // The validation, the node claims, node-0's pods, the profile.
-  EXPECT_EQ(transport_->requests().size(), 4u);
+  EXPECT_FALSE(s->gpu_pods["node-0"][0].nominated);
+  EXPECT_EQ(s->gpu_pods["node-0"][1].Key(), "ml/big-job");
+  EXPECT_TRUE(s->gpu_pods["node-0"][1].nominated);
+  EXPECT_EQ(s->gpu_pods.size(), 1u);
+  // The validation, the node claims, node-0's pods, the unbound pods, the profile.
+  EXPECT_EQ(transport_->requests().size(), 5u);
 }
 
 // Claims come from the API, not a cache; a claim's holder is read once to know whether it is
@@ -209,7 +225,8 @@ TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
   running["metadata"]["generation"] = 2;
   transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfvalidations/running",
                      Reply().WithBody(running.dump()));
-  // Each free node's pods (none holds GPUs).
+  // Each free node's pods and the unbound pods (none holds GPUs).
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   auto s = Observe(*client_, caches_, config_, "v");
@@ -230,6 +247,7 @@ TEST_F(ApiTest, ObserveReadsNoHolderOfAClaimOnANodeItDoesNotSelect) {
   Json list = {
       {"items", {BuildClaimLease("perfgate-system", "node-1", {"other", "u7", "g1"}, 60, kT0)}}};
   transport_->Expect("GET", kClaimsPath, Reply().WithBody(list.dump()));
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
