@@ -523,6 +523,12 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
         }
       }
     }
+    // The refusal, budget named, as an event too: once per pod and run.
+    for (const auto& r : dp.refused) {
+      d->events.push_back({"Warning", "EvictionRefused",
+                           r.node + ": eviction of pod " + r.pod + " refused: " + r.message, false,
+                           s.name + "/" + s.run + "/eviction-refused/" + r.pod});
+    }
     d->disrupt_nodes = std::move(dp.disrupt);
     d->evictions = std::move(dp.evictions);
     d->under_test = std::move(dp.held);
@@ -673,7 +679,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
   if (draining) {
     // A refused eviction (a PodDisruptionBudget) is asked again, as kubectl drain does.
-    RequeueSooner(&st.requeue, std::chrono::seconds(2));
+    RequeueSooner(&st.requeue, kEvictionRetry);
   }
   const int yield_waits = static_cast<int>(st.yielded.size());
   if (st.claim_waits + st.busy_waits + disruption_waits + yield_waits > 0 && !ctx.suspended) {

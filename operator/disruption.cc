@@ -142,9 +142,9 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
     for (const auto& p : pods) {
       // A pod only nominated to the node is not running there: nothing to evict.
       if (!p.terminating && !p.nominated) plan.evictions.push_back({p.name_space, p.name});
-      if (auto r = s.eviction_refused.find(p.Key());
-          r != s.eviction_refused.end() && refused.empty()) {
-        refused = p.Key() + ": " + r->second;
+      if (auto r = s.eviction_refused.find(p.Key()); r != s.eviction_refused.end()) {
+        plan.refused.push_back({node, p.Key(), r->second});
+        if (refused.empty()) refused = p.Key() + ": " + r->second;
       }
     }
     plan.waiting.push_back(node + " (draining: " +

@@ -122,10 +122,32 @@ spec:
   minAvailable: 2
   selector: {matchLabels: {app: train}}
 )");
+  const auto applied = std::chrono::steady_clock::now();
   Apply(SyntheticSpec("drain", "", "    onFailure: taint\n", "  disruption:\n    policy: drain\n"));
   ASSERT_TRUE(StatusSays("drain",
                          "Cannot evict pod as it would violate the pod's disruption "
                          "budget. The disruption budget train needs 2 healthy pods"));
+  // The budget is named in an event too.
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& e : sim_->List("", "events", "default")) {
+      if (e.value("reason", "") == "EvictionRefused" &&
+          e.value("message", "").find("The disruption budget train needs 2 healthy pods") !=
+              std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }));
+  // Asked again every 2 s while refused, however often the operator looks in between.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  int asked = 0;
+  for (const auto& req : sim_->Requests()) {
+    asked += req.resource == "pods" && req.subresource == "eviction" && req.code == 429;
+  }
+  const double refusing =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - applied).count();
+  // Two pods, each asked at most once per 2 s (and once at the start).
+  EXPECT_LE(asked, 2 * (static_cast<int>(refusing / 2) + 1)) << refusing << " s";
   Json v = Validation("drain");
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "Waiting") << v.dump(2);
   EXPECT_TRUE(Cordoned(Node("node-2")));

@@ -260,6 +260,18 @@ TEST(Disruption, DrainEvictsAndARefusedEvictionKeepsTheNodeWaitingWithoutDeletin
                 .find("node-2 (draining: ml/train-0: Cannot evict pod as it would violate"),
             std::string::npos)
       << d.status->value("message", "");
+  // And an event names the budget (once per pod and run: the key says so).
+  const auto refused = std::find_if(d.events.begin(), d.events.end(), [](const EventAction& e) {
+    return e.reason == "EvictionRefused";
+  });
+  ASSERT_NE(refused, d.events.end());
+  EXPECT_EQ(refused->type, "Warning");
+  EXPECT_NE(refused->message.find("node-2: eviction of pod ml/train-0 refused: Cannot evict pod"),
+            std::string::npos)
+      << refused->message;
+  EXPECT_NE(refused->message.find("The disruption budget train needs 2 healthy pods"),
+            std::string::npos);
+  EXPECT_FALSE(refused->once_key.empty());
 }
 
 TEST(Disruption, GpuPodsOutlivingTheTimeoutGiveErrorAndTheNodeBack) {

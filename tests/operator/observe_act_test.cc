@@ -285,6 +285,53 @@ TEST_F(ApiTest, ASecondNodeEditStartsFromTheFirstWriteNotTheLaggingCache) {
   EXPECT_EQ(second["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
 }
 
+// A refused eviction (a PodDisruptionBudget's 429) is asked again at the documented pace,
+// kEvictionRetry after the refusal, however often reconciles come in between; what it said is
+// kept for the status meanwhile.
+TEST_F(ApiTest, ARefusedEvictionIsAskedAgainOnlyEveryTwoSeconds) {
+  ReconcileMetrics metrics;
+  auto now = kT0;
+  Actor actor(client_, config_, metrics, [&now] { return now; });
+  const std::string refusal = R"({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+      "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+      "reason": "TooManyRequests", "code": 429,
+      "details": {"causes": [{"reason": "DisruptionBudget",
+          "message": "The disruption budget train needs 2 healthy pods and has 2 currently"}]}})";
+  for (int i = 0; i < 3; ++i) {
+    transport_->Expect("POST", "/api/v1/namespaces/ml/pods/train-0/eviction",
+                       Reply().WithStatus(429).WithBody(refusal));
+  }
+  Decision d;
+  d.evictions.push_back({"ml", "train-0"});
+  auto evictions = [&] {
+    int n = 0;
+    for (const auto& p : Paths()) n += p.find("/eviction") != std::string::npos;
+    return n;
+  };
+  // Ten reconciles in 1.9 s (node and pod events wake it): one eviction asked.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+    now += std::chrono::milliseconds(190);
+  }
+  EXPECT_EQ(evictions(), 1);
+  const auto refused = actor.EvictionsRefused("v");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused.at("ml/train-0").find("The disruption budget train needs 2 healthy pods"),
+            std::string::npos)
+      << refused.at("ml/train-0");
+  // 2 s after the refusal: asked again, and again only 2 s after that one.
+  now = kT0 + std::chrono::seconds(2);
+  ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+  EXPECT_EQ(evictions(), 2);
+  now += std::chrono::milliseconds(1500);
+  ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+  EXPECT_EQ(evictions(), 2);
+  now += std::chrono::milliseconds(500);
+  ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+  EXPECT_EQ(evictions(), 3);
+  EXPECT_EQ(actor.EvictionsRefused("v").size(), 1u);
+}
+
 // A claim lost to someone faster (409 AlreadyExists): that node's pod is not created, nor any
 // node's claimed after it; the reconcile is told to look again soon.
 TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
