@@ -582,8 +582,9 @@ void KubeSim::Impl::ScheduleLocked() {
       continue;
     }
     if (Terminal(p)) continue;
-    for (const auto& [r, n] : ExtendedRequest(p)) used[node][r] += n;
-    placed[node].push_back({k, PodPriority(p), ExtendedRequest(p),
+    std::map<std::string, int> request = ExtendedRequest(p);
+    for (const auto& [r, n] : request) used[node][r] += n;
+    placed[node].push_back({k, PodPriority(p), std::move(request),
                             Field(p, "metadata").contains("deletionTimestamp")});
   }
   struct NodeInfo {
