@@ -607,7 +607,10 @@ void KubeSim::Impl::ScheduleLocked() {
   auto freeOn = [&](const NodeInfo& n, const std::string& key, int priority) {
     std::map<std::string, int> free = n.allocatable;
     for (const auto& [r, u] : used[n.name]) free[r] -= u;
-    for (const auto& nom : nominated[n.name]) {
+    if (nominated.empty()) return free;
+    auto it = nominated.find(n.name);
+    if (it == nominated.end()) return free;
+    for (const auto& nom : it->second) {
       if (nom.key == key || nom.priority < priority) continue;
       for (const auto& [r, u] : nom.request) free[r] -= u;
     }
@@ -627,7 +630,6 @@ void KubeSim::Impl::ScheduleLocked() {
     Json pod = it->second;
     const int priority = PodPriority(pod);
     std::map<std::string, int> reasons;
-    std::map<std::string, std::string> misfits;  // node -> why
     std::string best;
     int bestFree = -1;
     const std::map<std::string, int> request = ExtendedRequest(pod);
@@ -637,7 +639,6 @@ void KubeSim::Impl::ScheduleLocked() {
       std::string why = NodeMisfit(pod, *n.node, free, request);
       if (!why.empty()) {
         ++reasons[why];
-        misfits[n.name] = why;
       } else if (freeGpus > bestFree) {
         bestFree = freeGpus;
         best = n.name;
