@@ -266,8 +266,23 @@ Status Actor::EditNode(const std::string& node, const Json* cached,
 }
 
 void Actor::Evict(const std::string& validation, const std::vector<PodEviction>& evictions) {
-  std::map<std::string, std::string> refused;
+  const auto now = now_();
+  std::map<std::string, Refusal> before;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = eviction_refused_.find(validation); it != eviction_refused_.end()) {
+      before = it->second;
+    }
+  }
+  std::map<std::string, Refusal> refused;
   for (const auto& e : evictions) {
+    const std::string key = e.name_space + "/" + e.name;
+    // Refused less than kEvictionRetry ago: not asked again yet, whatever woke this reconcile.
+    if (auto b = before.find(key);
+        b != before.end() && now >= b->second.at && now - b->second.at < kEvictionRetry) {
+      refused[key] = b->second;
+      continue;
+    }
     auto r = client_->Evict(e.name_space, e.name);
     if (r.ok() || r.status().code() == Code::kNotFound) {
       Logger()->info("{}: evicted pod {}/{}", validation, e.name_space, e.name);
@@ -280,7 +295,7 @@ void Actor::Evict(const std::string& validation, const std::vector<PodEviction>&
       msg = msg.substr(colon + 23);
     }
     Logger()->info("{}: eviction of pod {}/{} refused: {}", validation, e.name_space, e.name, msg);
-    refused[e.name_space + "/" + e.name] = msg;
+    refused[key] = {msg, now};
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (refused.empty()) {
@@ -292,8 +307,11 @@ void Actor::Evict(const std::string& validation, const std::vector<PodEviction>&
 
 std::map<std::string, std::string> Actor::EvictionsRefused(const std::string& validation) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = eviction_refused_.find(validation);
-  return it == eviction_refused_.end() ? std::map<std::string, std::string>{} : it->second;
+  std::map<std::string, std::string> out;
+  if (auto it = eviction_refused_.find(validation); it != eviction_refused_.end()) {
+    for (const auto& [pod, r] : it->second) out[pod] = r.message;
+  }
+  return out;
 }
 
 void Actor::ReleaseNode(const std::string& node) {

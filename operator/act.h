@@ -81,7 +81,8 @@ class Actor {
   // re-reading on a conflict. A missing node is fine.
   Status EditNode(const std::string& node, const Json* cached,
                   const std::function<bool(Json*)>& edit);
-  // Evicts `evictions` of `validation`'s nodes; a refusal is remembered, never forced.
+  // Evicts `evictions` of `validation`'s nodes; a refusal is remembered, never forced, and that
+  // pod is asked again only kEvictionRetry after it, however often the reconcile runs between.
   void Evict(const std::string& validation, const std::vector<PodEviction>& evictions);
 
   std::shared_ptr<kube::Client> client_;
@@ -95,8 +96,12 @@ class Actor {
   std::atomic<uint64_t> event_seq_{0};
   Expectations expectations_;
   std::set<std::string> claim_lost_;  // validations; guarded by mu_
-  // validation -> pod -> the refusal's message; guarded by mu_
-  std::map<std::string, std::map<std::string, std::string>> eviction_refused_;
+  struct Refusal {
+    std::string message;
+    std::chrono::system_clock::time_point at;  // when it was asked (now_)
+  };
+  // validation -> pod -> its last refusal; guarded by mu_
+  std::map<std::string, std::map<std::string, Refusal>> eviction_refused_;
   // Each node as this operator last wrote it (stripped as the cache strips it), with the
   // resourceVersions its writes replaced: an edit starts from it while the cache still shows one
   // of those (the cache lags the write) instead of failing with a 409 and reading the node again.

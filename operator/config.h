@@ -10,6 +10,9 @@ struct ReconcilerConfig {
   std::string name_space = "perfgate-system";
   std::string worker_image = "ghcr.io/perfgate/perfgate-worker:latest";
   std::string worker_service_account = "perfgate-worker";
+  // The PriorityClass of workers under spec.disruption.policy yield (the chart ships it: a low
+  // value and preemptionPolicy Never), so that the scheduler preempts them for anyone else.
+  std::string yield_priority_class = "perfgate-yield";
   bool enable_fixtures = false;
   // A worker pod still unscheduled after this long gives its node ERROR.
   std::chrono::seconds scheduling_timeout{60};

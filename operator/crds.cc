@@ -42,7 +42,7 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Gang.narrow", {{"enum", {"pairs", "none"}}}},
       {"GangNetwork.resources", {{"minimum", 1}}},
       {"Toleration.operator", {{"enum", {"Exists", "Equal"}}}},
-      {"Disruption.policy", {{"enum", {"wait", "cordon", "drain"}}}},
+      {"Disruption.policy", {{"enum", {"wait", "cordon", "drain", "yield"}}}},
       {"Disruption.timeoutSeconds", {{"minimum", 0}}},
       {"Disruption.maxUnavailable", {{"x-kubernetes-int-or-string", true}}},
       {"Toleration.effect", {{"enum", {"NoSchedule", "PreferNoSchedule", "NoExecute"}}}},
@@ -183,6 +183,17 @@ Json ValidationStatus() {
         // taken, and how often a changed node was tested again in this run.
         {"nodeIdentities", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
         {"retests", {{"type", "object"}, {"additionalProperties", counts}}},
+        // spec.disruption.policy yield: per node, how often its worker gave way in this run,
+        // and the last time (the pod's uid, so that one pod counts once).
+        {"yields",
+         {{"type", "object"},
+          {"additionalProperties",
+           {{"type", "object"},
+            {"properties",
+             {{"count", counts},
+              {"lastPod", {{"type", "string"}}},
+              {"lastReason", {{"type", "string"}}},
+              {"lastTime", {{"type", "string"}, {"format", "date-time"}}}}}}}}},
         // A node tested again because its last result's driver was not its labels' (the
         // labels' identity then), and GPUs a result shows swapped (operator/identity.h).
         {"identityRetests", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},

@@ -223,6 +223,29 @@ std::string WhyNoResult(const PodView& pod, int timeout_seconds) {
   return reason;
 }
 
+// Why a worker under spec.disruption.policy yield gave its node away: the condition's reason
+// when the scheduler preempted it or it was evicted (DisruptionTarget), "Deleted" when someone
+// else deleted it, "GpusTaken" when it was never scheduled because other pods took the GPUs
+// first; "" when it did not.
+std::string YieldReason(const PodView& pod) {
+  const Json status = pod.object.value("status", Json::object());
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") {
+      return c.value("reason", "DisruptionTarget");
+    }
+  }
+  if (!Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) return "Deleted";
+  if (!pod.scheduled && !pod.terminal) {
+    for (const auto& c : status.value("conditions", Json::array())) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
+          c.value("message", "").find("Insufficient nvidia.com/gpu") != std::string::npos) {
+        return "GpusTaken";
+      }
+    }
+  }
+  return "";
+}
+
 // What every pod of the run shares.
 RunContext ContextOf(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
@@ -259,6 +282,8 @@ struct NodeStates {
   int busy_waits = 0;                 // nodes another validation's live worker keeps this one off
   int active = 0;                     // pods running or waiting to be scheduled
   std::chrono::milliseconds requeue{0};
+  // spec.disruption.policy yield: nodes whose worker gave way, and why (YieldReason).
+  std::vector<std::pair<std::string, std::string>> yielded;
 };
 
 // Each selected node's outcome from its result, else from its pod (the operator's ERROR for a
@@ -278,6 +303,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
     if (Name(r) == WorkerName(s, node)) results[node] = &r;
   }
   NodeStates st;
+  const bool yielding = ctx.spec->disruption().policy() == "yield";
   std::vector<NodeOutcome>& outcomes = d->outcomes;
   auto record_error = [&](const std::string& node, const std::string& pod_name,
                           const std::string& reason) {
@@ -321,6 +347,13 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       continue;
     }
     const PodView& pod = *pod_it->second;
+    // yield: a worker that gave way is neither ERROR nor FAIL; its node waits again.
+    const std::string yield_reason = yielding ? YieldReason(pod) : "";
+    if (!yield_reason.empty() && !pod.terminal) {
+      st.yielded.emplace_back(node, yield_reason);
+      outcomes.push_back({node, std::nullopt, "", "", ""});
+      continue;
+    }
     if (pod.terminal) {
       if (pod.result_in_api) {
         st.requeue = std::chrono::milliseconds(200);
@@ -335,6 +368,11 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
             BuildRecoveredResult(ctx.owner, config.name_space, s.run, node, pod_name, *decoded);
         outcomes.push_back(OutcomeOfResult(node, result));
         d->results.push_back({std::move(result), ""});
+        continue;
+      }
+      if (!yield_reason.empty()) {
+        st.yielded.emplace_back(node, yield_reason);
+        outcomes.push_back({node, std::nullopt, "", "", ""});
         continue;
       }
       record_error(node, pod_name, WhyNoResult(pod, ctx.timeout_seconds));
@@ -441,6 +479,40 @@ void SetTimeLeft(const ResolvedPlan& plan, const std::map<std::string, const Pod
       FormatEta(RemainingSeconds(plan.price.typical_seconds, running, waiting, slots));
 }
 
+// spec.disruption.policy yield: each worker that gave way is counted once in
+// status.yields[node] (by its pod's uid), announced once, deleted unless it is going already,
+// and its node waits for idle GPUs again; whatever it measured is discarded with it.
+void DecideYields(const RunContext& ctx, const std::map<std::string, const PodView*>& pods,
+                  const std::vector<std::pair<std::string, std::string>>& yielded, Json* status,
+                  Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  for (const auto& [node, why] : yielded) {
+    const PodView& pod = *pods.at(node);
+    const std::string uid = Str(pod.object, "/metadata/uid"_json_pointer);
+    if (!status->contains("yields") || !(*status)["yields"].is_object()) {
+      (*status)["yields"] = Json::object();
+    }
+    Json& entry = (*status)["yields"][node];
+    if (!entry.is_object()) entry = Json::object();
+    if (entry.value("lastPod", "") != uid) {
+      entry["count"] = entry.value("count", 0) + 1;
+      entry["lastPod"] = uid;
+      entry["lastReason"] = why;
+      entry["lastTime"] = FormatRfc3339(ctx.now);
+      d->events.push_back({"Normal", "Yielded",
+                           node + ": worker " + pod.name + " gave the node's GPUs away (" + why +
+                               "); its partial samples are discarded and the node is tested "
+                               "again once its GPUs are idle",
+                           false, s.name + "/" + s.run + "/yield/" + uid});
+    }
+    if (Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+      d->delete_pods.push_back(pod.name);
+    }
+    d->waiting.push_back(node + " (yielded: " + why + "; waiting for its worker " + pod.name +
+                         " to go, then for idle GPUs)");
+  }
+}
+
 // The run's nodes, pods and results: what each node has, what to start, and the status.
 void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
                const ResolvedPlan& plan, const std::vector<std::string>& selected,
@@ -456,6 +528,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   for (const auto& [node, pod] : pods) nodes_with_pods.insert(node);
   NodeStates st = ClassifyNodes(ctx, selected, pods, d);
   std::vector<NodeOutcome>& outcomes = d->outcomes;
+  DecideYields(ctx, pods, st.yielded, &status, d);
   // The nodes with a live worker of this run: under test.
   std::set<std::string> live;
   for (const auto& p : s.pods) {
@@ -484,6 +557,12 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
           o = {node, j.verdict, "", "", j.reason, true};
         }
       }
+    }
+    // The refusal, budget named, as an event too: once per pod and run.
+    for (const auto& r : dp.refused) {
+      d->events.push_back({"Warning", "EvictionRefused",
+                           r.node + ": eviction of pod " + r.pod + " refused: " + r.message, false,
+                           s.name + "/" + s.run + "/eviction-refused/" + r.pod});
     }
     d->disrupt_nodes = std::move(dp.disrupt);
     d->evictions = std::move(dp.evictions);
@@ -635,12 +714,13 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
   if (draining) {
     // A refused eviction (a PodDisruptionBudget) is asked again, as kubectl drain does.
-    RequeueSooner(&st.requeue, std::chrono::seconds(2));
+    RequeueSooner(&st.requeue, kEvictionRetry);
   }
-  if (st.claim_waits + st.busy_waits + disruption_waits > 0 && !ctx.suspended) {
+  const int yield_waits = static_cast<int>(st.yielded.size());
+  if (st.claim_waits + st.busy_waits + disruption_waits + yield_waits > 0 && !ctx.suspended) {
     // Waiting for nodes other validations hold (their claim, or their worker still running
-    // there), for other pods to give up a node's GPUs, or for a node's turn under
-    // maxUnavailable: not an error, not yet running everywhere.
+    // there), for other pods to give up a node's GPUs, for a node's turn under maxUnavailable,
+    // or for a worker that yielded its node: not an error, not yet running everywhere.
     for (auto& c : (*d->status)["conditions"]) {
       if (c.value("type", "") == "Ready" || c.value("type", "") == "Reconciling") {
         c["reason"] = "Waiting";
@@ -760,6 +840,15 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
       ParseDisruption(s.spec->doc.spec().disruption(), selected.size());
   if (!disruption.ok()) {
     const std::string msg = disruption.status().message();
+    d.status =
+        StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
+    d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
+    return d;
+  }
+  if (plan->gang && disruption->policy == "yield") {
+    const std::string msg =
+        "spec.disruption.policy: yield is not supported with spec.gang (a gang's workers do not "
+        "yield to other pods); use wait";
     d.status =
         StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
     d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});

@@ -60,9 +60,10 @@ Result<int> NodeCount(const std::string& value, size_t selected, const std::stri
 Result<DisruptionSettings> ParseDisruption(const v1alpha1::Disruption& spec, size_t selected) {
   DisruptionSettings out;
   if (!spec.policy().empty()) out.policy = spec.policy();
-  if (out.policy != "wait" && out.policy != "cordon" && out.policy != "drain") {
+  if (out.policy != "wait" && out.policy != "cordon" && out.policy != "drain" &&
+      out.policy != "yield") {
     return InvalidArgument("spec.disruption.policy: \"" + spec.policy() +
-                           "\" is not one of wait, cordon, drain");
+                           "\" is not one of wait, cordon, drain, yield");
   }
   if (spec.timeoutseconds() < 0) {
     return InvalidArgument("spec.disruption.timeoutSeconds: must be at least 0");
@@ -113,7 +114,8 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
       continue;
     }
     const std::vector<GpuPod>& pods = pods_it->second;
-    if (settings.policy == "wait") {
+    // yield starts as wait does, on idle GPUs only (its workers then give way: decide.cc).
+    if (settings.policy == "wait" || settings.policy == "yield") {
       plan.waiting.push_back(node + " (its GPUs are held by pod " + PodList(pods) + ")");
       continue;
     }
@@ -138,10 +140,11 @@ DisruptionPlan PlanDisruption(const Snapshot& s, const DisruptionSettings& setti
     }
     std::string refused;
     for (const auto& p : pods) {
-      if (!p.terminating) plan.evictions.push_back({p.name_space, p.name});
-      if (auto r = s.eviction_refused.find(p.Key());
-          r != s.eviction_refused.end() && refused.empty()) {
-        refused = p.Key() + ": " + r->second;
+      // A pod only nominated to the node is not running there: nothing to evict.
+      if (!p.terminating && !p.nominated) plan.evictions.push_back({p.name_space, p.name});
+      if (auto r = s.eviction_refused.find(p.Key()); r != s.eviction_refused.end()) {
+        plan.refused.push_back({node, p.Key(), r->second});
+        if (refused.empty()) refused = p.Key() + ": " + r->second;
       }
     }
     plan.waiting.push_back(node + " (draining: " +

@@ -18,8 +18,12 @@
 
 namespace perfgate::op {
 
+// A refused eviction (a PodDisruptionBudget's 429) is asked again this long after, as
+// `kubectl drain` does, whatever wakes the reconcile in between (Actor keeps the pace).
+inline constexpr std::chrono::seconds kEvictionRetry{2};
+
 struct DisruptionSettings {
-  std::string policy = "wait";  // wait | cordon | drain
+  std::string policy = "wait";  // wait | cordon | drain | yield
   int timeout_seconds = 0;      // 0: no limit
   int max_unavailable = 0;      // nodes under test at once among the selected; 0: no limit
 };
@@ -41,6 +45,14 @@ struct DisruptionPlan {
   std::vector<std::pair<std::string, std::string>> timed_out;
   std::vector<NodeDisruption> disrupt;
   std::vector<PodEviction> evictions;
+  // Evictions refused at the last try (a PodDisruptionBudget's message names it): node, pod
+  // ("namespace/name"), the refusal.
+  struct Refused {
+    std::string node;
+    std::string pod;
+    std::string message;
+  };
+  std::vector<Refused> refused;
   // Nodes this validation keeps under test while they are made free.
   std::set<std::string> held;
 };

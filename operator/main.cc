@@ -54,6 +54,8 @@ flags:
   --namespace NS                    where worker pods and PerfResults live (perfgate-system)
   --worker-image IMAGE              the worker's container image
   --worker-service-account NAME     the worker pods' service account (perfgate-worker)
+  --yield-priority-class NAME       the PriorityClass of workers under spec.disruption.policy
+                                    yield (perfgate-yield, which the chart ships)
   --leader-elect                    hold a Lease before reconciling (for more than one replica)
   --metrics-bind-address ADDR       /metrics (default :8080; 0 disables)
   --metrics-per-node                also per-node series: each node's verdict, and of its latest
@@ -96,6 +98,7 @@ struct Flags {
   std::string name_space = "perfgate-system";
   std::string worker_image = "ghcr.io/perfgate/perfgate-worker:latest";
   std::string worker_service_account = "perfgate-worker";
+  std::string yield_priority_class = "perfgate-yield";
   bool leader_elect = false;
   std::string metrics_address = ":8080";
   std::string health_address = ":8081";
@@ -151,6 +154,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->worker_image = value;
     } else if (a == "--worker-service-account" && next()) {
       f->worker_service_account = value;
+    } else if (a == "--yield-priority-class" && next() && !value.empty()) {
+      f->yield_priority_class = value;
     } else if (a == "--metrics-bind-address" && next()) {
       f->metrics_address = value;
     } else if (a == "--health-probe-bind-address" && next()) {
@@ -307,6 +312,7 @@ int main(int argc, char** argv) {
   rc.name_space = flags.name_space;
   rc.worker_image = flags.worker_image;
   rc.worker_service_account = flags.worker_service_account;
+  rc.yield_priority_class = flags.yield_priority_class;
   rc.enable_fixtures = flags.enable_fixtures;
   rc.scheduling_timeout = std::chrono::seconds(flags.scheduling_timeout_seconds);
   rc.gang_rendezvous_host = flags.gang_rendezvous_host;

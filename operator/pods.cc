@@ -141,6 +141,10 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   pod_spec["activeDeadlineSeconds"] = p.timeout_seconds;
   pod_spec["terminationGracePeriodSeconds"] = 10;
   pod_spec["affinity"] = PinToNode(p.node);
+  // yield: below every customer's pod, so the scheduler preempts the worker for theirs.
+  if (spec.disruption().policy() == "yield") {
+    pod_spec["priorityClassName"] = config.yield_priority_class;
+  }
   pod_spec["tolerations"] = Tolerations(spec);
   pod_spec["securityContext"] = std::move(security);
   pod_spec["containers"] = Json::array({WorkerContainer(owner, config, p)});

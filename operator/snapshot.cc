@@ -118,7 +118,8 @@ int GpusOf(const Json& pod) {
 
 // Other pods holding GPUs on `nodes` (not perfgate's workers, not terminal), read from the API:
 // the operator caches only its own pods. A few nodes are listed one by one (fieldSelector
-// spec.nodeName, as kubectl drain does), more with one list of the cluster's live pods.
+// spec.nodeName, as kubectl drain does) with one list of the unbound pods, more with one list
+// of the cluster's live pods. A pod the scheduler nominated to a node counts as holding it.
 Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
                       const std::vector<std::string>& nodes, Snapshot* s) {
   if (nodes.empty()) return Status::Ok();
@@ -133,6 +134,11 @@ Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
       ASSIGN_OR_RETURN(Json list, client.ListAll(kube::PodsResource(), "", lo));
       add(list);
     }
+    // And the pods not bound yet, for those the scheduler nominated to one of the nodes.
+    kube::ListOptions lo;
+    lo.fieldSelector = "spec.nodeName=,status.phase=Pending";
+    ASSIGN_OR_RETURN(Json pending, client.ListAll(kube::PodsResource(), "", lo));
+    add(pending);
   } else {
     kube::ListOptions lo;
     lo.fieldSelector = "status.phase!=Succeeded,status.phase!=Failed";
@@ -142,7 +148,9 @@ Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
   }
   const std::set<std::string> wanted(nodes.begin(), nodes.end());
   for (const auto& p : pods) {
-    const std::string node = Str(p, "/spec/nodeName"_json_pointer);
+    std::string node = Str(p, "/spec/nodeName"_json_pointer);
+    const bool nominated = node.empty();
+    if (nominated) node = Str(p, "/status/nominatedNodeName"_json_pointer);
     const std::string phase = Str(p, "/status/phase"_json_pointer);
     if (!wanted.contains(node) || phase == "Succeeded" || phase == "Failed") continue;
     const std::string ns = Str(p, "/metadata/namespace"_json_pointer);
@@ -150,8 +158,9 @@ Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
     if (ns == config.name_space && !Label(p, kValidationLabel).empty()) continue;
     const int gpus = GpusOf(p);
     if (gpus <= 0) continue;
-    s->gpu_pods[node].push_back(
-        {ns, Name(p), gpus, !Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()});
+    s->gpu_pods[node].push_back({ns, Name(p), gpus,
+                                 !Str(p, "/metadata/deletionTimestamp"_json_pointer).empty(),
+                                 nominated});
   }
   return Status::Ok();
 }

@@ -57,6 +57,9 @@ struct GpuPod {
   std::string name;
   int gpus = 0;
   bool terminating = false;  // deletionTimestamp set: going, but its GPUs are not free yet
+  // Not bound yet: the scheduler nominated it to the node (status.nominatedNodeName) after
+  // preempting pods there, and holds the node's room for it.
+  bool nominated = false;
   std::string Key() const { return name_space + "/" + name; }
 };
 

@@ -53,8 +53,14 @@ render-default)
   [ -n "$deploy" ] || fail "no operator Deployment"
   for want in 'readOnlyRootFilesystem: true' 'runAsNonRoot: true' 'drop: \["ALL"\]' \
       'allowPrivilegeEscalation: false' 'path: /healthz' 'path: /readyz' \
-      '--leader-elect=true' '--namespace=perfgate-system' '--worker-service-account=perfgate-worker'; do
+      '--leader-elect=true' '--namespace=perfgate-system' '--worker-service-account=perfgate-worker' \
+      '--yield-priority-class=perfgate-yield'; do
     grep -q -e "$want" <<<"$deploy" || fail "operator Deployment lacks $want"
+  done
+  # spec.disruption.policy yield's workers: a class below customers' that never preempts.
+  yield_class="$(doc_of PriorityClass perfgate-yield <"$WORK_DIR/out.yaml")"
+  for want in '^value: -1000$' '^preemptionPolicy: Never$' '^globalDefault: false$'; do
+    grep -q -e "$want" <<<"$yield_class" || fail "PriorityClass perfgate-yield lacks $want"
   done
   # The admission policy must name the worker account that the Role binds.
   grep -q "system:serviceaccount:perfgate-system:perfgate-worker'" "$WORK_DIR/out.yaml" \

@@ -1,7 +1,8 @@
 // Safe disruption end to end (docs/operator.md, "Safe disruption"): a node whose GPUs another
 // pod holds waits by default, is cordoned and waited for with `cordon`, drained through the
 // Eviction API with `drain` (a PodDisruptionBudget that forbids it keeps the node waiting and
-// nothing is deleted), and never more than maxUnavailable nodes are under test at once.
+// nothing is deleted), never more than maxUnavailable nodes are under test at once, and under
+// `yield` a worker gives its node to a customer's pod and the node is tested once idle.
 #include "tests/e2e/e2e_fixture.h"
 
 namespace perfgate::e2e {
@@ -121,10 +122,32 @@ spec:
   minAvailable: 2
   selector: {matchLabels: {app: train}}
 )");
+  const auto applied = std::chrono::steady_clock::now();
   Apply(SyntheticSpec("drain", "", "    onFailure: taint\n", "  disruption:\n    policy: drain\n"));
   ASSERT_TRUE(StatusSays("drain",
                          "Cannot evict pod as it would violate the pod's disruption "
                          "budget. The disruption budget train needs 2 healthy pods"));
+  // The budget is named in an event too.
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& e : sim_->List("", "events", "default")) {
+      if (e.value("reason", "") == "EvictionRefused" &&
+          e.value("message", "").find("The disruption budget train needs 2 healthy pods") !=
+              std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }));
+  // Asked again every 2 s while refused, however often the operator looks in between.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  int asked = 0;
+  for (const auto& req : sim_->Requests()) {
+    asked += req.resource == "pods" && req.subresource == "eviction" && req.code == 429;
+  }
+  const double refusing =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - applied).count();
+  // Two pods, each asked at most once per 2 s (and once at the start).
+  EXPECT_LE(asked, 2 * (static_cast<int>(refusing / 2) + 1)) << refusing << " s";
   Json v = Validation("drain");
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "Waiting") << v.dump(2);
   EXPECT_TRUE(Cordoned(Node("node-2")));
@@ -176,6 +199,80 @@ TEST_F(Disruption, NeverMoreThanMaxUnavailableNodesUnderTest) {
   EXPECT_EQ(most_labelled, 1u);
   EXPECT_TRUE(waited);
   ExpectAllPassedAndGivenBack("rolling");
+}
+
+// yield: the worker runs at the chart's low priority on an idle node; a customer's pod that
+// needs the node's GPUs makes the scheduler preempt it (gone well within its grace period, the
+// customer's pod then runs); the node is neither ERROR nor FAIL but waits, counted as yielded,
+// and once the customer's pod ends it is validated (PASS).
+TEST_F(Disruption, YieldGivesTheNodeToACustomerPodThenValidatesItWhenIdle) {
+  Apply(R"(apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: perfgate-yield}
+value: -1000
+preemptionPolicy: Never
+)");
+  // node-1 only, with samples slow enough that the worker is still measuring when the
+  // customer comes.
+  std::string spec = SyntheticSpec("yield", "", "    onFailure: taint\n",
+                                   "  disruption:\n    policy: yield\n", "0.5");
+  const std::string all = "  nodeSelector:\n    nvidia.com/gpu.present: \"true\"\n";
+  ASSERT_NE(spec.find(all), std::string::npos);
+  spec.replace(spec.find(all), all.size(), "  nodes: [node-1]\n");
+  Apply(spec);
+  std::string worker;
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& p : Pods("yield")) {
+      if (p["spec"].value("nodeName", "") == "node-1" &&
+          p.value("status", Json::object()).value("phase", "") == "Running") {
+        worker = p["metadata"]["name"];
+      }
+    }
+    return !worker.empty();
+  }));
+  Json pod = *sim_->Get("", "pods", kNs, worker);
+  EXPECT_EQ(pod["spec"].value("priorityClassName", ""), "perfgate-yield");
+  EXPECT_EQ(pod["spec"].value("priority", 0), -1000);
+  const int grace = pod["spec"].value("terminationGracePeriodSeconds", 30);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // measuring by now
+
+  const auto arrived = std::chrono::steady_clock::now();
+  const std::string done = StartGpuPod("customer", "node-1", 8);
+  ASSERT_EQ(Phase("customer"), "Running");
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
+  EXPECT_LT(waited, grace) << "the customer's pod waited past the worker's grace period";
+  EXPECT_FALSE(sim_->Get("", "pods", kNs, worker).ok()) << "the preempted worker is still there";
+  bool preempted = false;
+  for (const auto& e : sim_->List("", "events", kNs)) {
+    preempted |=
+        e["involvedObject"].value("name", "") == worker && e.value("reason", "") == "Preempted";
+  }
+  EXPECT_TRUE(preempted);
+
+  // Neither ERROR nor FAIL: no result, the node waits for the customer, counted as yielded.
+  ASSERT_TRUE(StatusSays("yield", "node-1 (its GPUs are held by pod ml/customer)"));
+  Json v = Validation("yield");
+  EXPECT_TRUE(Results("yield").empty()) << Results("yield")[0].dump(2);
+  EXPECT_EQ(v["status"]["yields"]["node-1"].value("count", 0), 1) << v.dump(2);
+  EXPECT_EQ(v["status"]["yields"]["node-1"].value("lastReason", ""), "PreemptionByScheduler");
+  EXPECT_EQ(v["status"].value("errors", 0), 0);
+  EXPECT_EQ(v["status"].value("failed", 0), 0);
+  EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "Waiting") << v.dump(2);
+  EXPECT_EQ(Phase("customer"), "Running");
+
+  // The customer is done: node-1 is validated.
+  std::ofstream(done) << "";
+  ASSERT_TRUE(WaitComplete("yield", 60));
+  v = Validation("yield");
+  EXPECT_EQ(v["status"].value("verdict", ""), "Passed") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "1/1");
+  EXPECT_EQ(v["status"]["yields"]["node-1"].value("count", 0), 1);
+  const std::vector<Json> results = Results("yield");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["spec"]["report"].value("verdict", ""), "PASS");
+  EXPECT_EQ(Phase("customer"), "Succeeded");
+  EXPECT_EQ(UnderTest(Node("node-1")), "");
 }
 
 }  // namespace

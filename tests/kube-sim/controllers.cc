@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <tuple>
 
 #include "tests/kube-sim/impl.h"
 
@@ -147,6 +149,34 @@ std::string NodeMisfit(const Json& pod, const Json& node, const std::map<std::st
   return "";
 }
 
+// spec.priority as admission set it (0 for a pod created before any class existed).
+int PodPriority(const Json& pod) {
+  const Json& v = Field(Field(pod, "spec"), "priority");
+  return v.is_number_integer() ? v.get<int>() : 0;
+}
+
+// Being deleted because the scheduler preempted it (its DisruptionTarget condition says so).
+bool TerminatingByPreemption(const Json& pod) {
+  if (!Field(pod, "metadata").contains("deletionTimestamp")) return false;
+  const Json& conds = Field(Field(pod, "status"), "conditions");
+  if (!conds.is_array()) return false;
+  for (const auto& c : conds) {
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True" &&
+        c.value("reason", "") == "PreemptionByScheduler") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A pod the scheduler counts on a node (or nominated to one).
+struct Placed {
+  std::string key;  // ns/name
+  int priority = 0;
+  std::map<std::string, int> request;
+  bool terminating = false;
+};
+
 bool Terminal(const Json& pod) {
   const std::string& phase = StringAt(pod, "status", "phase");
   return phase == "Succeeded" || phase == "Failed";
@@ -248,8 +278,9 @@ void KubeSim::Impl::RecordEventLocked(const Json& involved, const std::string& t
       {"firstTimestamp", NowRfc3339()},
       {"lastTimestamp", NowRfc3339()},
       {"source",
-       {{"component", reason == "Scheduled" || reason == "FailedScheduling" ? "default-scheduler"
-                                                                            : "kubelet"}}}};
+       {{"component", reason == "Scheduled" || reason == "FailedScheduling" || reason == "Preempted"
+                          ? "default-scheduler"
+                          : "kubelet"}}}};
   CreateLocked(evType, ns, ev, false, "", nullptr);
 }
 
@@ -532,12 +563,29 @@ void KubeSim::Impl::ScheduleLocked() {
     }
   }
   if (pending.empty()) return;
+  // The scheduling queue: higher priority first, then as they were (by namespace and name).
+  std::stable_sort(pending.begin(), pending.end(), [&](const std::string& a, const std::string& b) {
+    return PodPriority(pods[a]) > PodPriority(pods[b]);
+  });
   std::map<std::string, std::map<std::string, int>> used;  // node -> resource -> in use
+  std::map<std::string, std::vector<Placed>> placed;       // node -> its pods, not terminal
+  // Pods a preemption made room for, waiting for their victims to go: node -> pods. Their
+  // requests are held on that node against pods of no higher priority.
+  std::map<std::string, std::vector<Placed>> nominated;
   for (const auto& [k, p] : pods) {
     const std::string& node = StringAt(p, "spec", "nodeName");
-    if (!node.empty() && !Terminal(p)) {
-      for (const auto& [r, n] : ExtendedRequest(p)) used[node][r] += n;
+    if (node.empty()) {
+      const std::string& nom = StringAt(p, "status", "nominatedNodeName");
+      if (!nom.empty() && !Field(p, "metadata").contains("deletionTimestamp")) {
+        nominated[nom].push_back({k, PodPriority(p), ExtendedRequest(p), false});
+      }
+      continue;
     }
+    if (Terminal(p)) continue;
+    std::map<std::string, int> request = ExtendedRequest(p);
+    for (const auto& [r, n] : request) used[node][r] += n;
+    placed[node].push_back({k, PodPriority(p), std::move(request),
+                            Field(p, "metadata").contains("deletionTimestamp")});
   }
   struct NodeInfo {
     std::string name;
@@ -554,17 +602,39 @@ void KubeSim::Impl::ScheduleLocked() {
     maxAllocatable = std::max(maxAllocatable, info.allocatable["nvidia.com/gpu"]);
     nodeInfos.push_back(std::move(info));
   }
+  // What `key` (of `priority`) finds free on `n`: allocatable less the pods there and the pods
+  // of at least its priority nominated to it.
+  auto freeOn = [&](const NodeInfo& n, const std::string& key, int priority) {
+    std::map<std::string, int> free = n.allocatable;
+    for (const auto& [r, u] : used[n.name]) free[r] -= u;
+    if (nominated.empty()) return free;
+    auto it = nominated.find(n.name);
+    if (it == nominated.end()) return free;
+    for (const auto& nom : it->second) {
+      if (nom.key == key || nom.priority < priority) continue;
+      for (const auto& [r, u] : nom.request) free[r] -= u;
+    }
+    return free;
+  };
+  auto histogram = [&](const std::map<std::string, int>& reasons) {
+    std::vector<std::string> parts;
+    for (const auto& [why, n] : reasons) parts.push_back(std::to_string(n) + " " + why);
+    std::sort(parts.begin(), parts.end());
+    std::string joined;
+    for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
+    return "0/" + std::to_string(nodes.size()) + " nodes are available: " + joined + ".";
+  };
   for (const auto& key : pending) {
     auto it = pods.find(key);
     if (it == pods.end()) continue;
     Json pod = it->second;
+    const int priority = PodPriority(pod);
     std::map<std::string, int> reasons;
     std::string best;
     int bestFree = -1;
     const std::map<std::string, int> request = ExtendedRequest(pod);
     for (auto& n : nodeInfos) {
-      std::map<std::string, int> free = n.allocatable;
-      for (const auto& [r, u] : used[n.name]) free[r] -= u;
+      std::map<std::string, int> free = freeOn(n, key, priority);
       const int freeGpus = free["nvidia.com/gpu"];
       std::string why = NodeMisfit(pod, *n.node, free, request);
       if (!why.empty()) {
@@ -596,28 +666,116 @@ void KubeSim::Impl::ScheduleLocked() {
       it->second = updated;
       Emit(podType, "MODIFIED", updated, prev);
       for (const auto& [r, n] : request) used[best][r] += n;
+      placed[best].push_back({key, priority, request, false});
+      for (auto& [node, list] : nominated) {
+        std::erase_if(list, [&](const Placed& p) { return p.key == key; });
+      }
       RecordEventLocked(updated, "Normal", "Scheduled",
                         "Successfully assigned " + ns + "/" + name + " to " + best);
       continue;
     }
     std::string message;
+    std::string nominate = StringAt(pod, "status", "nominatedNodeName");
     if (nodes.empty()) {
       message = "no nodes available to schedule pods";
     } else {
-      std::vector<std::string> parts;
-      for (const auto& [why, n] : reasons) parts.push_back(std::to_string(n) + " " + why);
-      std::sort(parts.begin(), parts.end());
-      std::string joined;
-      for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
-      std::string n = std::to_string(nodes.size());
-      message = "0/" + n + " nodes are available: " + joined + ". preemption: 0/" + n +
-                " nodes are available: " + n + " Preemption is not helpful for scheduling.";
+      // PostFilter: DefaultPreemption, as kube-scheduler's preemption evaluator decides.
+      std::string postFilter;
+      const std::string& ownNode = nominate;
+      bool terminatingVictim = false;
+      for (const auto& p : placed[ownNode]) {
+        terminatingVictim = terminatingVictim || (p.priority < priority && p.terminating &&
+                                                  TerminatingByPreemption(pods[p.key]));
+      }
+      if (StringAt(pod, "spec", "preemptionPolicy") == "Never") {
+        postFilter = "not eligible due to preemptionPolicy=Never.";
+      } else if (!ownNode.empty() && terminatingVictim) {
+        postFilter = "not eligible due to a terminating pod on the nominated node.";
+      } else {
+        struct Candidate {
+          std::string node;
+          std::vector<Placed> victims;
+        };
+        std::vector<Candidate> candidates;
+        std::map<std::string, int> nodeReasons;
+        for (auto& n : nodeInfos) {
+          // A node the pod misfits even when empty: preemption cannot help there.
+          if (!NodeMisfit(pod, *n.node, n.allocatable, request).empty()) {
+            ++nodeReasons["Preemption is not helpful for scheduling"];
+            continue;
+          }
+          std::vector<Placed> lower;
+          for (const auto& p : placed[n.name]) {
+            if (p.priority < priority) lower.push_back(p);
+          }
+          if (lower.empty()) {
+            ++nodeReasons["No preemption victims found for incoming pod"];
+            continue;
+          }
+          // Every lower-priority pod gone; then as many kept as still leave room, the highest
+          // priority first.
+          std::map<std::string, int> free = freeOn(n, key, priority);
+          for (const auto& v : lower) {
+            for (const auto& [r, u] : v.request) free[r] += u;
+          }
+          if (std::string why = NodeMisfit(pod, *n.node, free, request); !why.empty()) {
+            ++nodeReasons[why];
+            continue;
+          }
+          std::stable_sort(lower.begin(), lower.end(), [](const Placed& a, const Placed& b) {
+            return a.priority > b.priority;
+          });
+          Candidate c{n.name, {}};
+          for (const auto& v : lower) {
+            std::map<std::string, int> kept = free;
+            for (const auto& [r, u] : v.request) kept[r] -= u;
+            if (NodeMisfit(pod, *n.node, kept, request).empty()) {
+              free = std::move(kept);
+            } else {
+              c.victims.push_back(v);
+            }
+          }
+          candidates.push_back(std::move(c));
+        }
+        // pickOneNodeForPreemption: the lowest highest victim priority, then the lowest sum of
+        // priorities, then the fewest victims.
+        auto rank = [](const Candidate& c) {
+          int highest = std::numeric_limits<int>::min();
+          int64_t sum = 0;
+          for (const auto& v : c.victims) {
+            highest = std::max(highest, v.priority);
+            sum += static_cast<int64_t>(v.priority) + (int64_t{1} << 31);
+          }
+          return std::make_tuple(highest, sum, c.victims.size());
+        };
+        const Candidate* chosen = nullptr;
+        for (const auto& c : candidates) {
+          if (chosen == nullptr || rank(c) < rank(*chosen)) chosen = &c;
+        }
+        if (chosen == nullptr) {
+          postFilter = histogram(nodeReasons);
+        } else {
+          for (const auto& v : chosen->victims) {
+            if (v.terminating) continue;
+            PreemptLocked(pods[v.key], pod, chosen->node);
+          }
+          nominate = chosen->node;
+          nominated[nominate].push_back({key, priority, request, false});
+        }
+      }
+      message = histogram(reasons) + (postFilter.empty() ? "" : " preemption: " + postFilter);
     }
-    bool same = false;
+    auto cur = pods.find(key);
+    if (cur == pods.end()) continue;
+    status = cur->second.value("status", Json::object());
+    bool same = StringAt(cur->second, "status", "nominatedNodeName") == nominate;
+    bool sameMessage = false;
     for (const auto& c : status.value("conditions", Json::array())) {
-      if (c.value("type", "") == "PodScheduled" && c.value("message", "") == message) same = true;
+      if (c.value("type", "") == "PodScheduled" && c.value("message", "") == message) {
+        sameMessage = true;
+      }
     }
-    if (same) continue;
+    if (same && sameMessage) continue;
     conds.push_back({{"type", "PodScheduled"},
                      {"status", "False"},
                      {"lastProbeTime", nullptr},
@@ -625,9 +783,40 @@ void KubeSim::Impl::ScheduleLocked() {
                      {"reason", "Unschedulable"},
                      {"message", message}});
     status["conditions"] = conds;
+    if (nominate.empty()) {
+      status.erase("nominatedNodeName");
+    } else {
+      status["nominatedNodeName"] = nominate;
+    }
     SetPodStatusLocked(ns, name, status);
-    RecordEventLocked(pod, "Warning", "FailedScheduling", message);
+    if (!sameMessage) RecordEventLocked(pod, "Warning", "FailedScheduling", message);
   }
+}
+
+// The victim of a preemption: the DisruptionTarget condition kube-scheduler sets, an event, and
+// a graceful delete with the pod's own grace period.
+void KubeSim::Impl::PreemptLocked(Json victim, const Json& preemptor, const std::string& node) {
+  const ResourceType& podType = *FindType("", "pods");
+  const std::string ns = victim["metadata"].value("namespace", "");
+  const std::string name = victim["metadata"].value("name", "");
+  Json status = victim.value("status", Json::object());
+  Json conds = Json::array();
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") != "DisruptionTarget") conds.push_back(c);
+  }
+  conds.push_back({{"type", "DisruptionTarget"},
+                   {"status", "True"},
+                   {"reason", "PreemptionByScheduler"},
+                   {"message", StringAt(preemptor, "spec", "schedulerName") +
+                                   ": preempting to accommodate a higher priority pod"},
+                   {"lastProbeTime", nullptr},
+                   {"lastTransitionTime", NowRfc3339()}});
+  status["conditions"] = conds;
+  SetPodStatusLocked(ns, name, status);
+  RecordEventLocked(
+      victim, "Normal", "Preempted",
+      "Preempted by pod " + preemptor["metadata"].value("uid", "") + " on node " + node);
+  DeleteLocked(podType, ns, name, DeleteOptions{});
 }
 
 void KubeSim::Impl::SetPodStatusLocked(const std::string& ns, const std::string& name,

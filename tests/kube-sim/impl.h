@@ -126,6 +126,9 @@ struct KubeSim::Impl {
   void GarbageCollectLocked();
   void NodeLifecycleLocked();
   void ScheduleLocked();
+  // Marks `victim` DisruptionTarget (PreemptionByScheduler) and deletes it gracefully, for
+  // `preemptor` nominated to `node`.
+  void PreemptLocked(Json victim, const Json& preemptor, const std::string& node);
   void KubeletLocked();
   void StartPodLocked(const ResourceType& podType, Json& pod);
   void ReapPodsLocked();

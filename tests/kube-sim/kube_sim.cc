@@ -50,6 +50,7 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
               false, {"crd", "crds"}, true),
       Builtin("apps", "v1", "Deployment", "deployments", true, {"deploy"}, true),
       Builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, {"pdb"}, true),
+      Builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, {"pc"}),
       Builtin("events.k8s.io", "v1", "Event", "events", true, {"ev"}),
       Builtin("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
               "validatingadmissionpolicies", false, {}, true),
@@ -154,6 +155,18 @@ void CreateBootstrapObjects(KubeSim::Impl& s) {
                      {"kind", "Group"},
                      {"name", "system:authenticated"}}}}},
                  false, "", nullptr);
+  // The two system PriorityClasses the API server keeps.
+  const ResourceType& pc = *s.FindType("scheduling.k8s.io", "priorityclasses");
+  for (const auto& [name, value] : std::vector<std::pair<std::string, int>>{
+           {"system-cluster-critical", 2000000000}, {"system-node-critical", 2000001000}}) {
+    s.CreateLocked(pc, "",
+                   {{"metadata", {{"name", name}}},
+                    {"value", value},
+                    {"description",
+                     "Used for system critical pods that must not be moved from "
+                     "their current node."}},
+                   false, "", nullptr);
+  }
 }
 
 }  // namespace

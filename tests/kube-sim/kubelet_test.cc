@@ -304,7 +304,8 @@ TEST_F(KubeletTest, SchedulerCountsExtendedResourcesBesideGpus) {
   }));
   EXPECT_EQ(message,
             "0/3 nodes are available: 3 Insufficient rdma/rdma_shared_device_a. preemption: 0/3 "
-            "nodes are available: 3 Preemption is not helpful for scheduling.");
+            "nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption "
+            "is not helpful for scheduling.");
   EXPECT_EQ((*sim_->Get("", "nodes", "", "node-rdma"))["status"]["allocatable"].value(
                 "rdma/rdma_shared_device_a", ""),
             "1");
@@ -337,7 +338,7 @@ TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
   ASSERT_TRUE(Eventually([&] { return !schedMessage("g3").empty(); }));
   EXPECT_EQ(schedMessage("g3"),
             "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
-            "available: 2 Preemption is not helpful for scheduling.");
+            "available: 2 No preemption victims found for incoming pod.");
 
   // Freeing a node lets the pending pod run there.
   auto r = Kubectl(*sim_, {"delete", "pod", "-n", "t", "g1", "--grace-period=0", "--force"});
@@ -376,6 +377,168 @@ TEST_F(KubeletTest, SchedulerHonoursGpusSelectorsTaintsAndCordons) {
     auto p = sim_->Get("", "pods", "t", "g6");
     return p.ok() && (*p)["spec"].value("nodeName", "") == "node-tainted";
   }));
+}
+
+// The Priority admission plugin: a class name becomes spec.priority and spec.preemptionPolicy,
+// an unknown one is refused in the API server's words, and the one globalDefault class applies
+// to pods that name none.
+TEST_F(KubeletTest, PriorityClassesResolveAtAdmission) {
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"}, R"(apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: background}
+value: -1000
+preemptionPolicy: Never
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: training}
+value: 1000
+)");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ((*sim_->Get("scheduling.k8s.io", "priorityclasses", "", "training"))
+                .value("preemptionPolicy", ""),
+            "PreemptLowerPriority");
+  Json low = Pod("t", "low", "true");
+  low["spec"]["priorityClassName"] = "background";
+  ASSERT_TRUE(sim_->Create("", "pods", low).ok());
+  Json got = *sim_->Get("", "pods", "t", "low");
+  EXPECT_EQ(got["spec"]["priority"], -1000);
+  EXPECT_EQ(got["spec"]["preemptionPolicy"], "Never");
+  ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "plain", "true")).ok());
+  got = *sim_->Get("", "pods", "t", "plain");
+  EXPECT_EQ(got["spec"]["priority"], 0);
+  EXPECT_EQ(got["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+
+  Json unknown = Pod("t", "unknown", "true");
+  unknown["spec"]["priorityClassName"] = "nope";
+  r = Kubectl(*sim_, {"create", "-f", "-"}, unknown.dump());
+  EXPECT_NE(r.exitCode, 0);
+  EXPECT_THAT(r.err, HasSubstr("pods \"unknown\" is forbidden: no PriorityClass with name nope "
+                               "was found"));
+  Json forged = Pod("t", "forged", "true");
+  forged["spec"]["priorityClassName"] = "background";
+  forged["spec"]["priority"] = 5;
+  r = Kubectl(*sim_, {"create", "-f", "-"}, forged.dump());
+  EXPECT_THAT(r.err, HasSubstr("the integer value of priority (5) must not be provided in pod "
+                               "spec; priority admission controller computed -1000 from the given "
+                               "PriorityClass name"));
+
+  auto createClass = [&](const std::string& name, const std::string& rest) {
+    return Kubectl(*sim_, {"create", "-f", "-"},
+                   "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: " +
+                       name + "}\n" + rest);
+  };
+  r = createClass("too-high", "value: 1000000001\n");
+  EXPECT_THAT(r.err, HasSubstr("maximum allowed value of a user defined priority is 1000000000"));
+  r = createClass("default-one", "value: 7\nglobalDefault: true\n");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  r = createClass("default-two", "value: 8\nglobalDefault: true\n");
+  EXPECT_THAT(r.err, HasSubstr("PriorityClass default-one is already marked as default. Only one "
+                               "default can exist"));
+  ASSERT_TRUE(sim_->Create("", "pods", Pod("t", "defaulted", "true")).ok());
+  got = *sim_->Get("", "pods", "t", "defaulted");
+  EXPECT_EQ(got["spec"]["priority"], 7);
+  EXPECT_EQ(got["spec"]["priorityClassName"], "default-one");
+  // The system classes are there from the start.
+  EXPECT_TRUE(sim_->Get("scheduling.k8s.io", "priorityclasses", "", "system-node-critical").ok());
+}
+
+// kube-scheduler's DefaultPreemption for a GPU pod that fits nowhere: the lower-priority pod on
+// one node is marked DisruptionTarget (PreemptionByScheduler) and deleted with its own grace
+// period, the preemptor is nominated to that node and runs there once the victim has gone; a
+// class with preemptionPolicy Never waits instead, and equal priority is never a victim.
+TEST_F(KubeletTest, HigherPriorityGpuPodPreemptsLowerPriorityPod) {
+  auto r = Kubectl(*sim_, {"apply", "-f", "-"}, R"(apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: background}
+value: -1000
+preemptionPolicy: Never
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: urgent-but-polite}
+value: 5000
+preemptionPolicy: Never
+)");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto gpuPod = [&](const std::string& name, const std::string& cls, const std::string& script) {
+    Json p = Pod("t", name, script);
+    p["spec"]["containers"][0]["resources"] = {{"limits", {{"nvidia.com/gpu", 8}}}};
+    if (!cls.empty()) p["spec"]["priorityClassName"] = cls;
+    return p;
+  };
+  // node-0: a background pod that ignores SIGTERM (2 s grace); node-1: a customer's (priority 0).
+  Json stubborn = gpuPod("bg", "background", "trap '' TERM; while :; do sleep 0.1; done");
+  stubborn["spec"]["terminationGracePeriodSeconds"] = 2;
+  stubborn["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "node-0"}};
+  ASSERT_TRUE(sim_->Create("", "pods", stubborn).ok());
+  Json other = gpuPod("customer-a", "", "sleep 30");
+  other["spec"]["nodeSelector"] = {{"kubernetes.io/hostname", "node-1"}};
+  ASSERT_TRUE(sim_->Create("", "pods", other).ok());
+  ASSERT_TRUE(Eventually([&] {
+    return Phase(*sim_, "t", "bg") == "Running" && Phase(*sim_, "t", "customer-a") == "Running";
+  }));
+  auto scheduled = [&](const std::string& name) -> Json {
+    auto p = sim_->Get("", "pods", "t", name);
+    if (!p.ok()) return Json();
+    for (const auto& c : p->value("status", Json::object()).value("conditions", Json::array())) {
+      if (c["type"] == "PodScheduled") return c;
+    }
+    return Json();
+  };
+
+  // preemptionPolicy Never: it waits, whatever its priority.
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("polite", "urgent-but-polite", "true")).ok());
+  ASSERT_TRUE(Eventually([&] { return scheduled("polite").is_object(); }));
+  EXPECT_EQ(scheduled("polite").value("message", ""),
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: not eligible due "
+            "to preemptionPolicy=Never.");
+  ASSERT_TRUE(sim_->Delete("", "pods", "t", "polite").ok());
+  EXPECT_EQ(Phase(*sim_, "t", "bg"), "Running");
+
+  // Priority 0 (no class, no default) against -1000 on node-0 and 0 on node-1: node-0's pod goes.
+  const auto before = std::chrono::steady_clock::now();
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("customer-b", "", "sleep 30")).ok());
+  ASSERT_TRUE(Eventually([&] {
+    auto p = sim_->Get("", "pods", "t", "customer-b");
+    return p.ok() && p->value("status", Json::object()).value("nominatedNodeName", "") == "node-0";
+  }));
+  auto victim = sim_->Get("", "pods", "t", "bg");
+  ASSERT_TRUE(victim.ok()) << "the victim went before its grace period was up";
+  EXPECT_TRUE((*victim)["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ((*victim)["metadata"].value("deletionGracePeriodSeconds", 0), 2);
+  Json target;
+  for (const auto& c : (*victim)["status"]["conditions"]) {
+    if (c["type"] == "DisruptionTarget") target = c;
+  }
+  EXPECT_EQ(target.value("status", ""), "True");
+  EXPECT_EQ(target.value("reason", ""), "PreemptionByScheduler");
+  EXPECT_EQ(target.value("message", ""),
+            "default-scheduler: preempting to accommodate a higher priority pod");
+  EXPECT_EQ(Phase(*sim_, "t", "customer-a"), "Running");
+  EXPECT_FALSE(
+      (*sim_->Get("", "pods", "t", "customer-a"))["metadata"].contains("deletionTimestamp"));
+  // The stubborn victim is killed when its 2 s are up; then the preemptor runs on its node.
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "customer-b") == "Running"; }, 15));
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  EXPECT_GE(waited, 1.5);
+  EXPECT_LT(waited, 6.0);
+  EXPECT_EQ(Phase(*sim_, "t", "bg"), "<gone>");
+  EXPECT_EQ((*sim_->Get("", "pods", "t", "customer-b"))["spec"]["nodeName"], "node-0");
+  auto events = Kubectl(*sim_, {"get", "events", "-n", "t", "--field-selector",
+                                "involvedObject.name=bg,reason=Preempted", "-o", "json"});
+  ASSERT_EQ(events.exitCode, 0) << events.err;
+  Json items = Json::parse(events.out)["items"];
+  ASSERT_EQ(items.size(), 1u) << events.out;
+  EXPECT_THAT(items[0].value("message", ""), ContainsRegex("^Preempted by pod .+ on node node-0$"));
+
+  // Equal priority is no victim.
+  ASSERT_TRUE(sim_->Create("", "pods", gpuPod("customer-c", "", "true")).ok());
+  ASSERT_TRUE(Eventually([&] { return scheduled("customer-c").is_object(); }));
+  EXPECT_EQ(scheduled("customer-c").value("message", ""),
+            "0/2 nodes are available: 2 Insufficient nvidia.com/gpu. preemption: 0/2 nodes are "
+            "available: 2 No preemption victims found for incoming pod.");
 }
 
 TEST_F(KubeletTest, RestartPolicyRestartsWithBackOffAndCounts) {

@@ -261,6 +261,49 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
                      "/" + sa + ": serviceaccount \"" + sa + "\" not found",
                  Details(t, name));
     }
+    // The Priority admission plugin: spec.priorityClassName (or the globalDefault class) resolved
+    // to spec.priority and spec.preemptionPolicy, in its words when that fails.
+    const ResourceType& pcType = *FindType("scheduling.k8s.io", "priorityclasses");
+    int priority = 0;
+    std::string preemption = "PreemptLowerPriority";
+    const std::string className = spec.value("priorityClassName", "");
+    const Json* pc = nullptr;
+    if (className.empty()) {
+      for (const auto& [k, c] : ObjectsOf(pcType.key())) {
+        if (c.value("globalDefault", false)) pc = &c;
+      }
+      if (pc != nullptr) spec["priorityClassName"] = (*pc)["metadata"].value("name", "");
+    } else {
+      pc = FindObject(pcType, "", className);
+      if (pc == nullptr) {
+        return Err(403, "Forbidden",
+                   "pods \"" + name + "\" is forbidden: no PriorityClass with name " + className +
+                       " was found",
+                   Details(t, name));
+      }
+    }
+    if (pc != nullptr) {
+      priority = pc->value("value", 0);
+      preemption = pc->value("preemptionPolicy", preemption);
+    }
+    if (spec.contains("priority") && spec["priority"] != priority) {
+      return Err(403, "Forbidden",
+                 "pods \"" + name + "\" is forbidden: the integer value of priority (" +
+                     spec["priority"].dump() +
+                     ") must not be provided in pod spec; priority admission controller computed " +
+                     std::to_string(priority) + " from the given PriorityClass name",
+                 Details(t, name));
+    }
+    if (spec.contains("preemptionPolicy") && spec["preemptionPolicy"] != preemption) {
+      return Err(403, "Forbidden",
+                 "pods \"" + name + "\" is forbidden: the string value of PreemptionPolicy (" +
+                     spec.value("preemptionPolicy", "") +
+                     ") must not be provided in pod spec; priority admission controller computed " +
+                     preemption + " from the given PriorityClass name",
+                 Details(t, name));
+    }
+    spec["priority"] = priority;
+    spec["preemptionPolicy"] = preemption;
     if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Always";
     if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
     if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
@@ -295,6 +338,35 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
                             taint.value("effect", "") == "NoSchedule");
     }
     if (!tainted) taints.push_back({{"key", kNotReadyTaint}, {"effect", "NoSchedule"}});
+  } else if (t.key() == "scheduling.k8s.io/priorityclasses") {
+    // As ValidatePriorityClass and the Priority admission plugin check a new class.
+    if (!obj.contains("preemptionPolicy")) obj["preemptionPolicy"] = "PreemptLowerPriority";
+    const Json& value = obj.contains("value") ? obj["value"] : Json(0);
+    std::vector<FieldError> errs;
+    if (!value.is_number_integer()) {
+      errs.push_back({"FieldValueInvalid", "value", "Invalid value: must be an integer"});
+    } else if (name.rfind("system-", 0) != 0 && value.get<int64_t>() > 1000000000) {
+      errs.push_back({"FieldValueForbidden", "value",
+                      "Forbidden: maximum allowed value of a user defined priority is 1000000000"});
+    }
+    const std::string policy = obj["preemptionPolicy"].is_string() ? obj["preemptionPolicy"] : "";
+    if (policy != "Never" && policy != "PreemptLowerPriority") {
+      errs.push_back({"FieldValueNotSupported", "preemptionPolicy",
+                      "Unsupported value: " + obj["preemptionPolicy"].dump() +
+                          ": supported values: \"Never\", \"PreemptLowerPriority\""});
+    }
+    if (!errs.empty()) return Invalid(t, name, errs);
+    obj["value"] = value;
+    if (obj.value("globalDefault", false)) {
+      for (const auto& [k, c] : ObjectsOf(t.key())) {
+        if (!c.value("globalDefault", false)) continue;
+        return Err(403, "Forbidden",
+                   t.qualified() + " \"" + name + "\" is forbidden: PriorityClass " +
+                       c["metadata"].value("name", "") +
+                       " is already marked as default. Only one default can exist",
+                   Details(t, name));
+      }
+    }
   } else if (t.key() == "/namespaces") {
     obj["spec"] = {{"finalizers", {"kubernetes"}}};
     obj["status"] = {{"phase", "Active"}};

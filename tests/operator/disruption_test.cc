@@ -50,6 +50,7 @@ struct World {
   std::map<std::string, std::vector<GpuPod>> gpuPods;
   std::map<std::string, std::string> evictionRefused;
   bool deleting = false;
+  Json validation_status;  // what the last reconcile wrote (null: none yet)
   std::chrono::system_clock::time_point now = kT0;
 
   explicit World(int n = 4) {
@@ -67,6 +68,7 @@ struct World {
          {{"name", kName}, {"uid", "uid-1"}, {"generation", 1}, {"finalizers", {kFinalizer}}}},
         {"spec", spec}};
     if (deleting) s.validation["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
+    if (validation_status.is_object()) s.validation["status"] = validation_status;
     s.name = kName;
     s.uid = "uid-1";
     s.run = RunId(1, "");
@@ -158,7 +160,7 @@ TEST(Disruption, MaxUnavailableIsACountOrAPercentageRoundedDownAndAtLeastOne) {
   auto parsed = ParseDisruption(d, 4);
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().message(),
-            "spec.disruption.policy: \"evict\" is not one of wait, cordon, drain");
+            "spec.disruption.policy: \"evict\" is not one of wait, cordon, drain, yield");
 }
 
 TEST(Disruption, InvalidMaxUnavailableIsInvalidSpecBeforeAnyPod) {
@@ -258,6 +260,18 @@ TEST(Disruption, DrainEvictsAndARefusedEvictionKeepsTheNodeWaitingWithoutDeletin
                 .find("node-2 (draining: ml/train-0: Cannot evict pod as it would violate"),
             std::string::npos)
       << d.status->value("message", "");
+  // And an event names the budget (once per pod and run: the key says so).
+  const auto refused = std::find_if(d.events.begin(), d.events.end(), [](const EventAction& e) {
+    return e.reason == "EvictionRefused";
+  });
+  ASSERT_NE(refused, d.events.end());
+  EXPECT_EQ(refused->type, "Warning");
+  EXPECT_NE(refused->message.find("node-2: eviction of pod ml/train-0 refused: Cannot evict pod"),
+            std::string::npos)
+      << refused->message;
+  EXPECT_NE(refused->message.find("The disruption budget train needs 2 healthy pods"),
+            std::string::npos);
+  EXPECT_FALSE(refused->once_key.empty());
 }
 
 TEST(Disruption, GpuPodsOutlivingTheTimeoutGiveErrorAndTheNodeBack) {
@@ -359,6 +373,181 @@ TEST(Disruption, DeletingTheValidationGivesBackEveryNodeItHeld) {
     EXPECT_EQ(Label(node, kUnderTestLabel), "") << name;
     EXPECT_FALSE(Unschedulable(node)) << name;
   }
+}
+
+Json* PodOn(std::vector<Json>& pods, const std::string& node) {
+  for (auto& p : pods) {
+    if (ViewOfPod(p).node == node) return &p;
+  }
+  return nullptr;
+}
+
+Json Yields(const Decision& d, const std::string& node) {
+  return d.status->value("yields", Json::object()).value(node, Json::object());
+}
+
+bool Announced(const Decision& d, const std::string& reason, const std::string& text) {
+  return std::any_of(d.events.begin(), d.events.end(), [&](const EventAction& e) {
+    return e.reason == reason && e.message.find(text) != std::string::npos;
+  });
+}
+
+TEST(Yield, WorkersRunAtTheYieldPriorityOnlyOnIdleNodes) {
+  World w;
+  w.spec["disruption"] = {{"policy", "yield"}};
+  w.gpuPods["node-1"] = {{"ml", "train-0", 8, false}};
+  // Nominated after a preemption: holds node-2 although it is not bound yet.
+  w.gpuPods["node-2"] = {{"ml", "train-1", 8, false, true}};
+  const Decision d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-3"}));
+  for (const auto& p : d.pods) {
+    EXPECT_EQ(p.pod["spec"].value("priorityClassName", ""), "perfgate-yield") << p.pod.dump();
+  }
+  EXPECT_TRUE(d.evictions.empty());
+  EXPECT_EQ(DisruptionOf(d, "node-1"), nullptr);
+  EXPECT_EQ(Reason(d, "Ready"), "Waiting");
+  EXPECT_NE(d.status->value("message", "").find("node-1 (its GPUs are held by pod ml/train-0)"),
+            std::string::npos)
+      << d.status->dump();
+  // Under any other policy the workers keep the default priority.
+  World other;
+  for (const auto& p : other.Decide().pods) {
+    EXPECT_FALSE(p.pod["spec"].contains("priorityClassName")) << p.pod.dump();
+  }
+}
+
+TEST(Yield, APreemptedWorkerIsNeitherErrorNorFailAndItsNodeIsTestedAgainWhenIdle) {
+  World w(2);
+  w.spec["disruption"] = {{"policy", "yield"}};
+  w.Apply(w.Decide());
+  ASSERT_EQ(w.pods.size(), 2u);
+  Json* worker = PodOn(w.pods, "node-0");
+  ASSERT_NE(worker, nullptr);
+  (*worker)["metadata"]["uid"] = "pod-uid-1";
+  // The scheduler preempts it for a customer's pod: DisruptionTarget, then a graceful delete.
+  (*worker)["status"]["conditions"] = {{{"type", "DisruptionTarget"},
+                                        {"status", "True"},
+                                        {"reason", "PreemptionByScheduler"},
+                                        {"message",
+                                         "default-scheduler: preempting to accommodate "
+                                         "a higher priority pod"}}};
+  (*worker)["metadata"]["deletionTimestamp"] = FormatRfc3339(w.now);
+  w.Result("node-1", "PASS");
+  Decision d = w.Decide();
+  EXPECT_TRUE(d.results.empty()) << "no ERROR result is written for a yielded worker";
+  for (const auto& o : d.outcomes) {
+    if (o.node == "node-0") {
+      EXPECT_FALSE(o.verdict.has_value());
+    }
+  }
+  EXPECT_TRUE(d.status->value("completionTime", "").empty());
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  EXPECT_EQ(Yields(d, "node-0").value("lastReason", ""), "PreemptionByScheduler");
+  EXPECT_TRUE(Announced(d, "Yielded", "node-0: worker"));
+  EXPECT_TRUE(d.delete_pods.empty());  // being deleted already
+  EXPECT_EQ(Reason(d, "Ready"), "Waiting");
+  EXPECT_NE(d.status->value("message", "").find("node-0 (yielded: PreemptionByScheduler"),
+            std::string::npos)
+      << d.status->value("message", "");
+  EXPECT_TRUE(d.pods.empty());
+
+  // Seen again (and then Failed, exit 143, as a kubelet leaves it): still one yield, no ERROR,
+  // and the operator deletes what is left of it.
+  w.validation_status = *d.status;
+  (*worker)["status"]["phase"] = "Failed";
+  (*worker)["metadata"].erase("deletionTimestamp");
+  (*worker)["status"]["containerStatuses"] = {
+      {{"state", {{"terminated", {{"exitCode", 143}, {"reason", "Error"}}}}}}};
+  d = w.Decide();
+  EXPECT_TRUE(d.results.empty());
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  EXPECT_EQ(d.delete_pods, std::vector<std::string>{ViewOfPod(*worker).name});
+
+  // Gone; the customer's pod holds the GPUs: the node waits, nothing starts.
+  w.validation_status = *d.status;
+  std::erase_if(w.pods, [](const Json& p) { return ViewOfPod(p).node == "node-0"; });
+  w.gpuPods["node-0"] = {{"ml", "customer", 8, false}};
+  d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_NE(d.status->value("message", "").find("node-0 (its GPUs are held by pod ml/customer)"),
+            std::string::npos);
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+
+  // The customer is done: a new worker, and its PASS completes the run.
+  w.validation_status = *d.status;
+  w.gpuPods.clear();
+  d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0"}));
+  w.Apply(d);
+  w.validation_status = *d.status;
+  w.Result("node-0", "PASS");
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed") << d.status->dump();
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+}
+
+TEST(Yield, AWorkerDeletedBySomeoneElseOrNeverScheduledYieldsToo) {
+  World w(2);
+  w.spec["disruption"] = {{"policy", "yield"}};
+  w.Apply(w.Decide());
+  Json* deleted = PodOn(w.pods, "node-0");
+  (*deleted)["metadata"]["uid"] = "pod-uid-a";
+  (*deleted)["metadata"]["deletionTimestamp"] = FormatRfc3339(w.now);
+  // A customer's pod took node-1's GPUs before the worker was bound.
+  Json* unbound = PodOn(w.pods, "node-1");
+  (*unbound)["metadata"]["uid"] = "pod-uid-b";
+  (*unbound)["spec"].erase("nodeName");
+  (*unbound)["status"] = {
+      {"phase", "Pending"},
+      {"conditions",
+       {{{"type", "PodScheduled"},
+         {"status", "False"},
+         {"reason", "Unschedulable"},
+         {"message",
+          "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't "
+          "match Pod's node affinity/selector."}}}}};
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.results.empty());
+  EXPECT_EQ(Yields(d, "node-0").value("lastReason", ""), "Deleted");
+  EXPECT_EQ(Yields(d, "node-1").value("lastReason", ""), "GpusTaken");
+  EXPECT_EQ(d.delete_pods, std::vector<std::string>{ViewOfPod(*unbound).name});
+}
+
+TEST(Yield, UnderAnotherPolicyAPreemptedWorkerStaysAnError) {
+  World w(1);
+  w.Apply(w.Decide());
+  w.pods[0]["status"] = {
+      {"phase", "Failed"},
+      {"conditions", {{{"type", "DisruptionTarget"}, {"status", "True"}}}},
+      {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 143}}}}}}}}};
+  const Decision d = w.Decide();
+  ASSERT_EQ(d.results.size(), 1u);
+  EXPECT_FALSE(d.status->contains("yields"));
+}
+
+TEST(Yield, GangsCannotYieldSoTheSpecIsRefused) {
+  World w;
+  w.spec = Json::parse(R"({
+    "nodeSelector": {"nvidia.com/gpu.present": "true"},
+    "sampling": {"warmup": 1, "minRepeats": 2, "maxRepeats": 3},
+    "tests": [{"type": "nccl-all-reduce", "parameters": {"maxBytes": 65536}}],
+    "gang": {"shape": "pairs"},
+    "disruption": {"policy": "yield"}})");
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
+  EXPECT_NE(d.status->value("message", "").find("yield is not supported with spec.gang"),
+            std::string::npos)
+      << d.status->dump();
+}
+
+TEST(Yield, DrainNeverEvictsAPodThatIsOnlyNominated) {
+  World w;
+  w.spec["disruption"] = {{"policy", "drain"}};
+  w.gpuPods["node-2"] = {{"ml", "waiting-for-node-2", 8, false, true}};
+  const Decision d = w.Decide();
+  EXPECT_TRUE(d.evictions.empty());
+  EXPECT_FALSE(PodNodes(d).contains("node-2"));
 }
 
 TEST(GangsUnderMaxUnavailable, AGangStartsOnlyWhenAllItsNodesFit) {

@@ -175,6 +175,18 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
         {"metadata": {"name": "web", "namespace": "ml"},
          "spec": {"nodeName": "node-0", "containers": [{"name": "c"}]},
          "status": {"phase": "Running"}}]})"));
+  // And the pods not bound yet: one the scheduler nominated to node-0 (after preempting there)
+  // holds it too; one nominated nowhere does not.
+  transport_->Expect("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D%2Cstatus.phase%3DPending",
+                     Reply().WithBody(R"({"items": [
+        {"metadata": {"name": "big-job", "namespace": "ml"},
+         "spec": {"containers": [{"name": "c",
+                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+         "status": {"phase": "Pending", "nominatedNodeName": "node-0"}},
+        {"metadata": {"name": "queued", "namespace": "ml"},
+         "spec": {"containers": [{"name": "c",
+                  "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+         "status": {"phase": "Pending"}}]})"));
   nodes_ = {Node("node-0"), Node("node-1")};
   others_ = {{{"metadata", {{"name", "x"}, {"labels", {{kValidationLabel, "other"}}}}},
               {"spec", {{"nodeName", "node-1"}}},
@@ -184,11 +196,15 @@ TEST_F(ApiTest, ObserveReadsBusyNodesAndTheNamedProfile) {
   EXPECT_EQ(s->busy_with, (std::map<std::string, std::string>{{"node-1", "other"}}));
   EXPECT_TRUE(s->profiles.by_name.empty());
   EXPECT_FALSE(s->profiles.listed);
-  ASSERT_EQ(s->gpu_pods["node-0"].size(), 1u);
+  ASSERT_EQ(s->gpu_pods["node-0"].size(), 2u);
   EXPECT_EQ(s->gpu_pods["node-0"][0].Key(), "ml/train");
   EXPECT_EQ(s->gpu_pods["node-0"][0].gpus, 8);
-  // The validation, the node claims, node-0's pods, the profile.
-  EXPECT_EQ(transport_->requests().size(), 4u);
+  EXPECT_FALSE(s->gpu_pods["node-0"][0].nominated);
+  EXPECT_EQ(s->gpu_pods["node-0"][1].Key(), "ml/big-job");
+  EXPECT_TRUE(s->gpu_pods["node-0"][1].nominated);
+  EXPECT_EQ(s->gpu_pods.size(), 1u);
+  // The validation, the node claims, node-0's pods, the unbound pods, the profile.
+  EXPECT_EQ(transport_->requests().size(), 5u);
 }
 
 // Claims come from the API, not a cache; a claim's holder is read once to know whether it is
@@ -209,7 +225,8 @@ TEST_F(ApiTest, ObserveReadsClaimsAndWhetherTheirHoldersAreGone) {
   running["metadata"]["generation"] = 2;
   transport_->Expect("GET", "/apis/perfgate.io/v1alpha1/perfvalidations/running",
                      Reply().WithBody(running.dump()));
-  // Each free node's pods (none holds GPUs).
+  // Each free node's pods and the unbound pods (none holds GPUs).
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   auto s = Observe(*client_, caches_, config_, "v");
@@ -230,6 +247,7 @@ TEST_F(ApiTest, ObserveReadsNoHolderOfAClaimOnANodeItDoesNotSelect) {
   Json list = {
       {"items", {BuildClaimLease("perfgate-system", "node-1", {"other", "u7", "g1"}, 60, kT0)}}};
   transport_->Expect("GET", kClaimsPath, Reply().WithBody(list.dump()));
+  transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   transport_->Expect("GET", "/api/v1/pods?", Reply().WithBody(R"({"items": []})"));
   auto s = Observe(*client_, caches_, config_, "v");
   ASSERT_TRUE(s.ok()) << s.status().message();
@@ -265,6 +283,53 @@ TEST_F(ApiTest, ASecondNodeEditStartsFromTheFirstWriteNotTheLaggingCache) {
   EXPECT_EQ(second["metadata"]["resourceVersion"], "11");
   EXPECT_FALSE(second["metadata"]["labels"].contains(kUnderTestLabel));
   EXPECT_EQ(second["metadata"]["labels"].value(kVerdictLabel, ""), "passed");
+}
+
+// A refused eviction (a PodDisruptionBudget's 429) is asked again at the documented pace,
+// kEvictionRetry after the refusal, however often reconciles come in between; what it said is
+// kept for the status meanwhile.
+TEST_F(ApiTest, ARefusedEvictionIsAskedAgainOnlyEveryTwoSeconds) {
+  ReconcileMetrics metrics;
+  auto now = kT0;
+  Actor actor(client_, config_, metrics, [&now] { return now; });
+  const std::string refusal = R"({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+      "message": "Cannot evict pod as it would violate the pod's disruption budget.",
+      "reason": "TooManyRequests", "code": 429,
+      "details": {"causes": [{"reason": "DisruptionBudget",
+          "message": "The disruption budget train needs 2 healthy pods and has 2 currently"}]}})";
+  for (int i = 0; i < 3; ++i) {
+    transport_->Expect("POST", "/api/v1/namespaces/ml/pods/train-0/eviction",
+                       Reply().WithStatus(429).WithBody(refusal));
+  }
+  Decision d;
+  d.evictions.push_back({"ml", "train-0"});
+  auto evictions = [&] {
+    int n = 0;
+    for (const auto& p : Paths()) n += p.find("/eviction") != std::string::npos;
+    return n;
+  };
+  // Ten reconciles in 1.9 s (node and pod events wake it): one eviction asked.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+    now += std::chrono::milliseconds(190);
+  }
+  EXPECT_EQ(evictions(), 1);
+  const auto refused = actor.EvictionsRefused("v");
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_NE(refused.at("ml/train-0").find("The disruption budget train needs 2 healthy pods"),
+            std::string::npos)
+      << refused.at("ml/train-0");
+  // 2 s after the refusal: asked again, and again only 2 s after that one.
+  now = kT0 + std::chrono::seconds(2);
+  ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+  EXPECT_EQ(evictions(), 2);
+  now += std::chrono::milliseconds(1500);
+  ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+  EXPECT_EQ(evictions(), 2);
+  now += std::chrono::milliseconds(500);
+  ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
+  EXPECT_EQ(evictions(), 3);
+  EXPECT_EQ(actor.EvictionsRefused("v").size(), 1u);
 }
 
 // A claim lost to someone faster (409 AlreadyExists): that node's pod is not created, nor any

@@ -1,17 +1,21 @@
 // perfgate as a user types it (and the in-pod agent perfgate-worker): exit codes, error
 // messages, report files, help and completion.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <pty.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/report.h"
 #include "tests/gpu_presence.h"
@@ -102,6 +106,54 @@ TEST_F(Cli, GangSpecRunsLocallyAsOneNodeAndSaysSo) {
   EXPECT_THAT(o.output, HasSubstr("spec.gang applies when the operator runs this spec across "
                                   "nodes; here the NCCL tests run over this machine's GPUs only"));
   EXPECT_THAT(o.output, HasSubstr("PASS"));
+}
+
+// SIGTERM (the kubelet stopping a preempted or evicted worker) ends perfgate-worker at once
+// with 143, from its own handler (in a container it is PID 1, which ignores a signal it has no
+// handler for), and nothing is written: no report file, nothing half-done.
+TEST_F(Cli, WorkerStopsAtOnceOnSigtermAndWritesNothing) {
+  const std::string spec = Write("slow.yaml",
+                                 "apiVersion: perfgate.io/v1alpha1\n"
+                                 "kind: PerfValidation\n"
+                                 "metadata: {name: slow}\n"
+                                 "spec:\n"
+                                 "  sampling: {warmup: 1, minRepeats: 20, maxRepeats: 20}\n"
+                                 "  tests:\n"
+                                 "    - type: synthetic\n"
+                                 "      parameters: {mean: 100, cv: 0.01, sampleSeconds: 0.5}\n");
+  const fs::path report = dir_ / "report.json";
+  const fs::path log = dir_ / "worker.log";
+  auto read = [](const fs::path& p) {
+    std::ostringstream text;
+    text << std::ifstream(p).rdbuf();
+    return text.str();
+  };
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl(PERFGATE_WORKER_BIN, "perfgate-worker", "run", spec.c_str(), "--enable-fixtures",
+            "--no-store", "--report-json", report.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Measuring by now (a sample every 0.5 s, 21 of them).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "it ended by itself: " << read(log);
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_LT(took, 1.0);
+  ASSERT_TRUE(WIFEXITED(status)) << "ended by the signal's default action, not its handler";
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_FALSE(fs::exists(report)) << read(report);
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_TRUE(entry.path() == fs::path(spec) || entry.path() == log) << entry.path();
+  }
 }
 
 // Progress in a log (stderr a pipe): one plain line as the test starts and one as it ends.
