@@ -67,9 +67,15 @@ void StripNode(Json& node) {
 
 namespace {
 
-// Keeps a container's name and the environment variables a reconcile reads.
+// Keeps a container's name, the environment variables a reconcile reads and the GPUs it holds
+// (limits nvidia.com/gpu: what a yielding worker's lost GPU time is counted in).
 void StripContainer(Json& container) {
-  KeepOnly(container, {"name", "env"});
+  KeepOnly(container, {"name", "env", "resources"});
+  if (Json* resources = Member(container, "resources")) {
+    KeepOnly(*resources, {"limits"});
+    if (Json* limits = Member(*resources, "limits")) KeepOnly(*limits, {"nvidia.com/gpu"});
+    if (resources->value("limits", Json::object()).empty()) container.erase("resources");
+  }
   Json* env = ArrayMember(container, "env");
   if (env == nullptr) return;
   Json kept = Json::array();

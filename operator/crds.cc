@@ -193,7 +193,11 @@ Json ValidationStatus() {
              {{"count", counts},
               {"lastPod", {{"type", "string"}}},
               {"lastReason", {{"type", "string"}}},
-              {"lastTime", {{"type", "string"}, {"format", "date-time"}}}}}}}}},
+              {"lastTime", {{"type", "string"}, {"format", "date-time"}}},
+              // GPU seconds its yielding workers had measured, discarded with their samples.
+              {"lostGpuSeconds", {{"type", "number"}, {"minimum", 0}}},
+              // The longest a customer's pod waited for a yielding worker to go.
+              {"longestWaitSeconds", {{"type", "number"}, {"minimum", 0}}}}}}}}},
         // A node tested again because its last result's driver was not its labels' (the
         // labels' identity then), and GPUs a result shows swapped (operator/identity.h).
         {"identityRetests", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},

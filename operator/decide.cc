@@ -223,6 +223,31 @@ std::string WhyNoResult(const PodView& pod, int timeout_seconds) {
   return reason;
 }
 
+// When a yielding worker was asked to go: its DisruptionTarget condition's time, else its
+// deletion's ("" when neither says).
+std::string YieldSince(const PodView& pod) {
+  for (const auto& c :
+       pod.object.value("status", Json::object()).value("conditions", Json::array())) {
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") {
+      return c.value("lastTransitionTime", "");
+    }
+  }
+  return Str(pod.object, "/metadata/deletionTimestamp"_json_pointer);
+}
+
+// The GPUs a pod's containers hold (limits nvidia.com/gpu).
+int PodGpus(const Json& pod) {
+  int gpus = 0;
+  for (const auto& c : pod.value("spec", Json::object()).value("containers", Json::array())) {
+    const Json limits = c.value("resources", Json::object()).value("limits", Json::object());
+    if (auto it = limits.find("nvidia.com/gpu"); it != limits.end()) {
+      if (it->is_string()) gpus += std::atoi(it->get<std::string>().c_str());
+      if (it->is_number_integer()) gpus += it->get<int>();
+    }
+  }
+  return gpus;
+}
+
 // Why a worker under spec.disruption.policy yield gave its node away: the condition's reason
 // when the scheduler preempted it or it was evicted (DisruptionTarget), "Deleted" when someone
 // else deleted it, "GpusTaken" when it was never scheduled because other pods took the GPUs
@@ -494,16 +519,32 @@ void DecideYields(const RunContext& ctx, const std::map<std::string, const PodVi
     }
     Json& entry = (*status)["yields"][node];
     if (!entry.is_object()) entry = Json::object();
+    // The customer's wait behind this worker: from the moment it was asked to go (its
+    // DisruptionTarget condition, else when it was first seen yielding) until it is gone, as
+    // far as the operator has seen it go.
+    const std::string asked = YieldSince(pod);
+    const auto since = ParseRfc3339(asked.empty() ? entry.value("lastTime", "") : asked);
     if (entry.value("lastPod", "") != uid) {
       entry["count"] = entry.value("count", 0) + 1;
       entry["lastPod"] = uid;
       entry["lastReason"] = why;
       entry["lastTime"] = FormatRfc3339(ctx.now);
+      // The GPU time it spent measuring, discarded with its samples.
+      if (const auto started = ParseRfc3339(Str(pod.object, "/status/startTime"_json_pointer))) {
+        const double seconds = std::max(
+            0.0, std::chrono::duration<double>((since ? *since : ctx.now) - *started).count());
+        entry["lostGpuSeconds"] =
+            entry.value("lostGpuSeconds", 0.0) + seconds * PodGpus(pod.object);
+      }
       d->events.push_back({"Normal", "Yielded",
                            node + ": worker " + pod.name + " gave the node's GPUs away (" + why +
                                "); its partial samples are discarded and the node is tested "
                                "again once its GPUs are idle",
                            false, s.name + "/" + s.run + "/yield/" + uid});
+    }
+    if (since) {
+      const double wait = std::max(0.0, std::chrono::duration<double>(ctx.now - *since).count());
+      entry["longestWaitSeconds"] = std::max(entry.value("longestWaitSeconds", 0.0), wait);
     }
     if (Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) {
       d->delete_pods.push_back(pod.name);

@@ -58,12 +58,33 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
                                                                 {"inconclusive", "inconclusive"},
                                                                 {"error", "errors"},
                                                                 {"pending", "pending"}};
-  std::string nodes, verdicts, starts, completions, held;
+  std::string nodes, verdicts, starts, completions, held, yields, lost, waits, node_yields;
   for (const Json& v : validations) {
     const std::string name = Name(v);
     if (name.empty()) continue;
     held += "perfgate_validation_quarantine_held_nodes" + Labels({{"validation", name}}) + " " +
             std::to_string(Int(v, "/status/quarantine/held"_json_pointer)) + "\n";
+    // spec.disruption.policy yield: what giving way to customers cost (status.yields).
+    const Json by_node = v.value("status", Json::object()).value("yields", Json::object());
+    if (by_node.is_object() && !by_node.empty()) {
+      int64_t count = 0;
+      double lost_seconds = 0;
+      double longest = 0;
+      for (const auto& [node, y] : by_node.items()) {
+        if (!y.is_object()) continue;
+        count += y.value("count", int64_t{0});
+        lost_seconds += y.value("lostGpuSeconds", 0.0);
+        longest = std::max(longest, y.value("longestWaitSeconds", 0.0));
+        node_yields += "perfgate_node_yields" + Labels({{"validation", name}, {"node", node}}) +
+                       " " + std::to_string(y.value("count", int64_t{0})) + "\n";
+      }
+      yields += "perfgate_validation_yields" + Labels({{"validation", name}}) + " " +
+                std::to_string(count) + "\n";
+      lost += "perfgate_validation_yield_lost_gpu_seconds" + Labels({{"validation", name}}) + " " +
+              Value(lost_seconds) + "\n";
+      waits += "perfgate_validation_yield_longest_wait_seconds" + Labels({{"validation", name}}) +
+               " " + Value(longest) + "\n";
+    }
     std::string verdict = Str(v, "/status/verdict"_json_pointer);
     if (verdict.empty()) verdict = "Running";
     for (const char* word : kVerdicts) {
@@ -98,6 +119,16 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
         held, out);
   Gauge("perfgate_validation_completion_timestamp_seconds",
         "When a validation's current run completed (absent while it runs).", completions, out);
+  Gauge("perfgate_validation_yields",
+        "How often a yield validation's workers gave their GPUs to customers in its current run.",
+        yields, out);
+  Gauge("perfgate_validation_yield_lost_gpu_seconds",
+        "GPU seconds a yield validation's workers had measured before they gave way, discarded.",
+        lost, out);
+  Gauge("perfgate_validation_yield_longest_wait_seconds",
+        "The longest a customer's pod waited for a yielding worker to go.", waits, out);
+  Gauge("perfgate_node_yields", "How often each node's worker gave way, per yield validation.",
+        node_yields, out);
 }
 
 // Per node: the regressions each validation's status lists (status.regressions, at most 20

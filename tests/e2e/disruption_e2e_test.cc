@@ -234,7 +234,9 @@ preemptionPolicy: Never
   EXPECT_EQ(pod["spec"].value("priorityClassName", ""), "perfgate-yield");
   EXPECT_EQ(pod["spec"].value("priority", 0), -1000);
   const int grace = pod["spec"].value("terminationGracePeriodSeconds", 30);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // measuring by now
+  // Measuring by now, for at least 1.5 s of its 3 (6 samples of 0.5 s): Kubernetes times are
+  // whole seconds, so the GPU time it loses reads as at least 1 s on its 8 GPUs.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
 
   const auto arrived = std::chrono::steady_clock::now();
   const std::string done = StartGpuPod("customer", "node-1", 8);
@@ -256,6 +258,18 @@ preemptionPolicy: Never
   EXPECT_TRUE(Results("yield").empty()) << Results("yield")[0].dump(2);
   EXPECT_EQ(v["status"]["yields"]["node-1"].value("count", 0), 1) << v.dump(2);
   EXPECT_EQ(v["status"]["yields"]["node-1"].value("lastReason", ""), "PreemptionByScheduler");
+  // What it cost: the GPU time the worker had measured (at least 1 s on 8 GPUs), and the
+  // customer's wait behind it, within the grace period.
+  EXPECT_GE(v["status"]["yields"]["node-1"].value("lostGpuSeconds", 0.0), 8.0) << v.dump(2);
+  const double wait = v["status"]["yields"]["node-1"].value("longestWaitSeconds", -1.0);
+  EXPECT_GE(wait, 0.0) << v.dump(2);
+  EXPECT_LT(wait, grace) << v.dump(2);
+  EXPECT_TRUE(Eventually([&] {
+    const std::string m = Metrics(op_);
+    return m.find("perfgate_validation_yields{validation=\"yield\"} 1") != std::string::npos &&
+           m.find("perfgate_validation_yield_lost_gpu_seconds{validation=\"yield\"}") !=
+               std::string::npos;
+  })) << Metrics(op_);
   EXPECT_EQ(v["status"].value("errors", 0), 0);
   EXPECT_EQ(v["status"].value("failed", 0), 0);
   EXPECT_EQ(Condition(v, "Ready").value("reason", ""), "Waiting") << v.dump(2);

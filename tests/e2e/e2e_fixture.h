@@ -2,10 +2,14 @@
 // perfgate-worker, the operator as a real process, and helpers every scenario file shares.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -238,6 +242,31 @@ inline std::string SyntheticSpec(const std::string& name, const std::string& beh
          "          statistic: median\n"
          "          op: \">=\"\n"
          "          value: 90\n";
+}
+
+// GET /metrics from the operator whose log names its port; "" when it cannot be read.
+inline std::string Metrics(const OperatorProcess& op) {
+  std::smatch m;
+  const std::string log = op.Log();
+  static const std::regex kPort("serving /metrics /healthz /readyz on port ([0-9]+)");
+  if (!std::regex_search(log, m, kPort)) return "";
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(m[1].str())));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      ssize_t n = 0;
+      while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
 }
 
 }  // namespace perfgate::e2e
