@@ -16,6 +16,7 @@
 #include "kube/client.h"
 #include "operator/actions.h"
 #include "operator/config.h"
+#include "operator/device_taints.h"
 #include "operator/expectations.h"
 #include "operator/recorder.h"
 #include "operator/snapshot.h"
@@ -74,8 +75,12 @@ class Actor {
   // Deletes claims still as they were read; a changed or missing one is left alone.
   void ReleaseClaims(const std::string& validation, const std::vector<ClaimRelease>& releases);
   // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
+  // With `device_taint` (policy.deviceTaint) set, a FAIL confined to GPUs the cluster publishes
+  // as DRA devices taints those devices instead of the node (operator/device_taints.h); a PASS
+  // deletes the node's DeviceTaintRules.
   Status MarkNode(const NodeVerdict& v, const std::string& validation,
-                  const std::string& on_failure, const Json* cached);
+                  const std::string& on_failure, const std::string& device_taint,
+                  const Json* cached);
   void ReleaseNode(const std::string& node);
   // Reads `node` (the cached copy first), applies `edit` and writes it back when it changed,
   // re-reading on a conflict. A missing node is fine.
@@ -85,6 +90,7 @@ class Actor {
   void Evict(const std::string& validation, const std::vector<PodEviction>& evictions);
 
   std::shared_ptr<kube::Client> client_;
+  DeviceTaints device_taints_;
   const ReconcilerConfig& config_;
   ReconcileMetrics& metrics_;
   std::function<std::chrono::system_clock::time_point()> now_;

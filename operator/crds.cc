@@ -31,6 +31,7 @@ Json Extra(const std::string& message, const std::string& field) {
       {"Policy.nodeTimeoutSeconds", {{"minimum", 0}}},
       {"Policy.keepResults", {{"minimum", 0}}},
       {"Policy.onFailure", {{"enum", {"none", "taint", "taintAndCordon"}}}},
+      {"Policy.deviceTaint", {{"enum", {"NoSchedule", "NoExecute", "None"}}}},
       {"Diagnostics.capture", {{"enum", {"OnFailure", "Never"}}}},
       {"Threshold.statistic",
        {{"enum", {"mean", "median", "p05", "p95", "min", "max", "ciLow", "ciHigh"}}}},
