@@ -241,6 +241,11 @@ Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation,
       node_failure = "none";
       Logger()->info("{}: node {}: {} devices {} ({})", validation, v.node,
                      device_taint == "None" ? "would taint" : "tainted", devices, device_taint);
+    } else {
+      Logger()->info(
+          "{}: node {}: its failing GPUs are not all published as DRA devices: "
+          "tainting the node",
+          validation, v.node);
     }
   }
   const bool had_devices = cached == nullptr || cached->value("metadata", Json::object())
