@@ -160,7 +160,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   RETURN_IF_ERROR(ForEachConcurrently(d.node_verdicts.size(), [&](size_t i) -> Status {
     const NodeVerdict& v = d.node_verdicts[i];
     auto it = s.nodes.find(v.node);
-    return MarkNode(v, s.name, v.quarantine ? d.on_failure : "none", d.device_taint,
+    return MarkNode(v, s.name, s.run, v.quarantine ? d.on_failure : "none", d.device_taint,
                     it == s.nodes.end() ? nullptr : &it->second);
   }));
   for (const auto& node : d.release_nodes) ReleaseNode(node);
@@ -220,14 +220,27 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
   });
 }
 
-Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation,
+Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation, const std::string& run,
                        const std::string& on_failure, const std::string& device_taint,
                        const Json* cached) {
   std::string node_failure = on_failure;
   std::string devices;  // the annotation's value: "" when no device is named
   const bool taints = on_failure == "taint" || on_failure == "taintAndCordon";
-  if (v.verdict == verdict::Verdict::kFail && taints && !device_taint.empty() &&
-      !v.failing_gpus.empty()) {
+  std::optional<DeviceQuarantine> known;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& runs = device_quarantines_[validation];
+    // Only this run's are kept.
+    for (auto it = runs.begin(); it != runs.end();) {
+      it = it->first.rfind(run + "/", 0) == 0 ? std::next(it) : runs.erase(it);
+    }
+    if (auto it = runs.find(run + "/" + v.node); it != runs.end()) known = it->second;
+  }
+  if (known) {
+    devices = known->devices;
+    if (!devices.empty()) node_failure = "none";
+  } else if (v.verdict == verdict::Verdict::kFail && taints && !device_taint.empty() &&
+             !v.failing_gpus.empty()) {
     auto found = device_taints_.Find(v.node, v.failing_gpus);
     if (!found.ok()) {
       // No way to taint the devices (e.g. RBAC): the node is quarantined as without DRA.
@@ -247,6 +260,10 @@ Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation,
           "tainting the node",
           validation, v.node);
     }
+    if (found.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      device_quarantines_[validation][run + "/" + v.node] = {devices, device_taint == "None"};
+    }
   }
   const bool had_devices = cached == nullptr || cached->value("metadata", Json::object())
                                                     .value("annotations", Json::object())
@@ -257,7 +274,8 @@ Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation,
   return EditNode(v.node, cached, [&](Json* n) {
     const bool marked = op::MarkNode(n, v.verdict, validation, node_failure, v.repeated_failure);
     const bool acted = SetAction(n, v.action, v.action_evidence);
-    const bool named = SetTaintedDevices(n, v.verdict, devices, device_taint == "None");
+    const bool named =
+        SetTaintedDevices(n, v.verdict, devices, known ? known->rehearsal : device_taint == "None");
     return marked || acted || named;
   });
 }
@@ -324,6 +342,18 @@ void Actor::Evict(const std::string& validation, const std::vector<PodEviction>&
     eviction_refused_.erase(validation);
   } else {
     eviction_refused_[validation] = std::move(refused);
+  }
+}
+
+void Actor::NameTaintedDevices(const std::string& validation, const std::string& run,
+                               Json* status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto runs = device_quarantines_.find(validation);
+  if (runs == device_quarantines_.end() || !status->contains("failingNodes")) return;
+  for (Json& f : (*status)["failingNodes"]) {
+    auto it = runs->second.find(run + "/" + f.value("node", ""));
+    if (it == runs->second.end() || it->second.devices.empty()) continue;
+    f[it->second.rehearsal ? "deviceTaintRehearsal" : "taintedDevices"] = it->second.devices;
   }
 }
 

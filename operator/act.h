@@ -61,6 +61,9 @@ class Actor {
   // The evictions refused at this validation's last tries, by "namespace/name" (operator/
   // disruption.h reads them from the snapshot).
   std::map<std::string, std::string> EvictionsRefused(const std::string& validation);
+  // Names in `status` (failingNodes[].taintedDevices, or .deviceTaintRehearsal for
+  // policy.deviceTaint None) the DRA devices this run of `validation` tainted instead of nodes.
+  void NameTaintedDevices(const std::string& validation, const std::string& run, Json* status);
   // Pods and results created and not yet in the cache ("pods/<name>", "perfresults/<name>").
   Expectations& expectations() { return expectations_; }
 
@@ -78,7 +81,8 @@ class Actor {
   // With `device_taint` (policy.deviceTaint) set, a FAIL confined to GPUs the cluster publishes
   // as DRA devices taints those devices instead of the node (operator/device_taints.h); a PASS
   // deletes the node's DeviceTaintRules.
-  Status MarkNode(const NodeVerdict& v, const std::string& validation,
+  // Each node's devices are looked up once per run (remembered in device_quarantines_).
+  Status MarkNode(const NodeVerdict& v, const std::string& validation, const std::string& run,
                   const std::string& on_failure, const std::string& device_taint,
                   const Json* cached);
   void ReleaseNode(const std::string& node);
@@ -101,6 +105,13 @@ class Actor {
   std::atomic<uint64_t> event_seq_{0};
   Expectations expectations_;
   std::set<std::string> claim_lost_;  // validations; guarded by mu_
+  // What a run's FAIL confined to GPUs did, by validation, then "run/node": the devices tainted
+  // ("" when the node was tainted instead) and whether it was a rehearsal. Guarded by mu_.
+  struct DeviceQuarantine {
+    std::string devices;
+    bool rehearsal = false;
+  };
+  std::map<std::string, std::map<std::string, DeviceQuarantine>> device_quarantines_;
   // validation -> pod -> the refusal's message; guarded by mu_
   std::map<std::string, std::map<std::string, std::string>> eviction_refused_;
   // Each node as this operator last wrote it (stripped as the cache strips it), with the

@@ -138,6 +138,10 @@ TEST_F(DraE2E, OneFailingGpuIsTaintedAloneAndAPassRemovesItsRule) {
   EXPECT_FALSE(node["spec"].value("unschedulable", false));
   EXPECT_EQ(Annotation(node, "perfgate.io/tainted-devices"), "gpu3=gpu.nvidia.com/node-0/gpu-3");
   EXPECT_EQ(VerdictLabel(Node("node-1")), "passed");
+  const Json failing = Validation("dra")["status"].value("failingNodes", Json::array());
+  ASSERT_EQ(failing.size(), 1U);
+  EXPECT_EQ(failing[0].value("node", ""), "node-0");
+  EXPECT_EQ(failing[0].value("taintedDevices", ""), "gpu3=gpu.nvidia.com/node-0/gpu-3");
 
   gpu3_fails_ = false;
   Rerun("dra");
@@ -155,6 +159,9 @@ TEST_F(DraE2E, WithoutResourceSlicesTheNodeIsTaintedAsBefore) {
   EXPECT_EQ(VerdictLabel(node), "failed");
   EXPECT_TRUE(HasPerfgateTaint(node)) << node.dump(2);
   EXPECT_EQ(Annotation(node, "perfgate.io/tainted-devices"), "");
+  const Json failing = Validation("nodra")["status"].value("failingNodes", Json::array());
+  ASSERT_EQ(failing.size(), 1U);
+  EXPECT_FALSE(failing[0].contains("taintedDevices"));
 }
 
 TEST_F(DraE2E, NoneRehearsesNamingTheDevicesAndTaintingNothing) {
@@ -166,6 +173,10 @@ TEST_F(DraE2E, NoneRehearsesNamingTheDevicesAndTaintingNothing) {
   EXPECT_FALSE(HasPerfgateTaint(node)) << node.dump(2);
   EXPECT_EQ(Annotation(node, "perfgate.io/device-taint-rehearsal"),
             "gpu3=gpu.nvidia.com/node-0/gpu-3");
+  const Json failing = Validation("rehearse")["status"].value("failingNodes", Json::array());
+  ASSERT_EQ(failing.size(), 1U);
+  EXPECT_EQ(failing[0].value("deviceTaintRehearsal", ""), "gpu3=gpu.nvidia.com/node-0/gpu-3");
+  EXPECT_FALSE(failing[0].contains("taintedDevices"));
 }
 
 }  // namespace
