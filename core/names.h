@@ -39,6 +39,12 @@ inline constexpr const char* kUnderTestLabel = "perfgate.io/under-test";
 inline constexpr const char* kCordonedForTestAnnotation = "perfgate.io/cordoned-for-test";
 // When the node's disruption began (RFC 3339): spec.disruption.timeoutSeconds counts from it.
 inline constexpr const char* kDisruptionSinceAnnotation = "perfgate.io/disruption-since";
+// On a node whose FAIL is confined to some GPUs that perfgate tainted one by one with DRA
+// DeviceTaintRules instead of tainting the node (operator/device_taints.h): "gpu3=<driver>/
+// <pool>/<device>", comma-separated. With policy.deviceTaint None (a rehearsal) the same list
+// goes into perfgate.io/device-taint-rehearsal and nothing is tainted.
+inline constexpr const char* kTaintedDevicesAnnotation = "perfgate.io/tainted-devices";
+inline constexpr const char* kDeviceTaintRehearsalAnnotation = "perfgate.io/device-taint-rehearsal";
 
 kube::GroupVersionResource ValidationsResource();
 kube::GroupVersionResource ResultsResource();

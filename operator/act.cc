@@ -65,7 +65,11 @@ bool Ignorable(const Status& st, Code code) { return st.ok() || st.code() == cod
 
 Actor::Actor(std::shared_ptr<kube::Client> client, const ReconcilerConfig& config,
              ReconcileMetrics& metrics, std::function<std::chrono::system_clock::time_point()> now)
-    : client_(std::move(client)), config_(config), metrics_(metrics), now_(std::move(now)) {}
+    : client_(std::move(client)),
+      device_taints_(client_),
+      config_(config),
+      metrics_(metrics),
+      now_(std::move(now)) {}
 
 Status Actor::Delete(const kube::GroupVersionResource& gvr, const std::string& name) {
   auto st = client_->Delete(gvr, config_.name_space, name);
@@ -156,7 +160,7 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
   RETURN_IF_ERROR(ForEachConcurrently(d.node_verdicts.size(), [&](size_t i) -> Status {
     const NodeVerdict& v = d.node_verdicts[i];
     auto it = s.nodes.find(v.node);
-    return MarkNode(v, s.name, v.quarantine ? d.on_failure : "none",
+    return MarkNode(v, s.name, s.run, v.quarantine ? d.on_failure : "none", d.device_taint,
                     it == s.nodes.end() ? nullptr : &it->second);
   }));
   for (const auto& node : d.release_nodes) ReleaseNode(node);
@@ -216,12 +220,63 @@ Status Actor::CreatePods(const std::vector<PodCreate>& pods) {
   });
 }
 
-Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation,
-                       const std::string& on_failure, const Json* cached) {
+Status Actor::MarkNode(const NodeVerdict& v, const std::string& validation, const std::string& run,
+                       const std::string& on_failure, const std::string& device_taint,
+                       const Json* cached) {
+  std::string node_failure = on_failure;
+  std::string devices;  // the annotation's value: "" when no device is named
+  const bool taints = on_failure == "taint" || on_failure == "taintAndCordon";
+  std::optional<DeviceQuarantine> known;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& runs = device_quarantines_[validation];
+    // Only this run's are kept.
+    for (auto it = runs.begin(); it != runs.end();) {
+      it = it->first.rfind(run + "/", 0) == 0 ? std::next(it) : runs.erase(it);
+    }
+    if (auto it = runs.find(run + "/" + v.node); it != runs.end()) known = it->second;
+  }
+  if (known) {
+    devices = known->devices;
+    if (!devices.empty()) node_failure = "none";
+  } else if (v.verdict == verdict::Verdict::kFail && taints && !device_taint.empty() &&
+             !v.failing_gpus.empty()) {
+    auto found = device_taints_.Find(v.node, v.failing_gpus);
+    if (!found.ok()) {
+      // No way to taint the devices (e.g. RBAC): the node is quarantined as without DRA.
+      Logger()->warn("{}: node {}: DRA devices not readable, tainting the node: {}", validation,
+                     v.node, found.status().ToString());
+    } else if (found->has_value()) {
+      if (device_taint != "None") {
+        RETURN_IF_ERROR(device_taints_.Taint(validation, v.node, **found, device_taint));
+      }
+      devices = DescribeDevices(**found);
+      node_failure = "none";
+      Logger()->info("{}: node {}: {} devices {} ({})", validation, v.node,
+                     device_taint == "None" ? "would taint" : "tainted", devices, device_taint);
+    } else {
+      Logger()->info(
+          "{}: node {}: its failing GPUs are not all published as DRA devices: "
+          "tainting the node",
+          validation, v.node);
+    }
+    if (found.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      device_quarantines_[validation][run + "/" + v.node] = {devices, device_taint == "None"};
+    }
+  }
+  const bool had_devices = cached == nullptr || cached->value("metadata", Json::object())
+                                                    .value("annotations", Json::object())
+                                                    .contains(kTaintedDevicesAnnotation);
+  if (v.verdict == verdict::Verdict::kPass && had_devices) {
+    RETURN_IF_ERROR(device_taints_.Untaint(v.node));
+  }
   return EditNode(v.node, cached, [&](Json* n) {
-    const bool marked = op::MarkNode(n, v.verdict, validation, on_failure, v.repeated_failure);
+    const bool marked = op::MarkNode(n, v.verdict, validation, node_failure, v.repeated_failure);
     const bool acted = SetAction(n, v.action, v.action_evidence);
-    return marked || acted;
+    const bool named =
+        SetTaintedDevices(n, v.verdict, devices, known ? known->rehearsal : device_taint == "None");
+    return marked || acted || named;
   });
 }
 
@@ -302,6 +357,18 @@ void Actor::Evict(const std::string& validation, const std::vector<PodEviction>&
     eviction_refused_.erase(validation);
   } else {
     eviction_refused_[validation] = std::move(refused);
+  }
+}
+
+void Actor::NameTaintedDevices(const std::string& validation, const std::string& run,
+                               Json* status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto runs = device_quarantines_.find(validation);
+  if (runs == device_quarantines_.end() || !status->contains("failingNodes")) return;
+  for (Json& f : (*status)["failingNodes"]) {
+    auto it = runs->second.find(run + "/" + f.value("node", ""));
+    if (it == runs->second.end() || it->second.devices.empty()) continue;
+    f[it->second.rehearsal ? "deviceTaintRehearsal" : "taintedDevices"] = it->second.devices;
   }
 }
 

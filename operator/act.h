@@ -16,6 +16,7 @@
 #include "kube/client.h"
 #include "operator/actions.h"
 #include "operator/config.h"
+#include "operator/device_taints.h"
 #include "operator/expectations.h"
 #include "operator/recorder.h"
 #include "operator/snapshot.h"
@@ -60,6 +61,9 @@ class Actor {
   // The evictions refused at this validation's last tries, by "namespace/name" (operator/
   // disruption.h reads them from the snapshot).
   std::map<std::string, std::string> EvictionsRefused(const std::string& validation);
+  // Names in `status` (failingNodes[].taintedDevices, or .deviceTaintRehearsal for
+  // policy.deviceTaint None) the DRA devices this run of `validation` tainted instead of nodes.
+  void NameTaintedDevices(const std::string& validation, const std::string& run, Json* status);
   // Pods and results created and not yet in the cache ("pods/<name>", "perfresults/<name>").
   Expectations& expectations() { return expectations_; }
 
@@ -74,8 +78,13 @@ class Actor {
   // Deletes claims still as they were read; a changed or missing one is left alone.
   void ReleaseClaims(const std::string& validation, const std::vector<ClaimRelease>& releases);
   // `cached`: the informer's copy, tried first (a stale one costs a 409 and a GET).
-  Status MarkNode(const NodeVerdict& v, const std::string& validation,
-                  const std::string& on_failure, const Json* cached);
+  // With `device_taint` (policy.deviceTaint) set, a FAIL confined to GPUs the cluster publishes
+  // as DRA devices taints those devices instead of the node (operator/device_taints.h); a PASS
+  // deletes the node's DeviceTaintRules.
+  // Each node's devices are looked up once per run (remembered in device_quarantines_).
+  Status MarkNode(const NodeVerdict& v, const std::string& validation, const std::string& run,
+                  const std::string& on_failure, const std::string& device_taint,
+                  const Json* cached);
   void ReleaseNode(const std::string& node);
   // Reads `node` (the cached copy first), applies `edit` and writes it back when it changed,
   // re-reading on a conflict. A missing node is fine.
@@ -86,6 +95,7 @@ class Actor {
   void Evict(const std::string& validation, const std::vector<PodEviction>& evictions);
 
   std::shared_ptr<kube::Client> client_;
+  DeviceTaints device_taints_;
   const ReconcilerConfig& config_;
   ReconcileMetrics& metrics_;
   std::function<std::chrono::system_clock::time_point()> now_;
@@ -96,6 +106,13 @@ class Actor {
   std::atomic<uint64_t> event_seq_{0};
   Expectations expectations_;
   std::set<std::string> claim_lost_;  // validations; guarded by mu_
+  // What a run's FAIL confined to GPUs did, by validation, then "run/node": the devices tainted
+  // ("" when the node was tainted instead) and whether it was a rehearsal. Guarded by mu_.
+  struct DeviceQuarantine {
+    std::string devices;
+    bool rehearsal = false;
+  };
+  std::map<std::string, std::map<std::string, DeviceQuarantine>> device_quarantines_;
   struct Refusal {
     std::string message;
     std::chrono::system_clock::time_point at;  // when it was asked (now_)

@@ -13,6 +13,7 @@
 #include "common/verdict.h"
 #include "core/json_fields.h"
 #include "operator/claims.h"
+#include "operator/device_taints.h"
 
 namespace perfgate::op {
 
@@ -37,6 +38,8 @@ struct NodeOutcome {
   std::string action{};
   std::vector<std::string> action_evidence{};
   bool action_on_gpu = false;
+  // The GPUs a FAIL is confined to (operator/device_taints.h); empty for a node-wide one.
+  std::vector<FailingGpu> failing_gpus{};
 };
 
 // A PerfResult the operator writes itself (an ERROR it decided).
@@ -70,6 +73,9 @@ struct NodeVerdict {
   std::string action{};
   std::string action_evidence{};
   bool action_on_gpu = false;
+  // The GPUs a FAIL is confined to: with policy.deviceTaint set and the GPUs published as DRA
+  // devices, they are tainted instead of the node.
+  std::vector<FailingGpu> failing_gpus{};
 };
 
 // A node being made free for its test or given back (spec.disruption; docs/operator.md).
@@ -146,6 +152,8 @@ struct Decision {
   // Node labels and taints (docs/operator.md, "Node actions"), with the policy's onFailure.
   std::vector<NodeVerdict> node_verdicts;
   std::string on_failure = "none";
+  // spec.policy.deviceTaint: "" (off), NoSchedule, NoExecute or None (rehearse).
+  std::string device_taint{};
   // Nodes whose verdict label this (deleted) validation set: label and annotation removed.
   std::vector<std::string> release_nodes;
   // spec.provisioningTaint and spec.remediationTaints, after the node verdicts.

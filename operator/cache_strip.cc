@@ -134,7 +134,9 @@ void StripResult(Json& result, bool keep_figures) {
   Json* report = Member(*spec, "report");
   if (report == nullptr) return;
   // Of the identity, what a changed node is told by (operator/identity.h): the driver and
-  // each GPU's UUID and VBIOS; with the figures also the GPU's name (its model).
+  // each GPU's UUID and VBIOS; with the figures also the GPU's name (its model). Each GPU's
+  // index and PCI bus id find a failing GPU among the node's DRA devices
+  // (operator/device_taints.h).
   if (Json* identity = Member(*report, "identity")) {
     Json kept = Json::object();
     if (auto d = identity->find("driverVersion"); d != identity->end() && d->is_string()) {
@@ -145,9 +147,9 @@ void StripResult(Json& result, bool keep_figures) {
       for (Json& g : *gpus) {
         if (!g.is_object()) continue;
         if (keep_figures) {
-          KeepOnly(g, {"name", "uuid", "vbios"});
+          KeepOnly(g, {"index", "name", "uuid", "pciBusId", "vbios"});
         } else {
-          KeepOnly(g, {"uuid", "vbios"});
+          KeepOnly(g, {"index", "uuid", "pciBusId", "vbios"});
         }
         if (!g.empty()) list.push_back(std::move(g));
       }

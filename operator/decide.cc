@@ -191,6 +191,7 @@ NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
       o.action_on_gpu |= dev.is_string() && dev.get<std::string>().rfind("gpu", 0) == 0;
     }
   }
+  o.failing_gpus = ConfinedGpuFailures(report);
   if (o.action == "retest" && !o.test.empty()) {
     // A figure of a GPU test: a reset comes before a reboot when it keeps failing.
     for (const auto& t : report.value("tests", Json::array())) {
@@ -445,9 +446,11 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
       v.action_evidence += (v.action_evidence.empty() ? "" : "; ") + e;
     }
     v.action_on_gpu = o.action_on_gpu;
+    v.failing_gpus = o.failing_gpus;
     d->node_verdicts.push_back(std::move(v));
   }
   d->on_failure = spec.policy().onfailure().empty() ? "none" : spec.policy().onfailure();
+  d->device_taint = spec.policy().devicetaint();
   const bool fresh = status.value("completionTime", "").empty();
   status = CompleteStatus(status, old_status, outcomes, s.generation, now);
   SetRegressedCondition(&status, old_status, regressions, s.generation, now);

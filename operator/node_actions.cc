@@ -7,6 +7,23 @@
 
 namespace perfgate::op {
 
+bool SetTaintedDevices(Json* node, verdict::Verdict verdict, const std::string& devices,
+                       bool rehearsal) {
+  Json& meta = (*node)["metadata"];
+  if (!meta.contains("annotations") || !meta["annotations"].is_object()) {
+    meta["annotations"] = Json::object();
+  }
+  Json& ann = meta["annotations"];
+  const Json before = ann;
+  if (verdict == verdict::Verdict::kPass) {
+    ann.erase(kTaintedDevicesAnnotation);
+    ann.erase(kDeviceTaintRehearsalAnnotation);
+  } else if (verdict == verdict::Verdict::kFail && !devices.empty()) {
+    ann[rehearsal ? kDeviceTaintRehearsalAnnotation : kTaintedDevicesAnnotation] = devices;
+  }
+  return ann != before;
+}
+
 bool MarkNode(Json* node, verdict::Verdict verdict, const std::string& validation,
               const std::string& on_failure, std::optional<bool> repeated_failure) {
   Json& n = *node;

@@ -23,6 +23,12 @@ bool MarkNode(Json* node, verdict::Verdict verdict, const std::string& validatio
 // empty `step` changes nothing. Returns whether anything changed.
 bool SetAction(Json* node, const std::string& step, const std::string& evidence);
 
+// Names the DRA devices perfgate tainted instead of the node (annotation
+// perfgate.io/tainted-devices, or perfgate.io/device-taint-rehearsal when `rehearsal`): a FAIL
+// with `devices` sets it; a PASS removes both. Returns whether anything changed.
+bool SetTaintedDevices(Json* node, verdict::Verdict verdict, const std::string& devices,
+                       bool rehearsal);
+
 // The nodes whose verdict label the deleted `validation` set and which it did not taint (its
 // FAIL taint outlives it: a bad GPU stays bad until a later run passes).
 std::vector<std::string> NodesToRelease(const std::map<std::string, Json>& nodes,

@@ -42,7 +42,11 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   ASSIGN_OR_RETURN(Json validation, actor_.Apply(*snapshot, decision));
   // The store's state changed while recording: the status says so at the next look, soon.
   const bool store_changed = actor_.Record(*snapshot, decision);
-  if (decision.status) RETURN_IF_ERROR(actor_.Report(validation, *decision.status));
+  if (decision.status) {
+    Json status = *decision.status;
+    actor_.NameTaintedDevices(name, snapshot->run, &status);
+    RETURN_IF_ERROR(actor_.Report(validation, status));
+  }
   actor_.SendEvents(*snapshot, decision, /*after_status=*/true);
   if (store_changed) return ReconcileResult{std::chrono::milliseconds(100)};
   ReconcileResult result{decision.requeue_after};

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <shared_mutex>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -204,6 +206,49 @@ Json KubeSim::Impl::BuildTable(const ResourceType& t, const std::vector<Json>& i
           {"rows", rows}};
 }
 
+namespace {
+
+// Kubernetes' version priority (apimachinery's CompareKubeAwareVersionStrings): GA before beta
+// before alpha, higher numbers first. A smaller key sorts first.
+std::tuple<int, int, int> VersionPriority(const std::string& v) {
+  int major = 0;
+  int minor = 0;
+  size_t i = 1;
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])))
+    major = major * 10 + (v[i++] - '0');
+  int stability = 0;
+  if (v.compare(i, 5, "alpha") == 0) {
+    stability = 2;
+    i += 5;
+  } else if (v.compare(i, 4, "beta") == 0) {
+    stability = 1;
+    i += 4;
+  }
+  while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])))
+    minor = minor * 10 + (v[i++] - '0');
+  return {stability, -major, -minor};
+}
+
+// An APIGroup's name, versions (most preferred first) and preferred version; versions empty
+// when no type is served in `group`.
+Json GroupDiscovery(const std::map<std::string, ResourceType>& types, const std::string& group) {
+  std::set<std::string> versions;
+  for (const auto& [k, t] : types) {
+    if (t.group == group) versions.insert(t.version);
+  }
+  std::vector<std::string> ordered(versions.begin(), versions.end());
+  std::sort(ordered.begin(), ordered.end(), [](const std::string& a, const std::string& b) {
+    return VersionPriority(a) < VersionPriority(b);
+  });
+  Json list = Json::array();
+  for (const auto& v : ordered) list.push_back({{"groupVersion", group + "/" + v}, {"version", v}});
+  Json out = {{"name", group}, {"versions", list}};
+  if (!list.empty()) out["preferredVersion"] = list[0];
+  return out;
+}
+
+}  // namespace
+
 Json KubeSim::Impl::Discovery(const std::string& path, bool* found) const {
   *found = true;
   auto resourceList = [&](const std::string& group, const std::string& version) {
@@ -250,28 +295,21 @@ Json KubeSim::Impl::Discovery(const std::string& path, bool* found) const {
   }
   if (path == "/api/v1") return resourceList("", "v1");
   if (path == "/apis") {
-    std::map<std::string, std::string> groups;
+    std::set<std::string> groups;
     for (const auto& [k, t] : types) {
-      if (!t.group.empty()) groups[t.group] = t.version;
+      if (!t.group.empty()) groups.insert(t.group);
     }
     Json list = Json::array();
-    for (const auto& [g, v] : groups) {
-      Json gv = {{"groupVersion", g + "/" + v}, {"version", v}};
-      list.push_back({{"name", g}, {"versions", {gv}}, {"preferredVersion", gv}});
-    }
+    for (const auto& g : groups) list.push_back(GroupDiscovery(types, g));
     return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", list}};
   }
   std::vector<std::string> parts = SplitPath(path);
   if (parts.size() == 2 && parts[0] == "apis") {
-    for (const auto& [k, t] : types) {
-      if (t.group == parts[1]) {
-        Json gv = {{"groupVersion", t.group + "/" + t.version}, {"version", t.version}};
-        return {{"kind", "APIGroup"},
-                {"apiVersion", "v1"},
-                {"name", t.group},
-                {"versions", {gv}},
-                {"preferredVersion", gv}};
-      }
+    Json group = GroupDiscovery(types, parts[1]);
+    if (!group["versions"].empty()) {
+      group["kind"] = "APIGroup";
+      group["apiVersion"] = "v1";
+      return group;
     }
   }
   if (parts.size() == 3 && parts[0] == "apis") {

@@ -86,6 +86,11 @@ Outcome Invalid(const ResourceType& t, const std::string& name,
 std::vector<FieldError> MetadataErrors(const Json& md);
 // metadata.name as a DNS-1123 subdomain (most kinds), in kube-apiserver's words.
 std::vector<FieldError> NameErrors(const std::string& name);
+// IsQualifiedName's messages for `value` (a label key, a taint key); empty when valid.
+std::vector<std::string> QualifiedNameErrors(const std::string& value);
+// The spec rules kube-apiserver checks for the built-in kinds kube-sim validates beyond their
+// metadata (dra.cc: ResourceSlices, DeviceTaintRules); empty when valid or not such a kind.
+std::vector<FieldError> BuiltinSpecErrors(const std::string& typeKey, const Json& obj);
 
 struct WatchEvent {
   uint64_t rv = 0;

@@ -52,6 +52,10 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
       Builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true, {"pdb"}, true),
       Builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false, {"pc"}),
       Builtin("events.k8s.io", "v1", "Event", "events", true, {"ev"}),
+      // Dynamic Resource Allocation as Kubernetes 1.34-1.35 serves it: ResourceSlices stable,
+      // DeviceTaintRules alpha (docs/kube-sim.md).
+      Builtin("resource.k8s.io", "v1", "ResourceSlice", "resourceslices", false),
+      Builtin("resource.k8s.io", "v1alpha3", "DeviceTaintRule", "devicetaintrules", false),
       Builtin("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy",
               "validatingadmissionpolicies", false, {}, true),
       Builtin("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding",
@@ -61,7 +65,8 @@ void RegisterBuiltins(std::map<std::string, ResourceType>& types) {
     if (t.key() == "/pods") t.extraSubresources = {"log", "binding", "eviction"};
     if (t.key() == "/serviceaccounts") t.extraSubresources = {"token"};
     if (t.key() == "apiextensions.k8s.io/customresourcedefinitions" ||
-        t.key() == "apps/deployments" || t.key() == "policy/poddisruptionbudgets") {
+        t.key() == "apps/deployments" || t.key() == "policy/poddisruptionbudgets" ||
+        t.group == "resource.k8s.io") {
       t.hasGeneration = true;
     }
     types[t.key()] = t;

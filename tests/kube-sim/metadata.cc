@@ -133,6 +133,10 @@ std::string Lower(std::string s) {
 
 }  // namespace
 
+std::vector<std::string> QualifiedNameErrors(const std::string& value) {
+  return IsQualifiedName(value);
+}
+
 std::vector<FieldError> NameErrors(const std::string& name) {
   std::vector<FieldError> errs;
   for (const auto& msg : IsDns1123Subdomain(name)) {

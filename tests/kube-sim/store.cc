@@ -239,6 +239,7 @@ Outcome KubeSim::Impl::CreateLocked(const ResourceType& t, const std::string& ns
   std::vector<FieldError> metaErrs;
   if (!nameOk && t.kind != "Event") metaErrs = NameErrors(name);
   for (auto& e : MetadataErrors(md)) metaErrs.push_back(std::move(e));
+  for (auto& e : BuiltinSpecErrors(t.key(), obj)) metaErrs.push_back(std::move(e));
   if (!metaErrs.empty()) return Invalid(t, name, metaErrs);
   obj["apiVersion"] = t.apiVersion();
   obj["kind"] = t.kind;
@@ -475,9 +476,9 @@ Outcome KubeSim::Impl::ReplaceLocked(const ResourceType& t, const std::string& n
   merged["apiVersion"] = t.apiVersion();
   merged["kind"] = t.kind;
   if (t.key() == "/nodes" && !merged["spec"].is_object()) merged["spec"] = Json::object();
-  if (auto errs = MetadataErrors(merged["metadata"]); !errs.empty()) {
-    return Invalid(t, name, errs);
-  }
+  std::vector<FieldError> errs = MetadataErrors(merged["metadata"]);
+  for (auto& e : BuiltinSpecErrors(t.key(), merged)) errs.push_back(std::move(e));
+  if (!errs.empty()) return Invalid(t, name, errs);
   Outcome v = ValidateCustom(t, merged, fieldValidation, warnings);
   if (!v.ok()) return v;
   if (t.key() == "apiextensions.k8s.io/customresourcedefinitions" && !statusOnly) {

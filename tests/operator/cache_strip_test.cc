@@ -353,13 +353,14 @@ TEST(CacheStripTest, AResultKeepsItsVerdictWorstTestRunAndIdentity) {
        "/spec/worst", "/spec/writtenBy", "/spec/report/verdict", "/spec/report/reason",
        "/spec/report/tests/0/name", "/spec/report/tests/0/verdict", "/spec/report/tests/1/name",
        "/spec/report/tests/1/verdict", "/spec/report/tests/1/reason",
-       // A changed node's identity (operator/identity.h).
+       // A changed node's identity (operator/identity.h); which GPU a test's device is
+       // (operator/device_taints.h).
        "/spec/report/identity/driverVersion", "/spec/report/identity/gpus/0/uuid",
-       "/spec/report/identity/gpus/1/uuid"});
+       "/spec/report/identity/gpus/1/uuid", "/spec/report/identity/gpus/0/index"});
   ExpectDropped(stripped, {"/metadata/managedFields", "/spec/report/identity/hostname",
                            "/spec/report/identity/topology", "/spec/report/identity/gpus/0/name",
-                           "/spec/report/identity/gpus/0/index", "/spec/report/tests/0/metrics",
-                           "/spec/report/tests/1/thresholds", "/spec/report/tests/1/details"});
+                           "/spec/report/tests/0/metrics", "/spec/report/tests/1/thresholds",
+                           "/spec/report/tests/1/details"});
 }
 
 TEST(CacheStripTest, WithFiguresAResultAlsoKeepsItsThresholdsAndGpuModel) {
@@ -373,9 +374,8 @@ TEST(CacheStripTest, WithFiguresAResultAlsoKeepsItsThresholdsAndGpuModel) {
        "/spec/report/tests/1/thresholds/0/verdict", "/spec/report/identity/gpus/0/name",
        "/spec/report/identity/driverVersion", "/spec/report/identity/gpus/1/uuid"});
   ExpectDropped(stripped, {"/metadata/managedFields", "/spec/report/identity/hostname",
-                           "/spec/report/identity/topology", "/spec/report/identity/gpus/0/index",
-                           "/spec/report/tests/0/metrics", "/spec/report/tests/1/metrics",
-                           "/spec/report/tests/1/details"});
+                           "/spec/report/identity/topology", "/spec/report/tests/0/metrics",
+                           "/spec/report/tests/1/metrics", "/spec/report/tests/1/details"});
 }
 
 TEST(CacheStripTest, AValidationLosesOnlyManagedFieldsAndTheLastAppliedCopy) {
