@@ -320,6 +320,8 @@ TEST(CacheStripTest, AWorkerPodKeepsWhatClassifyingItsStateAndItsGangRead) {
               "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
               "nodeSelectorTerms/0/matchFields/0/values/0",
               "/spec/containers/0/name",
+              // the GPUs it holds: a yielding worker's lost GPU time
+              "/spec/containers/0/resources/limits/nvidia.com~1gpu",
               // finished, why, and why it is not scheduled
               "/status/phase", "/status/reason", "/status/conditions",
               "/status/containerStatuses/0/state/terminated", "/status/containerStatuses/0/name"});
@@ -330,9 +332,9 @@ TEST(CacheStripTest, AWorkerPodKeepsWhatClassifyingItsStateAndItsGangRead) {
   ExpectDropped(
       stripped,
       {"/metadata/managedFields", "/spec/containers/0/image", "/spec/containers/0/command",
-       "/spec/containers/0/args", "/spec/containers/0/resources", "/spec/containers/0/volumeMounts",
-       "/spec/volumes", "/spec/tolerations", "/status/containerStatuses/0/image",
-       "/status/containerStatuses/0/imageID"});
+       "/spec/containers/0/args", "/spec/containers/0/resources/requests",
+       "/spec/containers/0/volumeMounts", "/spec/volumes", "/spec/tolerations",
+       "/status/containerStatuses/0/image", "/status/containerStatuses/0/imageID"});
   EXPECT_LT(stripped.dump().size(), pod.dump().size() * 2 / 3);
 
   // A pod without NCCL_COMM_ID keeps no env at all.
