@@ -16,7 +16,6 @@ std::string Uuid(int gpu) { return gpu == 3 ? kUuid3 : "GPU-0000000" + std::to_s
 
 // What a worker on `node` would write: a report with one test per GPU and the GPUs' identity.
 Json CannedResult(const Json& pod, bool gpu3_fails) {
-  const Json labels = pod["metadata"].value("labels", Json::object());
   const std::string node = pod["spec"].value("nodeName", "");
   const bool fail = gpu3_fails && node == "node-0";
   Json tests = Json::array();
@@ -32,28 +31,11 @@ Json CannedResult(const Json& pod, bool gpu3_fails) {
                     {"uuid", Uuid(i)},
                     {"pciBusId", "00000000:" + std::to_string(18 + i) + ":00.0"}});
   }
-  Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
-                 {"kind", "PerfResult"},
-                 {"metadata",
-                  {{"name", pod["metadata"].value("name", "")},
-                   {"namespace", pod["metadata"].value("namespace", "")},
-                   {"labels",
-                    {{"perfgate.io/validation", labels.value("perfgate.io/validation", "")},
-                     {"perfgate.io/node", node},
-                     {"perfgate.io/run", labels.value("perfgate.io/run", "")}}},
-                   {"ownerReferences", pod["metadata"]["ownerReferences"]}}},
-                 {"spec",
-                  {{"validation", labels.value("perfgate.io/validation", "")},
-                   {"nodeName", node},
-                   {"run", labels.value("perfgate.io/run", "")},
-                   {"worst", fail ? "synthetic [gpu3] bandwidthGBps median 41.0 (>= 90.00)" : ""},
-                   {"report",
-                    {{"verdict", fail ? "FAIL" : "PASS"},
-                     {"reason", fail ? "synthetic [gpu3]: bandwidthGBps median 41.0 < 90" : ""},
-                     {"tests", tests},
-                     {"identity", {{"hostname", node}, {"gpus", gpus}}}}}}}};
-  result["metadata"]["ownerReferences"][0].erase("controller");
-  return result;
+  return ResultOfPod(pod, fail ? "synthetic [gpu3] bandwidthGBps median 41.0 (>= 90.00)" : "",
+                     {{"verdict", fail ? "FAIL" : "PASS"},
+                      {"reason", fail ? "synthetic [gpu3]: bandwidthGBps median 41.0 < 90" : ""},
+                      {"tests", tests},
+                      {"identity", {{"hostname", node}, {"gpus", gpus}}}});
 }
 
 // NVIDIA's GPU DRA driver's ResourceSlice of `node`: gpu-0..gpu-7 with their UUIDs.

@@ -37,6 +37,7 @@ namespace perfgate::e2e {
 using kubesim::Json;
 using kubesim::testing::Eventually;
 using kubesim::testing::Kubectl;
+using kubesim::testing::ResultOfPod;
 
 inline constexpr const char* kWorkerImage = "ghcr.io/perfgate/perfgate-worker";
 inline constexpr const char* kNs = "perfgate-system";

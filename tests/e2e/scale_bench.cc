@@ -332,23 +332,9 @@ int main(int argc, char** argv) {
     perfgate::kubesim::PodOutcome out;
     const Json labels = pod["metadata"].value("labels", Json::object());
     const std::string node = pod["spec"].value("nodeName", "");
-    Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
-                   {"kind", "PerfResult"},
-                   {"metadata",
-                    {{"name", pod["metadata"].value("name", "")},
-                     {"namespace", pod["metadata"].value("namespace", "")},
-                     {"labels",
-                      {{"perfgate.io/validation", labels.value("perfgate.io/validation", "")},
-                       {"perfgate.io/node", node},
-                       {"perfgate.io/run", labels.value("perfgate.io/run", "")}}},
-                     {"ownerReferences", pod["metadata"]["ownerReferences"]}}},
-                   {"spec",
-                    {{"validation", labels.value("perfgate.io/validation", "")},
-                     {"nodeName", node},
-                     {"run", labels.value("perfgate.io/run", "")},
-                     {"worst", "synthetic bandwidthGBps median 100.0 (>= 90.00)"},
-                     {"report", {{"verdict", "PASS"}, {"reason", ""}}}}}};
-    result["metadata"]["ownerReferences"][0].erase("controller");
+    Json result = perfgate::kubesim::testing::ResultOfPod(
+        pod, "synthetic bandwidthGBps median 100.0 (>= 90.00)",
+        {{"verdict", "PASS"}, {"reason", ""}});
     if (realistic) {
       Json report = RealisticReport(node);
       report["validation"] = labels.value("perfgate.io/validation", "");

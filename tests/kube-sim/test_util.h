@@ -79,4 +79,30 @@ inline bool Eventually(const std::function<bool()>& pred, double timeoutSeconds 
   return pred();
 }
 
+// The PerfResult a worker pod of the operator would write, for scale mode (no worker runs): named,
+// labelled and owned as the pod is, with `worst` and `report` as its spec says.
+inline Json ResultOfPod(const Json& pod, const std::string& worst, Json report) {
+  const Json labels = pod["metadata"].value("labels", Json::object());
+  const std::string node = pod["spec"].value("nodeName", "");
+  Json result = {{"apiVersion", "perfgate.io/v1alpha1"},
+                 {"kind", "PerfResult"},
+                 {"metadata",
+                  {{"name", pod["metadata"].value("name", "")},
+                   {"namespace", pod["metadata"].value("namespace", "")},
+                   {"labels",
+                    {{"perfgate.io/validation", labels.value("perfgate.io/validation", "")},
+                     {"perfgate.io/node", node},
+                     {"perfgate.io/run", labels.value("perfgate.io/run", "")}}},
+                   {"ownerReferences", pod["metadata"]["ownerReferences"]}}},
+                 {"spec",
+                  {{"validation", labels.value("perfgate.io/validation", "")},
+                   {"nodeName", node},
+                   {"run", labels.value("perfgate.io/run", "")},
+                   {"worst", worst},
+                   {"report", std::move(report)}}}};
+  // A result is owned by the validation, not controlled by it.
+  result["metadata"]["ownerReferences"][0].erase("controller");
+  return result;
+}
+
 }  // namespace perfgate::kubesim::testing
