@@ -167,10 +167,10 @@ NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
   o.by_operator = spec.value("writtenBy", "") == "operator";
   for (const auto& t : report.value("tests", Json::array())) {
     const auto v = verdict::ParseVerdict(t.value("verdict", ""));
-    if (v != verdict::Verdict::kPass && v != verdict::Verdict::kSkipped) {
-      o.test = t.value("name", "");
-      break;
-    }
+    if (v == verdict::Verdict::kPass || v == verdict::Verdict::kSkipped) continue;
+    if (o.test.empty()) o.test = t.value("name", "");
+    // A GPU's test did not pass: when the node keeps failing, a reset comes before a reboot.
+    o.action_on_gpu |= t.value("device", "").rfind("gpu", 0) == 0;
   }
   // The worker's recommended action; a result without one (the operator's own ERROR, an older
   // worker) gets what common/action.h gives a report with no test to blame.
@@ -187,18 +187,8 @@ NodeOutcome OutcomeOfResult(const std::string& node, const Json& result) {
     for (const auto& e : act.value("evidence", Json::array())) {
       if (e.is_string()) o.action_evidence.push_back(e.get<std::string>());
     }
-    for (const auto& dev : act.value("devices", Json::array())) {
-      o.action_on_gpu |= dev.is_string() && dev.get<std::string>().rfind("gpu", 0) == 0;
-    }
   }
   o.failing_gpus = ConfinedGpuFailures(report);
-  if (o.action == "retest" && !o.test.empty()) {
-    // A figure of a GPU test: a reset comes before a reboot when it keeps failing.
-    for (const auto& t : report.value("tests", Json::array())) {
-      o.action_on_gpu |= t.value("device", "").rfind("gpu", 0) == 0 &&
-                         t.value("verdict", "") != "PASS" && t.value("verdict", "") != "SKIPPED";
-    }
-  }
   return o;
 }
 
