@@ -213,6 +213,38 @@ Verdict TRule(std::span<const double> sorted, Op op, double bound, bool log,
   return v;
 }
 
+// --- The mean's unseen share ---------------------------------------------------------------
+
+// A mean can be pulled below its bound by rare slow samples a short run never draws: 2% of
+// samples at half speed cost the mean 1%, and 5 samples miss them all 90% of the time. No
+// interval on the samples drawn sees that. For figures that cannot be negative (bandwidths,
+// throughputs) the damage is bounded: a share e of the distribution, however slow, lowers a
+// mean of L by at most e x L, so a mean whose drawn samples put it at >= L is below B only if
+// e > 1 - B / L, and n samples all miss a share that large with probability (B / L)^n at most.
+// A `mean >=` PASS therefore also needs (B / L)^n <= its part of the false-PASS budget: about
+// 40 samples at 10% clear of the bound, 125 at 3% (docs/methodology.md). A `mean <=` has no
+// such bound (one rare sample of any size lifts a mean), and the plan refuses it.
+constexpr double kUnseenShare = 0.5;
+
+// "" when `sorted` (its mean's lower bound `low`) rules out an unseen slow share under
+// `alpha`; otherwise why not, for the reason text.
+std::string UnseenShareHolds(std::span<const double> sorted, double bound, double low,
+                             double alpha) {
+  if (bound <= 0) return "";  // a mean of figures that cannot be negative is >= 0 anyway
+  if (sorted.empty() || sorted.front() < 0) {
+    return "a figure below 0: a rare slow sample could lower this mean without limit";
+  }
+  const double n = static_cast<double>(sorted.size());
+  if (low > bound && n * std::log(bound / low) <= std::log(alpha)) return "";
+  const double share = low > bound ? 1 - bound / low : 0;
+  const double needed = low > bound ? std::ceil(std::log(alpha) / std::log(bound / low)) : kInf;
+  return "rare slow samples not yet drawn could still pull the mean below the bound: a share of " +
+         Num(100 * share) + "% would, and " + Num(n) +
+         " samples miss a share that large too often" +
+         (std::isfinite(needed) ? " (about " + Num(needed) + " samples needed at this margin)"
+                                : "");
+}
+
 struct Plan {
   bool may_decide = false;  // enough samples for this mode, or final
   bool final = false;
@@ -256,6 +288,7 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
   const int k = static_cast<int>(looks.size());
   const bool at_look = IsLook(n, looks);
   bool point_check = false;
+  std::string held_text;  // why a PASS the interval shows is held back
   switch (th.statistic) {
     case Statistic::kMedian: {
       // Two rules, each with half of each error: the t rule on log figures (few samples when
@@ -313,8 +346,18 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       double sum = 0;
       for (double x : sorted) sum += x;
       out.observed = sum / n;
-      out.verdict = TRule(sorted, th.op, th.bound, false, budget, k, &out.interval);
+      // Half of the false-PASS budget to the t rule, half to the samples the run never drew.
+      const ErrorBudget t_part{budget.pass_alpha * (1 - kUnseenShare), budget.fail_alpha};
+      out.verdict = TRule(sorted, th.op, th.bound, false, t_part, k, &out.interval);
       if (!at_look) out.verdict = Verdict::kInconclusive;
+      if (out.verdict == Verdict::kPass) {
+        held_text = LowerIsRequired(th.op)
+                        ? UnseenShareHolds(sorted, th.bound, out.interval.low,
+                                           budget.pass_alpha * kUnseenShare)
+                        : "one rare slow sample of any size lifts a mean: no number of samples "
+                          "rules it out (bound the median or p95)";
+        if (!held_text.empty()) out.verdict = Verdict::kInconclusive;
+      }
       out.rule = kRuleTRaw;
       break;
     }
@@ -378,6 +421,12 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
                    outlier_text;
       break;
     default:
+      if (!held_text.empty()) {
+        out.reason = figure + " " + bound_text + ": " + n_text + " do not decide it yet (" +
+                     IntervalText(out.interval) + ", " + out.interval.method + "; " + held_text +
+                     "); take more samples" + outlier_text;
+        break;
+      }
       if (FromInterval(out.interval, th.op, th.bound) != Verdict::kInconclusive) {
         // The interval is on one side, but not at a look of the rule that drew it, or the
         // rules disagree: more samples decide it.
@@ -575,11 +624,15 @@ int TypicalPassSamples(const Threshold& th, const Sampling& sampling, const Erro
   // Distance to the bound in the rule's scale, and the deviation, as the expectations of a
   // figure `margin` clear of its bound with coefficient of variation `cv`.
   const double shift = median ? std::log1p(margin) : margin / (1 + margin);
-  const ErrorBudget t_budget = median ? Share(budget, kTShare) : budget;
+  const bool mean_ge = th.statistic == Statistic::kMean && LowerIsRequired(th.op);
+  ErrorBudget t_budget = median ? Share(budget, kTShare) : budget;
+  if (mean_ge) t_budget.pass_alpha *= 1 - kUnseenShare;
   int best = kNever;
   if (t_applies) {
     for (int n : looks) {
       if (n < sampling.min_repeats || n < 3) continue;
+      // A `mean >=` PASS also waits until an unseen slow share is ruled out (UnseenShareHolds).
+      if (mean_ge && n * std::log1p(margin) < -std::log(budget.pass_alpha * kUnseenShare)) continue;
       if (TVerdict(n, shift, cv, 0, t_budget, k) == Verdict::kPass) {
         best = n;
         break;

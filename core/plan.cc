@@ -318,6 +318,14 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
       return ctx.where.Error(
           tpath + ".op", "unsupported value \"" + th.op() + "\": supported values: >=, >, <=, <");
     }
+    if (resolved.statistic == verdict::Statistic::kMean &&
+        (resolved.op == verdict::Op::kLe || resolved.op == verdict::Op::kLt)) {
+      return ctx.where.Error(tpath + ".statistic",
+                             "mean with " + written.op() +
+                                 " cannot keep its false-PASS promise: one rare slow sample of any "
+                                 "size lifts a mean, and no number of samples rules that out; "
+                                 "bound the median or p95 instead");
+    }
     const bool relative = th.has_reference() || th.has_fraction() || !th.baseline().empty();
     if (th.has_value() == relative) {
       return ctx.where.Error(

@@ -50,6 +50,7 @@ struct Options {
   int threads = 2;
   unsigned long long seed = 1;
   bool check = false;
+  std::string statistic;  // only this statistic's rows ("" = all)
 };
 
 // The options, on the command line every perfgate program uses (common/command_line.h).
@@ -64,6 +65,10 @@ std::unique_ptr<CLI::App> Parse(Options* o, perfgate::cmdline::Action* action) {
   app->add_option("--threads", o->threads, "worker threads")->check(CLI::PositiveNumber);
   app->add_option("--seed", o->seed, "the random seed");
   app->add_flag("--check", o->check, "exit 1 when a rate is above its promise");
+  app->add_option("--statistic", o->statistic,
+                  "only this statistic's rows; each cell keeps the seed it has in the whole "
+                  "table, so its figures are the ones a full run prints")
+      ->check(CLI::IsMember({"median", "mean", "p05", "p95"}));
   app->callback([action] { *action = [] { return 0; }; });
   return app;
 }
@@ -110,6 +115,10 @@ std::vector<Row> Rows() {
     }
   }
   return rows;
+}
+
+bool Selected(const Row& row, const Options& o) {
+  return o.statistic.empty() || o.statistic == verdict::StatisticName(row.statistic);
 }
 
 std::string Pct(int count, int trials) {
@@ -198,6 +207,7 @@ int main(int argc, char** argv) {
     for (std::size_t c = next++; c < cells; c = next++) {
       const Config& config = configs[c / per_config];
       const Row& row = rows[(c % per_config) / kColumns.size()];
+      if (!Selected(row, o)) continue;
       const Column& col = kColumns[c % kColumns.size()];
       sim::Scenario scenario;
       scenario.threshold.metric = "figure";
@@ -232,6 +242,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
     for (std::size_t ri = 0; ri < rows.size(); ++ri) {
       const Row& row = rows[ri];
+      if (!Selected(row, o)) continue;
       char noise[96];
       std::snprintf(noise, sizeof(noise), "CV %.0f%%%s", row.noise.cv * 100,
                     row.noise.slow_share > 0 ? ", 2% at half speed" : "");

@@ -121,6 +121,13 @@ TEST(ErrorRates, MeanNormalFigures) {
   }
 }
 
+// Rare slow samples a short run never draws: the mean waits until they are ruled out.
+TEST(ErrorRates, MeanWithRareHalfSpeedSamples) {
+  for (double cv : {0.01, 0.03}) {
+    ExpectBothRatesHold({Statistic::kMean, Op::kGe, {cv, 0.02}}, 16);
+  }
+}
+
 TEST(ErrorRates, TailQuantilesAnyShape) {
   for (double slow : {0.0, 0.02}) {
     ExpectBothRatesHold({Statistic::kP05, Op::kGe, {0.03, slow}}, 14);

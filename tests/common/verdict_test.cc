@@ -382,9 +382,11 @@ TEST(PointChecks, MinAndMaxDescribeTheSamplesTaken) {
 }
 
 TEST(MeanThresholds, StudentTAtTheLooksAndCiLowAsAPointCheck) {
+  // Figures twice their bound: the t rule and the unseen slow share are both settled at the
+  // first look (a mean 5% clear waits longer: next test).
   std::mt19937_64 rng(9);
   std::normal_distribution<double> noise(100.0, 2.0);
-  Threshold mean = Median(95.0);
+  Threshold mean = Median(50.0);
   mean.statistic = Statistic::kMean;
   Threshold ci_low = Median(95.0);
   ci_low.statistic = Statistic::kCiLow;
@@ -398,10 +400,35 @@ TEST(MeanThresholds, StudentTAtTheLooksAndCiLowAsAPointCheck) {
   EXPECT_GE(a.outcomes[1].observed, 95.0);
 }
 
+// Five clean samples 5% above the bound settle the t interval, but not the samples a short run
+// never drew: 2% at half speed would pull the mean below the bound and 5 samples miss them all
+// nine times in ten. The mean waits, says why, and passes once the samples rule that share out.
+TEST(MeanThresholds, AMeanNearItsBoundWaitsUntilRareSlowSamplesAreRuledOut) {
+  Threshold mean = Median(95.0);
+  mean.statistic = Statistic::kMean;
+  std::vector<double> x = {100, 100.5, 99.5, 100.2, 99.8};
+  const Outcome early =
+      Assess({mean}, {{mean.metric, x}}, Plan(5, 200), kFivePercent, kUnits, false).outcomes[0];
+  EXPECT_GT(early.interval.low, 95.0);  // the t interval alone would pass it
+  EXPECT_EQ(early.verdict, Verdict::kInconclusive);
+  EXPECT_THAT(early.reason, HasSubstr("rare slow samples not yet drawn could still pull the mean "
+                                      "below the bound"));
+  EXPECT_THAT(early.reason, HasSubstr("samples needed at this margin"));
+  std::mt19937_64 rng(12);
+  std::normal_distribution<double> noise(100.0, 0.5);
+  const Assessment a = RunUntilStop({mean}, Plan(5, 200), kFivePercent,
+                                    [&](const std::string&) { return noise(rng); });
+  EXPECT_EQ(a.outcomes[0].verdict, Verdict::kPass) << a.outcomes[0].reason;
+  // (95 / 100)^n <= 0.025 takes n >= 72: no PASS before that.
+  EXPECT_GE(a.samples, 72);
+  EXPECT_LE(a.samples, 100);
+}
+
 TEST(MeanThresholds, TimeBudgetBetweenLooksLeavesTheMeanUndecided) {
   // The t rule's budget covers its looks (10, 13, ... for minRepeats 10); 3 samples are not
   // one of them, and a fixed plan's only look is at maxRepeats.
-  Threshold mean = Median(50.0);
+  // (A bound a quarter of the figures: three samples also rule out an unseen slow share.)
+  Threshold mean = Median(25.0);
   mean.statistic = Statistic::kMean;
   const MetricSamples x = {{mean.metric, {100, 101, 99}}};
   const Assessment early = Assess({mean}, x, Plan(10, 50), kFivePercent, kUnits, true);

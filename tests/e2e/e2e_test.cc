@@ -910,7 +910,8 @@ std::string SlowNodeGangSpec(const std::string& name, const std::string& shape,
          behaviour +
          "}\n"
          "      thresholds:\n"
-         "        - {metric: timeMicroseconds@64KiB, statistic: mean, op: \"<=\", value: 50000}\n";
+         "        - {metric: timeMicroseconds@64KiB, statistic: median, op: \"<=\", value: "
+         "50000}\n";
 }
 
 // 10. One planted slow node: its pair fails its time threshold, then each node of that pair

@@ -10,20 +10,12 @@
 #include <fstream>
 
 #include "core/plan.h"
+#include "tests/worker/plan_of.h"
 
 namespace perfgate::worker {
 namespace {
 
 using ::testing::HasSubstr;
-
-Result<Plan> PlanOf(const std::string& spec_body, const PlanOptions& options = {}) {
-  auto loaded = spec::ParseValidation(
-      "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n  name: t\nspec:\n" +
-          spec_body,
-      "s.yaml");
-  if (!loaded.ok()) return loaded.status();
-  return BuildPlan(*loaded, options);
-}
 
 void ExpectInvalid(const std::string& spec_body, const std::string& expected,
                    const PlanOptions& options = {}) {

@@ -1,6 +1,7 @@
 // Plan building: the semantic checks a user meets (unknown test, bad parameter, negative
 // repeats, a threshold on a metric the test does not produce), defaults, and profiles.
 #include "core/plan.h"
+#include "tests/worker/plan_of.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,17 +13,6 @@ namespace perfgate::worker {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string Doc(const std::string& spec_body) {
-  return "apiVersion: perfgate.io/v1alpha1\nkind: PerfValidation\nmetadata:\n  name: t\nspec:\n" +
-         spec_body;
-}
-
-Result<Plan> PlanOf(const std::string& spec_body, PlanOptions options = {}) {
-  auto loaded = spec::ParseValidation(Doc(spec_body), "s.yaml");
-  if (!loaded.ok()) return loaded.status();
-  return BuildPlan(*loaded, options);
-}
 
 void ExpectError(const std::string& spec_body, const std::string& expected,
                  PlanOptions options = {}) {
@@ -78,6 +68,17 @@ TEST(Plan, BadStatisticAndOpNameTheChoices) {
       "  tests:\n    - type: host-stream\n      thresholds:\n        - metric: addBandwidthGBps\n"
       "          op: \"=>\"\n          value: 1\n",
       "spec.tests[0].thresholds[0].op: unsupported value \"=>\": supported values: >=, >, <=, <");
+}
+
+// A mean under an upper bound has no false-PASS promise to keep (docs/methodology.md): one rare
+// slow sample lifts it whatever the run drew, so the plan names the statistics that have one.
+TEST(Plan, AMeanUnderAnUpperBoundIsRefused) {
+  ExpectError(
+      "  tests:\n    - type: host-stream\n      thresholds:\n        - metric: addBandwidthGBps\n"
+      "          statistic: mean\n          op: \"<=\"\n          value: 1\n",
+      "s.yaml:10: spec.tests[0].thresholds[0].statistic: mean with <= cannot keep its false-PASS "
+      "promise: one rare slow sample of any size lifts a mean, and no number of samples rules "
+      "that out; bound the median or p95 instead");
 }
 
 TEST(Plan, ParametersAreDeclaredTypedAndInRange) {
