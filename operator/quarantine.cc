@@ -15,11 +15,16 @@
 namespace perfgate::op {
 namespace {
 
+// Out of service by perfgate's hand, wholly (the node's taint) or in part (some of its GPUs
+// under DeviceTaintRules): either takes a place under the cap, so a fault on one GPU of every
+// node cannot quarantine a GPU on every node at once.
 bool Quarantined(const Json& node) {
   for (const auto& t : node.value("spec", Json::object()).value("taints", Json::array())) {
     if (t.is_object() && t.value("key", "") == kFailedTaint) return true;
   }
-  return false;
+  const Json annotations =
+      node.value("metadata", Json::object()).value("annotations", Json::object());
+  return !annotations.value(kTaintedDevicesAnnotation, "").empty();
 }
 
 std::string LabelOf(const Json& node, const std::string& key) {

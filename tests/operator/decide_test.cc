@@ -41,6 +41,7 @@
 // The DecideEdge tests are the edge cases the end-to-end suite cannot reach cheaply.
 #include "operator/decide.h"
 #include "common/node_verdict.h"
+#include "tests/operator/time_at.h"
 
 #include <gtest/gtest.h>
 
@@ -59,8 +60,6 @@ namespace perfgate::op {
 namespace {
 
 using std::chrono::seconds;
-
-const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:00:00Z");
 
 ReconcilerConfig Config() {
   ReconcilerConfig c;

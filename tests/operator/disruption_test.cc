@@ -3,6 +3,7 @@
 // eviction keeps the node waiting, maxUnavailable bounds the nodes under test, and every node
 // is given back (label gone, perfgate's cordon undone) whatever happens.
 #include "operator/disruption.h"
+#include "tests/operator/time_at.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +20,6 @@ namespace {
 
 using std::chrono::seconds;
 
-const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:00:00Z");
 const std::string kName = "acceptance";
 
 ReconcilerConfig Config() {

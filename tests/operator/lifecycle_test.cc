@@ -8,13 +8,12 @@
 #include "common/time.h"
 #include "core/names.h"
 #include "operator/node_actions.h"
+#include "tests/operator/time_at.h"
 
 namespace perfgate::op {
 namespace {
 
 using TimePoint = std::chrono::system_clock::time_point;
-
-TimePoint At(const std::string& t) { return *ParseRfc3339(t); }
 
 v1alpha1::PerfValidationSpec Hourly(int deadline = 0) {
   v1alpha1::PerfValidationSpec spec;

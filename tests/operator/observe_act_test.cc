@@ -8,6 +8,7 @@
 #include "operator/act.h"
 #include "operator/snapshot.h"
 #include "tests/kube/fakes.h"
+#include "tests/operator/time_at.h"
 
 namespace perfgate::op {
 namespace {
@@ -15,8 +16,6 @@ namespace {
 using kube::testing::FakeClock;
 using kube::testing::FakeTransport;
 using kube::testing::Reply;
-
-const std::chrono::system_clock::time_point kT0{std::chrono::seconds(1800000000)};
 
 std::string NotFoundBody() {
   return Json{{"kind", "Status"}, {"code", 404}, {"reason", "NotFound"}, {"message", "gone"}}

@@ -5,13 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "common/time.h"
+#include "tests/operator/time_at.h"
 
 namespace perfgate::op {
 namespace {
 
 using TimePoint = std::chrono::system_clock::time_point;
-
-TimePoint At(const std::string& rfc3339) { return *ParseRfc3339(rfc3339); }
 
 std::string NextOf(const std::string& expr, const std::string& after, const std::string& tz = "") {
   auto s = CronSchedule::Parse(expr, tz);

@@ -3,6 +3,7 @@
 // status; a node whose driver changed is tested again; the workers tolerate the provisioning
 // taint, a PASS removes it and a FAIL keeps it with the reason in an annotation.
 #include "operator/watch_nodes.h"
+#include "tests/operator/time_at.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +23,6 @@ namespace {
 
 using std::chrono::seconds;
 
-const std::chrono::system_clock::time_point kT0 = *ParseRfc3339("2026-12-01T12:00:00Z");
 const std::string kName = "pool";
 const std::string kTaint = "perfgate.io/provisioning";
 
@@ -710,6 +710,24 @@ TEST(QuarantineBrake, TheOperatorsCapCountsNodesOtherValidationsTainted) {
   EXPECT_FALSE(Quarantined(w.nodes["node-0"]));
   EXPECT_EQ(w.nodes["node-0"]["metadata"]["labels"].value(kVerdictLabel, ""), "failed");
   EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "True");
+}
+
+// A node with some GPUs under perfgate's DeviceTaintRules is partly out of service: it takes a
+// place under the operator's cap as a tainted node does.
+TEST(QuarantineBrake, NodesWithTaintedDevicesCountAgainstTheCap) {
+  World w(4);
+  w.config.max_quarantined = "2";
+  w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "100%"}};
+  for (const char* n : {"other-0", "other-1"}) {
+    w.AddNode(n);
+    w.nodes[n]["metadata"]["labels"]["nvidia.com/gpu.present"] = "false";
+    w.nodes[n]["metadata"]["annotations"][kTaintedDevicesAnnotation] =
+        "gpu3=gpu.nvidia.com/" + std::string(n) + "/gpu-3";
+  }
+  RunWith(&w, {"node-0"});
+  EXPECT_FALSE(Quarantined(w.nodes["node-0"]));
+  EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "True");
+  EXPECT_EQ(w.status["quarantine"].value("held", 0), 1);
 }
 
 TEST(QuarantineBrake, AMaxQuarantinedThatIsNoCountIsAnInvalidSpec) {
