@@ -61,8 +61,6 @@ bool Terminal(const Json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
-}  // namespace
-
 TEST_F(ChaosSoak, FiftyValidationsOverTwentyNodesLoseNothing) {
   std::mt19937 rng(20261202);
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
@@ -253,4 +251,5 @@ TEST_F(ChaosSoak, FiftyValidationsOverTwentyNodesLoseNothing) {
   EXPECT_EQ(verdicts_equal, verdicts_total);
 }
 
+}  // namespace
 }  // namespace perfgate::e2e

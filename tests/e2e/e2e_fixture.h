@@ -270,4 +270,40 @@ inline std::string Metrics(const OperatorProcess& op) {
   return out;
 }
 
+// The name of the PerfResult in `results` written for `node`; "" when there is none.
+inline std::string ResultOf(const std::vector<Json>& results, const std::string& node) {
+  for (const auto& r : results) {
+    if (r["spec"].value("nodeName", "") == node) return r["metadata"].value("name", "");
+  }
+  return "";
+}
+
+// The real operator against kube-sim in scale mode: the kubelet runs no worker but writes, for
+// each pod, the PerfResult that Canned returns (what a worker on that node would write).
+class ScaleModeE2E : public E2E {
+ protected:
+  virtual int Nodes() const { return 2; }
+  virtual std::vector<std::string> OperatorFlags() const { return {}; }
+  virtual Json Canned(const Json& pod) = 0;
+
+  void SetUp() override {
+    kubesim::Options o;
+    o.nodes = Nodes();
+    o.gpusPerNode = 8;
+    o.scaleMode = true;
+    sim_ = std::make_unique<kubesim::KubeSim>(o);
+    ASSERT_TRUE(sim_->Start().ok());
+    sim_->SetScaleModeAction([this](const Json& pod) {
+      kubesim::PodOutcome out;
+      out.objects.push_back(Canned(pod));
+      return out;
+    });
+    auto crds = Kubectl(*sim_, {"apply", "-f", PERFGATE_CRDS_DIR});
+    ASSERT_EQ(crds.exitCode, 0) << crds.err;
+    auto rbac = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_E2E_TESTDATA) + "/rbac.yaml"});
+    ASSERT_EQ(rbac.exitCode, 0) << rbac.err;
+    op_.Start(*sim_, OperatorFlags());
+  }
+};
+
 }  // namespace perfgate::e2e

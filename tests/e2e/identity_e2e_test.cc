@@ -6,7 +6,7 @@
 namespace perfgate::e2e {
 namespace {
 
-const std::string kWatch =
+const std::string kWatchIdentity =
     "  watchNodes:\n"
     "    identityChange: true\n";
 
@@ -19,17 +19,10 @@ void LabelDriver(const kubesim::KubeSim& sim, const std::string& node, const std
   ASSERT_EQ(r.exitCode, 0) << r.err;
 }
 
-std::string ResultOf(const std::vector<Json>& results, const std::string& node) {
-  for (const auto& r : results) {
-    if (r["spec"].value("nodeName", "") == node) return r["metadata"].value("name", "");
-  }
-  return "";
-}
-
 TEST_F(E2E, ADriverLabelChangedWhileTheOperatorWasDownIsValidatedAgain) {
   for (const char* n : {"node-0", "node-1", "node-2", "node-3"})
     LabelDriver(*sim_, n, "550", "54", "15");
-  Apply(SyntheticSpec("restarted", "", "    onFailure: none\n", kWatch));
+  Apply(SyntheticSpec("restarted", "", "    onFailure: none\n", kWatchIdentity));
   ASSERT_TRUE(WaitComplete("restarted"));
   ASSERT_EQ(Validation("restarted")["status"]["nodeIdentities"].value("node-2", ""),
             "driver=550.54.15 product=NVIDIA-H200 count=8");
@@ -62,7 +55,7 @@ TEST_F(E2E, ADriverLabelChangedWhileTheOperatorWasDownIsValidatedAgain) {
 TEST_F(E2E, ALastResultOnAnotherDriverThanTheLabelsIsValidatedAgainAtStartup) {
   for (const char* n : {"node-0", "node-1", "node-2", "node-3"})
     LabelDriver(*sim_, n, "550", "54", "15");
-  Apply(SyntheticSpec("stale", "", "    onFailure: none\n", kWatch));
+  Apply(SyntheticSpec("stale", "", "    onFailure: none\n", kWatchIdentity));
   ASSERT_TRUE(WaitComplete("stale"));
   const std::string old = ResultOf(Results("stale"), "node-1");
   ASSERT_FALSE(old.empty());

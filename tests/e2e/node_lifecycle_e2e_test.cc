@@ -8,7 +8,7 @@ namespace {
 
 constexpr const char* kProvisioning = "perfgate.io/provisioning";
 
-const std::string kWatch =
+const std::string kWatchNewNodes =
     "  watchNodes:\n"
     "    newNodes: true\n"
     "    identityChange: true\n"
@@ -23,7 +23,7 @@ bool HasProvisioningTaint(const Json& node) {
 }
 
 TEST_F(E2E, NodeJoiningAfterCompletionIsValidatedAndUntaintedOnPass) {
-  Apply(SyntheticSpec("pool", "", "    onFailure: taint\n", kWatch));
+  Apply(SyntheticSpec("pool", "", "    onFailure: taint\n", kWatchNewNodes));
   ASSERT_TRUE(WaitComplete("pool"));
   ASSERT_EQ(Validation("pool")["status"].value("passedNodes", ""), "4/4");
 
@@ -48,7 +48,7 @@ TEST_F(E2E, NodeJoiningAfterCompletionIsValidatedAndUntaintedOnPass) {
 }
 
 TEST_F(E2E, NodeWhoseDriverChangesIsValidatedAgain) {
-  Apply(SyntheticSpec("drivers", "", "    onFailure: taint\n", kWatch));
+  Apply(SyntheticSpec("drivers", "", "    onFailure: taint\n", kWatchNewNodes));
   ASSERT_TRUE(WaitComplete("drivers"));
   const std::string before = Validation("drivers")["status"]["nodeIdentities"].value("node-2", "");
   ASSERT_FALSE(before.empty());

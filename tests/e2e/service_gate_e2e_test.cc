@@ -24,13 +24,6 @@ void SetBootId(kubesim::KubeSim& sim, const std::string& node, const std::string
   EditNodeStatus(sim, node, [&](Json* n) { (*n)["status"]["nodeInfo"]["bootID"] = id; });
 }
 
-std::string ResultOf(const std::vector<Json>& results, const std::string& node) {
-  for (const auto& r : results) {
-    if (r["spec"].value("nodeName", "") == node) return r["metadata"].value("name", "");
-  }
-  return "";
-}
-
 // Waits until the validation's status.retests reads `want`, with the run complete again.
 bool RetestsBecome(const std::function<Json()>& validation, const Json& want) {
   return Eventually(
