@@ -1,6 +1,7 @@
 #include "operator/cache_strip.h"
 
 #include <string>
+#include <string_view>
 
 namespace perfgate::op {
 namespace {
@@ -139,8 +140,11 @@ void StripResult(Json& result, bool keep_figures) {
   // (operator/device_taints.h).
   if (Json* identity = Member(*report, "identity")) {
     Json kept = Json::object();
-    if (auto d = identity->find("driverVersion"); d != identity->end() && d->is_string()) {
-      kept["driverVersion"] = *d;
+    // The driver; with the figures also the CUDA version: consistency digests are compared
+    // between nodes of the same model, driver and CUDA version (fleet::FindDigestOutliers).
+    for (const char* key : {"driverVersion", "cudaVersion"}) {
+      if (!keep_figures && std::string_view(key) == "cudaVersion") continue;
+      if (auto d = identity->find(key); d != identity->end() && d->is_string()) kept[key] = *d;
     }
     if (Json* gpus = ArrayMember(*identity, "gpus")) {
       Json list = Json::array();
@@ -168,9 +172,22 @@ void StripResult(Json& result, bool keep_figures) {
       KeepOnly(t, {"name", "type", "device", "verdict", "reason"});
       continue;
     }
-    KeepOnly(t, {"name", "type", "device", "verdict", "reason", "thresholds"});
+    KeepOnly(
+        t, {"name", "type", "device", "verdict", "reason", "thresholds", "parameters", "details"});
     if (Json* thresholds = ArrayMember(t, "thresholds")) {
       for (Json& th : *thresholds) StripThreshold(th);
+    }
+    // Of the parameters and details, only a consistency screen's (its digests and what they
+    // were computed with) are read from the cache.
+    if (t.value("type", "") != "consistency") {
+      t.erase("parameters");
+      t.erase("details");
+    } else if (Json* details = Member(t, "details")) {
+      Json digests = Json::object();
+      for (auto& [key, value] : details->items()) {
+        if (key.rfind("digest.", 0) == 0) digests[key] = std::move(value);
+      }
+      *details = std::move(digests);
     }
   }
 }

@@ -58,26 +58,9 @@ Json Slice(const std::string& node) {
             {"devices", devices}}}};
 }
 
-class DraE2E : public E2E {
+class DraE2E : public ScaleModeE2E {
  protected:
-  void SetUp() override {
-    kubesim::Options o;
-    o.nodes = 2;
-    o.gpusPerNode = 8;
-    o.scaleMode = true;
-    sim_ = std::make_unique<kubesim::KubeSim>(o);
-    ASSERT_TRUE(sim_->Start().ok());
-    sim_->SetScaleModeAction([this](const Json& pod) {
-      kubesim::PodOutcome out;
-      out.objects.push_back(CannedResult(pod, gpu3_fails_.load()));
-      return out;
-    });
-    auto crds = Kubectl(*sim_, {"apply", "-f", PERFGATE_CRDS_DIR});
-    ASSERT_EQ(crds.exitCode, 0) << crds.err;
-    auto rbac = Kubectl(*sim_, {"apply", "-f", std::string(PERFGATE_E2E_TESTDATA) + "/rbac.yaml"});
-    ASSERT_EQ(rbac.exitCode, 0) << rbac.err;
-    op_.Start(*sim_);
-  }
+  Json Canned(const Json& pod) override { return CannedResult(pod, gpu3_fails_.load()); }
 
   std::vector<Json> Rules() { return sim_->List("resource.k8s.io", "devicetaintrules"); }
   static std::string Annotation(const Json& node, const std::string& key) {

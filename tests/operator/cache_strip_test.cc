@@ -380,6 +380,31 @@ TEST(CacheStripTest, WithFiguresAResultAlsoKeepsItsThresholdsAndGpuModel) {
                            "/spec/report/tests/1/metrics", "/spec/report/tests/1/details"});
 }
 
+// The fleet comparison of consistency digests (fleet::FindDigestOutliers, on /metrics) reads a
+// consistency test's digests and parameters and the node's CUDA version from the cache.
+TEST(CacheStripTest, WithFiguresAConsistencyScreenKeepsItsDigestsAndWhatTheyWereComputedWith) {
+  Json result = Json::parse(kResult);
+  result["spec"]["report"]["identity"]["cudaVersion"] = "12.8";
+  result["spec"]["report"]["tests"].push_back(Json::parse(R"json({
+    "name": "consistency", "type": "consistency", "device": "node", "verdict": "PASS",
+    "parameters": {"gemmSize": "2048", "seed": "1"},
+    "details": {"digest.gemm-bf16": "0x3fd5c2a41b7e9d08", "digest.gemm-bf16.gpu3": "0x1",
+                "screen": "sample 5: 8 GPUs agree", "inputs": "seed 1"}})json"));
+  Json stripped = result;
+  StripResult(stripped, /*keep_figures=*/true);
+  ExpectKept(result, stripped,
+             {"/spec/report/identity/cudaVersion", "/spec/report/tests/2/parameters",
+              "/spec/report/tests/2/details/digest.gemm-bf16",
+              "/spec/report/tests/2/details/digest.gemm-bf16.gpu3"});
+  ExpectDropped(stripped,
+                {"/spec/report/tests/2/details/screen", "/spec/report/tests/2/details/inputs",
+                 "/spec/report/tests/0/parameters", "/spec/report/tests/1/details"});
+  Json lean = result;
+  StripResult(lean);
+  ExpectDropped(lean, {"/spec/report/identity/cudaVersion", "/spec/report/tests/2/details",
+                       "/spec/report/tests/2/parameters"});
+}
+
 TEST(CacheStripTest, AValidationLosesOnlyManagedFieldsAndTheLastAppliedCopy) {
   Json v = {{"metadata",
              {{"name", "nightly"},
