@@ -20,6 +20,7 @@
 #include "common/report.h"
 #include "common/stats.h"
 #include "kernels/devices.h"
+#include "kernels/nvml/attributes.h"
 
 namespace perfgate::worker {
 namespace {
@@ -58,10 +59,6 @@ Json TelemetryJson(const nvml::Telemetry& t) {
   if (t.pcie_gen) j["pcieGen"] = *t.pcie_gen;
   if (t.pcie_width) j["pcieWidth"] = *t.pcie_width;
   return j;
-}
-
-std::string FixedString(const char* buffer, std::size_t size) {
-  return {buffer, strnlen(buffer, size)};
 }
 
 }  // namespace
@@ -275,61 +272,31 @@ NvmlDump DumpNvml(const nvml::Nvml& lib) {
   NvmlDump out;
   Json dump = Json::object();
   dump["driverVersion"] = lib.DriverVersion();
-  const auto& fn = lib.fn();
-  if (fn.SystemGetCudaDriverVersion != nullptr) {
-    int v = 0;
-    if (fn.SystemGetCudaDriverVersion(&v) == nvml::kSuccess) dump["cudaDriverVersion"] = v;
-  }
-  unsigned count = 0;
-  const nvml::nvmlReturn_t rc =
-      fn.DeviceGetCount != nullptr ? fn.DeviceGetCount(&count) : nvml::kErrorNotSupported;
-  if (rc != nvml::kSuccess) {
-    dump["error"] = "nvmlDeviceGetCount: " + lib.ErrorText(rc);
+  if (const std::optional<int> v = nvml::CudaDriverVersion(lib)) dump["cudaDriverVersion"] = *v;
+  const Result<unsigned> count = nvml::DeviceCount(lib);
+  if (!count.ok()) {
+    dump["error"] = count.status().message();
     out.json = dump.dump(1);
     return out;
   }
   dump["gpus"] = Json::array();
-  for (unsigned i = 0; i < count; ++i) {
+  for (unsigned i = 0; i < *count; ++i) {
     Json gpu = {{"index", i}};
-    nvml::nvmlDevice_t device = nullptr;
-    const nvml::nvmlReturn_t h = fn.DeviceGetHandleByIndex != nullptr
-                                     ? fn.DeviceGetHandleByIndex(i, &device)
-                                     : nvml::kErrorNotSupported;
-    if (h != nvml::kSuccess) {
-      gpu["error"] = "nvmlDeviceGetHandleByIndex: " + lib.ErrorText(h);
+    const Result<nvml::nvmlDevice_t> handle = nvml::DeviceAt(lib, i);
+    if (!handle.ok()) {
+      gpu["error"] = handle.status().message();
       dump["gpus"].push_back(gpu);
       continue;
     }
-    char text[nvml::kDeviceNameBufferBytes] = {};
-    if (fn.DeviceGetName != nullptr && fn.DeviceGetName(device, text, sizeof text) == 0) {
-      gpu["name"] = FixedString(text, sizeof text);
-    }
-    char uuid[nvml::kUuidBufferBytes] = {};
-    if (fn.DeviceGetUUID != nullptr && fn.DeviceGetUUID(device, uuid, sizeof uuid) == 0) {
-      gpu["uuid"] = FixedString(uuid, sizeof uuid);
-    }
-    nvml::nvmlPciInfo_t pci{};
-    if (fn.DeviceGetPciInfo != nullptr && fn.DeviceGetPciInfo(device, &pci) == 0) {
-      gpu["pciBusId"] = nvml::NormalizePciBusId(FixedString(pci.busId, sizeof pci.busId));
-    }
-    char vbios[nvml::kVbiosBufferBytes] = {};
-    if (fn.DeviceGetVbiosVersion != nullptr &&
-        fn.DeviceGetVbiosVersion(device, vbios, sizeof vbios) == 0) {
-      gpu["vbios"] = FixedString(vbios, sizeof vbios);
-    }
-    char serial[nvml::kSerialBufferBytes] = {};
-    if (fn.DeviceGetSerial != nullptr && fn.DeviceGetSerial(device, serial, sizeof serial) == 0) {
-      gpu["serial"] = FixedString(serial, sizeof serial);
-    }
-    unsigned mw = 0;
-    if (fn.DeviceGetPowerManagementLimit != nullptr &&
-        fn.DeviceGetPowerManagementLimit(device, &mw) == 0) {
-      gpu["powerLimitW"] = mw / 1000.0;
-    }
-    if (fn.DeviceGetPowerManagementDefaultLimit != nullptr &&
-        fn.DeviceGetPowerManagementDefaultLimit(device, &mw) == 0) {
-      gpu["defaultPowerLimitW"] = mw / 1000.0;
-    }
+    const nvml::nvmlDevice_t device = *handle;
+    const nvml::GpuAttributes a = nvml::ReadAttributes(lib, device);
+    if (a.name) gpu["name"] = *a.name;
+    if (a.uuid) gpu["uuid"] = *a.uuid;
+    if (a.pci_bus_id) gpu["pciBusId"] = *a.pci_bus_id;
+    if (a.vbios) gpu["vbios"] = *a.vbios;
+    if (a.serial) gpu["serial"] = *a.serial;
+    if (a.power_limit_mw) gpu["powerLimitW"] = *a.power_limit_mw / 1000.0;
+    if (a.power_default_limit_mw) gpu["defaultPowerLimitW"] = *a.power_default_limit_mw / 1000.0;
     gpu["telemetry"] = TelemetryJson(nvml::ReadTelemetry(lib, device));
     const nvml::HealthReadings health =
         nvml::ReadHealth(lib, device, static_cast<unsigned>(getpid()), false);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/strings.h"
+#include "kernels/nvml/attributes.h"
 #include "kernels/nvml/readings.h"
 
 namespace perfgate::kernels::config {
@@ -177,70 +178,31 @@ NodeConfig GatherConfig(const nvml::Nvml& nvml, const HostFs& fs, const std::str
   const nvml::NvmlFunctions& f = nvml.fn();
   node.driver_version = nvml.DriverVersion();
   node.nccl_version = nccl_version;
-  if (f.SystemGetCudaDriverVersion != nullptr) {
-    int version = 0;
-    if (f.SystemGetCudaDriverVersion(&version) == nvml::kSuccess && version > 0) {
-      node.cuda_driver_version =
-          std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-    }
+  if (const std::optional<int> version = nvml::CudaDriverVersion(nvml)) {
+    node.cuda_driver_version =
+        std::to_string(*version / 1000) + "." + std::to_string(*version % 1000 / 10);
   }
-  unsigned count = 0;
-  if (f.DeviceGetCount == nullptr || f.DeviceGetCount(&count) != nvml::kSuccess) {
-    node.notes.push_back("nvmlDeviceGetCount failed: no GPU settings read");
-    count = 0;
-  }
-  for (unsigned i = 0; i < count; ++i) {
-    nvml::nvmlDevice_t d = nullptr;
-    if (f.DeviceGetHandleByIndex == nullptr || f.DeviceGetHandleByIndex(i, &d) != nvml::kSuccess) {
-      node.notes.push_back("gpu" + std::to_string(i) + ": no NVML handle");
+  const Result<unsigned> count = nvml::DeviceCount(nvml);
+  if (!count.ok()) node.notes.push_back(count.status().message() + ": no GPU settings read");
+  for (unsigned i = 0; count.ok() && i < *count; ++i) {
+    const Result<nvml::nvmlDevice_t> device = nvml::DeviceAt(nvml, i);
+    if (!device.ok()) {
+      node.notes.push_back("gpu" + std::to_string(i) + ": no NVML handle (" +
+                           device.status().message() + ")");
       continue;
     }
+    const nvml::nvmlDevice_t d = *device;
+    const nvml::GpuAttributes a = nvml::ReadAttributes(nvml, d);
     GpuConfig g;
-    if (f.DeviceGetName != nullptr) {
-      char name[nvml::kDeviceNameBufferBytes] = {};
-      if (f.DeviceGetName(d, name, sizeof(name)) == nvml::kSuccess) g.name = name;
-    }
-    if (f.DeviceGetPciInfo != nullptr) {
-      nvml::nvmlPciInfo_t pci{};
-      if (f.DeviceGetPciInfo(d, &pci) == nvml::kSuccess) {
-        pci.busId[nvml::kPciBusIdBufferBytes - 1] = '\0';
-        g.pci_bus_id = nvml::NormalizePciBusId(pci.busId);
-      }
-    }
-    nvml::nvmlEnableState_t on = 0;
-    nvml::nvmlEnableState_t pending = 0;
-    if (f.DeviceGetPersistenceMode != nullptr &&
-        f.DeviceGetPersistenceMode(d, &on) == nvml::kSuccess) {
-      g.persistence_mode = on != 0;
-    }
-    if (f.DeviceGetEccMode != nullptr && f.DeviceGetEccMode(d, &on, &pending) == nvml::kSuccess) {
-      g.ecc_enabled = on != 0;
-    }
-    unsigned current = 0;
-    unsigned pending_mode = 0;
-    if (f.DeviceGetMigMode != nullptr &&
-        f.DeviceGetMigMode(d, &current, &pending_mode) == nvml::kSuccess) {
-      g.mig_enabled = current != 0;
-    }
-    unsigned value = 0;
-    if (f.DeviceGetClock != nullptr) {
-      if (f.DeviceGetClock(d, nvml::kClockSm, nvml::kClockIdAppClockTarget, &value) ==
-          nvml::kSuccess) {
-        g.app_clock_sm_mhz = value;
-      }
-      if (f.DeviceGetClock(d, nvml::kClockSm, nvml::kClockIdAppClockDefault, &value) ==
-          nvml::kSuccess) {
-        g.app_clock_sm_default_mhz = value;
-      }
-    }
-    if (f.DeviceGetPowerManagementLimit != nullptr &&
-        f.DeviceGetPowerManagementLimit(d, &value) == nvml::kSuccess) {
-      g.power_limit_mw = value;
-    }
-    if (f.DeviceGetPowerManagementDefaultLimit != nullptr &&
-        f.DeviceGetPowerManagementDefaultLimit(d, &value) == nvml::kSuccess) {
-      g.power_default_limit_mw = value;
-    }
+    g.name = a.name.value_or("");
+    g.pci_bus_id = a.pci_bus_id.value_or("");
+    g.persistence_mode = a.persistence_mode;
+    g.ecc_enabled = a.ecc_enabled;
+    g.mig_enabled = a.mig_enabled;
+    g.app_clock_sm_mhz = a.app_clock_sm_mhz;
+    g.app_clock_sm_default_mhz = a.app_clock_sm_default_mhz;
+    g.power_limit_mw = a.power_limit_mw;
+    g.power_default_limit_mw = a.power_default_limit_mw;
     if (f.DeviceGetGpuFabricInfoV != nullptr) {
       nvml::nvmlGpuFabricInfoV_t info{};
       info.version = nvml::kGpuFabricInfoV3;

@@ -1,13 +1,16 @@
 #include "kernels/nvml/identity.h"
 
 #include <cstdio>
+#include <optional>
+
+#include "kernels/nvml/attributes.h"
 
 namespace perfgate::kernels {
 namespace {
 
-std::string EnableText(bool ok, int state) {
-  if (!ok) return "unknown";
-  return state != 0 ? "enabled" : "disabled";
+std::string EnableText(std::optional<bool> state) {
+  if (!state) return "unknown";
+  return *state ? "enabled" : "disabled";
 }
 
 }  // namespace
@@ -37,53 +40,16 @@ GpuIdentityInfo JoinGpuIdentity(const cuda::CudaDeviceFacts& facts, const nvml::
     id.nvml_note = device.status().message();
     return id;
   }
-  const nvml::NvmlFunctions& f = nvml->fn();
-  nvml::nvmlDevice_t d = *device;
+  const nvml::GpuAttributes a = nvml::ReadAttributes(*nvml, *device);
   id.driver_version = nvml->DriverVersion();
-  if (f.DeviceGetVbiosVersion != nullptr) {
-    char vbios[nvml::kVbiosBufferBytes] = {};
-    if (f.DeviceGetVbiosVersion(d, vbios, sizeof(vbios)) == nvml::kSuccess) id.vbios = vbios;
-  }
-  if (f.DeviceGetSerial != nullptr) {
-    char serial[nvml::kSerialBufferBytes] = {};
-    if (f.DeviceGetSerial(d, serial, sizeof(serial)) == nvml::kSuccess) id.serial = serial;
-  }
-  unsigned value = 0;
-  if (f.DeviceGetMaxClockInfo != nullptr) {
-    if (f.DeviceGetMaxClockInfo(d, nvml::kClockSm, &value) == nvml::kSuccess) {
-      id.sm_clock_mhz = value;
-    }
-    if (f.DeviceGetMaxClockInfo(d, nvml::kClockMem, &value) == nvml::kSuccess) {
-      id.memory_clock_mhz = value;
-    }
-  }
-  if (f.DeviceGetPowerManagementLimit != nullptr &&
-      f.DeviceGetPowerManagementLimit(d, &value) == nvml::kSuccess) {
-    id.power_limit_w = value / 1000.0;
-  }
-  if (f.DeviceGetEccMode != nullptr) {
-    nvml::nvmlEnableState_t current = 0;
-    nvml::nvmlEnableState_t pending = 0;
-    const bool ok = f.DeviceGetEccMode(d, &current, &pending) == nvml::kSuccess;
-    if (ok) id.ecc_mode = EnableText(true, current);
-  }
-  if (f.DeviceGetMigMode != nullptr) {
-    unsigned current = 0;
-    unsigned pending = 0;
-    const nvml::nvmlReturn_t rc = f.DeviceGetMigMode(d, &current, &pending);
-    // GPUs without MIG answer NOT_SUPPORTED: that is "disabled", not "unknown".
-    if (rc == nvml::kErrorNotSupported) {
-      id.mig_mode = "disabled";
-    } else {
-      id.mig_mode = EnableText(rc == nvml::kSuccess, static_cast<int>(current));
-    }
-  }
-  if (f.DeviceGetPersistenceMode != nullptr) {
-    nvml::nvmlEnableState_t mode = 0;
-    // Two statements: argument evaluation order would otherwise read `mode` before the call.
-    const bool ok = f.DeviceGetPersistenceMode(d, &mode) == nvml::kSuccess;
-    id.persistence_mode = EnableText(ok, mode);
-  }
+  if (a.vbios) id.vbios = *a.vbios;
+  if (a.serial) id.serial = *a.serial;
+  if (a.max_sm_clock_mhz) id.sm_clock_mhz = *a.max_sm_clock_mhz;
+  if (a.max_memory_clock_mhz) id.memory_clock_mhz = *a.max_memory_clock_mhz;
+  if (a.power_limit_mw) id.power_limit_w = *a.power_limit_mw / 1000.0;
+  if (a.ecc_enabled) id.ecc_mode = EnableText(a.ecc_enabled);
+  id.mig_mode = EnableText(a.mig_enabled);
+  id.persistence_mode = EnableText(a.persistence_mode);
   return id;
 }
 

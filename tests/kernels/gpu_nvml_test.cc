@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/device.h"
+#include "kernels/nvml/attributes.h"
 #include "kernels/nvml/identity.h"
 #include "kernels/nvml/nvml.h"
 #include "kernels/nvml/readings.h"
@@ -78,6 +79,10 @@ NvmlFunctions FakeTable() {
   f.DeviceGetPciInfo = [](nvmlDevice_t d, nvmlPciInfo_t* pci) {
     std::memset(pci, 0, sizeof(*pci));
     CopyText(Gpu(d).bus_id, pci->busId, sizeof(pci->busId));
+    return kSuccess;
+  };
+  f.DeviceGetName = [](nvmlDevice_t d, char* out, unsigned size) {
+    CopyText(Gpu(d).name, out, size);
     return kSuccess;
   };
   f.DeviceGetVbiosVersion = [](nvmlDevice_t d, char* out, unsigned size) {
@@ -519,6 +524,55 @@ TEST_F(NvmlFake, IdentityMigUnsupportedMeansDisabled) {
   g.gpus[0].mig_rc = kErrorNotSupported;
   auto nvml = Load();
   EXPECT_EQ(JoinGpuIdentity(H200Facts(), nvml.get(), "").mig_mode, "disabled");
+}
+
+// One reader (attributes.h) for identity, config and the diagnostics dump.
+TEST_F(NvmlFake, AttributesOfAGpuAreReadInOnePlace) {
+  auto nvml = Load();
+  const Result<unsigned> count = DeviceCount(*nvml);
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 1U);
+  const Result<nvmlDevice_t> device = DeviceAt(*nvml, 0);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  const GpuAttributes a = ReadAttributes(*nvml, *device);
+  EXPECT_EQ(a.name, "NVIDIA H200");
+  EXPECT_EQ(a.pci_bus_id, "0000:1b:00.0");  // NVML's 8-digit domain, normalised
+  EXPECT_EQ(a.vbios, "96.00.AF.00.01");
+  EXPECT_EQ(a.serial, "1654922001234");
+  EXPECT_EQ(a.ecc_enabled, true);
+  EXPECT_EQ(a.mig_enabled, false);
+  EXPECT_EQ(a.persistence_mode, true);
+  EXPECT_EQ(a.max_sm_clock_mhz, 1980U);
+  EXPECT_EQ(a.max_memory_clock_mhz, 3201U);
+  EXPECT_EQ(a.power_limit_mw, 700000U);
+  // Calls the fake table lacks stay unset rather than reading 0.
+  EXPECT_FALSE(a.uuid.has_value());
+  EXPECT_FALSE(a.app_clock_sm_mhz.has_value());
+  EXPECT_FALSE(a.power_default_limit_mw.has_value());
+}
+
+TEST_F(NvmlFake, MigIsDisabledWithoutMigAndUnknownWhenNvmlRefuses) {
+  g.gpus[0].mig_rc = kErrorNotSupported;
+  auto nvml = Load();
+  EXPECT_EQ(ReadAttributes(*nvml, Handle(0)).mig_enabled, false);
+  g.gpus[0].mig_rc = kErrorNoPermission;
+  EXPECT_FALSE(ReadAttributes(*nvml, Handle(0)).mig_enabled.has_value());
+}
+
+TEST_F(NvmlFake, AHandleNvmlDoesNotGiveNamesTheCall) {
+  auto nvml = Load();
+  const Result<nvmlDevice_t> device = DeviceAt(*nvml, 0);
+  ASSERT_TRUE(device.ok());
+  NvmlFunctions table = FakeTable();
+  table.DeviceGetHandleByIndex = [](unsigned, nvmlDevice_t*) { return kErrorGpuIsLost; };
+  auto lost = Nvml::FromTable(table);
+  ASSERT_TRUE(lost.ok());
+  const Result<nvmlDevice_t> gone = DeviceAt(**lost, 0);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().code(), Code::kUnavailable);
+  EXPECT_NE(gone.status().message().find("nvmlDeviceGetHandleByIndex: NVML_ERROR_GPU_IS_LOST"),
+            std::string::npos)
+      << gone.status().message();
 }
 
 TEST(GpuUuid, FormatsLikeNvml) {
