@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <algorithm>
 #include <set>
 
@@ -696,17 +698,25 @@ TEST(QuarantineBrake, WithinTheDefaultCapEveryFailIsTainted) {
   EXPECT_FALSE(HasEvent(d, "SystemicFailure"));
 }
 
-TEST(QuarantineBrake, TheOperatorsCapCountsNodesOtherValidationsTainted) {
+// Four nodes for one validation under an operator cap of 2, and two more outside its
+// selection that `out_of_service` takes out of service some other way, then node-0 FAILs.
+World CapOfTwoWithTwoOthers(const std::function<void(const std::string&, Json*)>& out_of_service) {
   World w(4);
   w.config.max_quarantined = "2";
   w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "100%"}};
-  // Two nodes another validation quarantined, outside this one's selection.
   for (const char* n : {"other-0", "other-1"}) {
     w.AddNode(n);
     w.nodes[n]["metadata"]["labels"]["nvidia.com/gpu.present"] = "false";
-    MarkNode(&w.nodes[n], verdict::Verdict::kFail, "other", "taint");
+    out_of_service(n, &w.nodes[n]);
   }
   RunWith(&w, {"node-0"});
+  return w;
+}
+
+TEST(QuarantineBrake, TheOperatorsCapCountsNodesOtherValidationsTainted) {
+  World w = CapOfTwoWithTwoOthers([](const std::string&, Json* node) {
+    MarkNode(node, verdict::Verdict::kFail, "other", "taint");
+  });
   EXPECT_FALSE(Quarantined(w.nodes["node-0"]));
   EXPECT_EQ(w.nodes["node-0"]["metadata"]["labels"].value(kVerdictLabel, ""), "failed");
   EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "True");
@@ -715,16 +725,10 @@ TEST(QuarantineBrake, TheOperatorsCapCountsNodesOtherValidationsTainted) {
 // A node with some GPUs under perfgate's DeviceTaintRules is partly out of service: it takes a
 // place under the operator's cap as a tainted node does.
 TEST(QuarantineBrake, NodesWithTaintedDevicesCountAgainstTheCap) {
-  World w(4);
-  w.config.max_quarantined = "2";
-  w.spec["policy"] = {{"onFailure", "taint"}, {"maxQuarantined", "100%"}};
-  for (const char* n : {"other-0", "other-1"}) {
-    w.AddNode(n);
-    w.nodes[n]["metadata"]["labels"]["nvidia.com/gpu.present"] = "false";
-    w.nodes[n]["metadata"]["annotations"][kTaintedDevicesAnnotation] =
-        "gpu3=gpu.nvidia.com/" + std::string(n) + "/gpu-3";
-  }
-  RunWith(&w, {"node-0"});
+  World w = CapOfTwoWithTwoOthers([](const std::string& name, Json* node) {
+    (*node)["metadata"]["annotations"][kTaintedDevicesAnnotation] =
+        "gpu3=gpu.nvidia.com/" + name + "/gpu-3";
+  });
   EXPECT_FALSE(Quarantined(w.nodes["node-0"]));
   EXPECT_EQ(ConditionOf(w.status, "SystemicFailure", "status"), "True");
   EXPECT_EQ(w.status["quarantine"].value("held", 0), 1);
