@@ -27,6 +27,8 @@ std::unique_ptr<Test> MakeNcclReduceScatterTest();  // nccl/reduce_scatter.cc
 std::unique_ptr<Test> MakeNcclAllToAllTest();       // nccl/alltoall.cc
 std::unique_ptr<Test> MakeNcclBroadcastTest();      // nccl/broadcast.cc
 std::unique_ptr<Test> MakeNcclSendRecvTest();       // nccl/sendrecv.cc
+// The gang's network rail by rail: NCCL pinned to one HCA per child process.
+std::unique_ptr<Test> MakeNcclRailsTest();  // nccl/rails.cc
 // The fixture tests (synthetic, nccl-cpu-loopback) are declared in kernels/fixtures/fixtures.h.
 
 }  // namespace perfgate::kernels
