@@ -210,7 +210,7 @@ RailBackend NcclRailBackend() {
       return InvalidArgument("a planted delay is for the CPU stand-in only");
     }
     CommunicatorOptions options;
-    options.devices = {job.device};
+    options.devices = {std::max(job.device, 0)};
     options.world_size = job.world;
     options.ranks = {job.rank};
     options.rank0_address = job.rank0;
@@ -430,15 +430,17 @@ namespace {
 
 struct Rail {
   fabric::IbPort port;
-  int device = 0;
+  int device = -1;                       // -1: none (the CPU stand-in)
   std::unique_ptr<RailChannel> channel;  // null: the rail did not start (start_error says why)
   std::string start_error;
 
   // "mlx5_3 (PCI 0000:9a:00.0, NUMA 1, GPU 3)"
   std::string Text() const {
     std::string placement = port.Placement();
-    placement += (placement.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(device);
-    return port.hca + " (" + placement + ")";
+    if (device >= 0) {
+      placement += (placement.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(device);
+    }
+    return placement.empty() ? port.hca : port.hca + " (" + placement + ")";
   }
 };
 
@@ -579,7 +581,8 @@ class RailsTest final : public Test {
   explicit RailsTest(RailTestOptions options) : options_(std::move(options)) {
     info_.type = options_.type;
     info_.description = options_.description;
-    info_.scope = Scope::kAllGpus;
+    // The stand-in drives no GPU.
+    info_.scope = options_.fixture ? Scope::kHost : Scope::kAllGpus;
     info_.fixture = options_.fixture;
     info_.params = {
         ChoiceParam("hcas", ParamType::kStringList, "[]",
@@ -685,7 +688,7 @@ class RailsTest final : public Test {
       }
     }
     if (chosen.empty()) return FailedPrecondition("nccl-rails: no HCA in " + where);
-    const std::vector<int> devices = target.devices.empty() ? std::vector<int>{0} : target.devices;
+    const std::vector<int>& devices = target.devices;
     ASSIGN_OR_RETURN(HostPort base, ParseHostPort(gang.rank0->ToString()));
     const std::string node = options_.env("NODE_NAME").value_or("local");
 
@@ -695,7 +698,7 @@ class RailsTest final : public Test {
     for (std::size_t i = 0; i < chosen.size(); ++i) {
       Rail rail;
       rail.port = chosen[i];
-      rail.device = devices[i % devices.size()];
+      if (!devices.empty()) rail.device = devices[i % devices.size()];
       RailJob job;
       job.backend = options_.backend;
       job.hca = rail.port.hca;

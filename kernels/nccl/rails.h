@@ -39,7 +39,7 @@ struct RailJob {
   std::string backend = "nccl";  // which RailBackend runs it ("nccl"; "cpu-loopback" in tests)
   std::string hca;               // "mlx5_3"
   int port = 1;                  // the HCA's port
-  int device = 0;                // the CUDA ordinal this rail's rank drives
+  int device = 0;                // the CUDA ordinal this rail's rank drives (-1: none, stand-in)
   std::string rank0;             // host:port where this rail's rank 0 listens
   int rank = 0;                  // this node's rank in the rail's communicator (its pod rank)
   int world = 2;                 // the gang's pods
