@@ -30,6 +30,8 @@ namespace perfgate::kernels::nccl {
 namespace {
 
 constexpr std::int64_t kGiB = 1LL << 30;
+// What a rail's calls are priced at: one 400 Gb/s NDR NIC, one direction.
+constexpr double kRailBytesPerSecond = 50e9;
 
 // Starts each line of a rail child's answers; other lines on its stdout (a library's log) are
 // passed over.
@@ -638,12 +640,14 @@ class RailsTest final : public Test {
 
   const TestInfo& Info() const override { return info_; }
 
+  // Every rail (one per GPU, as HGX wires them) in turn: warm-up, timed and checking calls of
+  // both sizes through one NIC.
   double SampleSeconds(const Params& params, int gpus) const override {
     const double calls =
         static_cast<double>(params.Int("warmupIterations") + params.Int("iterations") + 1);
     const double per_rail =
         calls * (2 * nominal::kCollectiveLatencySeconds +
-                 static_cast<double>(params.Int("bytes")) / nominal::kNvlinkBytesPerSecond);
+                 static_cast<double>(params.Int("bytes")) / kRailBytesPerSecond);
     return per_rail * std::max(1, gpus);
   }
 
