@@ -25,6 +25,7 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakePowerTest());
     v->push_back(MakeConsistencyTest());
     v->push_back(MakePortHealthTest());
+    v->push_back(MakeFabricTopologyTest());
     v->push_back(MakeNcclAllReduceTest());
     v->push_back(MakeNcclAllGatherTest());
     v->push_back(MakeNcclReduceScatterTest());
