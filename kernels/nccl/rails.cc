@@ -308,7 +308,7 @@ class ProcessRail final : public RailChannel {
     }
   }
 
-  Status AwaitReady() {
+  Status Ready() override {
     ASSIGN_OR_RETURN(std::string line, ReadLine(job_.init_timeout_seconds + 30));
     std::istringstream words(line);
     std::string verb;
@@ -361,6 +361,7 @@ class LocalRail final : public RailChannel {
  public:
   LocalRail(std::unique_ptr<Communicator> comm, RailJob job)
       : comm_(std::move(comm)), job_(std::move(job)) {}
+  Status Ready() override { return Status::Ok(); }
   Result<RailFigures> Measure(std::uint32_t seed) override {
     return MeasureRail(*comm_, job_, seed);
   }
@@ -410,9 +411,8 @@ RailLauncher ProcessRailLauncher(std::string exe) {
       ::close(from_child[0]);
       return Unavailable("rail " + job.hca + ": cannot start " + exe + ": " + std::strerror(rc));
     }
-    auto rail = std::make_unique<ProcessRail>(pid, to_child[1], from_child[0], job);
-    RETURN_IF_ERROR(rail->AwaitReady());
-    return std::unique_ptr<RailChannel>(std::move(rail));
+    return std::unique_ptr<RailChannel>(
+        std::make_unique<ProcessRail>(pid, to_child[1], from_child[0], job));
   };
 }
 
@@ -725,19 +725,32 @@ class RailsTest final : public Test {
       }
       // In rail order on every node: rail i of each node meets at port + 1 + i.
       auto channel = options_.launch(job);
-      std::string text = "port " + std::to_string(rail.port.port) + ", " + rail.port.rate_text +
-                         ", " + rail.Text() + ", NCCL_IB_HCA=" + job.IbHca() + ", meets at " +
-                         job.rank0 + ", paired with " + peers;
+      details["rail." + rail.port.hca] = "port " + std::to_string(rail.port.port) + ", " +
+                                         rail.port.rate_text + ", " + rail.Text() +
+                                         ", NCCL_IB_HCA=" + job.IbHca() + ", meets at " +
+                                         job.rank0 + ", paired with " + peers;
       if (channel.ok()) {
         rail.channel = std::move(channel).value();
+      } else {
+        rail.start_error = channel.status().message();
+      }
+      rails.push_back(std::move(rail));
+    }
+    // Every rail's child started at once; their rendezvous run side by side.
+    for (Rail& rail : rails) {
+      std::string& text = details["rail." + rail.port.hca];
+      if (rail.channel) {
+        if (Status st = rail.channel->Ready(); !st.ok()) {
+          rail.start_error = st.message();
+          rail.channel.reset();
+        }
+      }
+      if (rail.channel) {
         const auto d = rail.channel->Details();
         if (auto t = d.find("transport"); t != d.end()) text += ", transport " + t->second;
       } else {
-        rail.start_error = channel.status().message();
         text += ", did not start: " + rail.start_error;
       }
-      details["rail." + rail.port.hca] = text;
-      rails.push_back(std::move(rail));
     }
     details["gang"] = (gang.id.empty() ? std::string() : gang.id + ", ") + "pod rank " +
                       std::to_string(gang.rank) + " of " + std::to_string(gang.size);

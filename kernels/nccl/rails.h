@@ -87,13 +87,17 @@ int RailChildMain(const std::vector<std::string>& args,
 class RailChannel {
  public:
   virtual ~RailChannel() = default;
+  // Waits until the rail's communicator is up (a child process is started without waiting, so
+  // every rail's rendezvous runs at once). Blocking (bounded by the init deadline).
+  virtual Status Ready() = 0;
   // One sample. Blocking (bounded by the job's deadlines).
   virtual Result<RailFigures> Measure(std::uint32_t seed) = 0;
   // What the rail's communicator reported at start (implementation, transport, ...).
   virtual std::map<std::string, std::string> Details() const = 0;
 };
 
-// Starts one rail and waits for its communicator. Blocking.
+// Starts one rail; its Ready() waits for the communicator. Blocking where the launcher makes
+// the communicator itself (in process).
 using RailLauncher = std::function<Result<std::unique_ptr<RailChannel>>(const RailJob& job)>;
 // Child processes: `exe rail-child <args>` with NCCL_IB_HCA=job.IbHca() in its environment.
 RailLauncher ProcessRailLauncher(std::string exe);

@@ -1014,12 +1014,12 @@ TEST_F(E2E, GangPairsWithoutNarrowingNameTheFailingPair) {
 TEST_F(E2E, GangRailsNameTheSlowNodeAndItsRail) {
   Apply(GpuNodesSpec("rails") +
         "  gang: {shape: pairs}\n"
-        "  sampling: {warmup: 1, minRepeats: 3, maxRepeats: 3}\n"
+        "  sampling: {warmup: 0, minRepeats: 3, maxRepeats: 3}\n"
         "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
         "  tests:\n"
         "    - type: nccl-rails-cpu-loopback\n"
-        "      parameters: {hcas: [mlx5_0, mlx5_1], bytes: 65536, warmupIterations: 1,\n"
-        "                   iterations: 3, initTimeoutSeconds: 30, timeoutSeconds: 30,\n"
+        "      parameters: {hcas: [mlx5_0, mlx5_1], bytes: 65536, warmupIterations: 0,\n"
+        "                   iterations: 2, initTimeoutSeconds: 30, timeoutSeconds: 30,\n"
         "                   sysfsRoot: \"" +
         std::string(PERFGATE_SOURCE_DIR) +
         "/tests/kernels/sysfs/cx7-ndr-clean\",\n"
