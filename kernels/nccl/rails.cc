@@ -174,6 +174,47 @@ Result<RailJob> ParseRailJob(const std::vector<std::string>& args) {
   return job;
 }
 
+std::vector<std::string> RailHcas(const std::string& ib_hca,
+                                  const std::vector<fabric::IbPort>& ports) {
+  std::vector<std::string> all;
+  for (const fabric::IbPort& p : ports) {
+    if (all.empty() || all.back() != p.hca) all.push_back(p.hca);
+  }
+  if (ib_hca.empty()) return all;
+  std::string list = ib_hca;
+  const bool exclude = list.front() == '^';
+  if (exclude) list.erase(0, 1);
+  const bool exact = !list.empty() && list.front() == '=';
+  if (exact) list.erase(0, 1);
+  std::vector<std::string> names;
+  std::istringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) names.push_back(item.substr(0, item.find(':')));
+  }
+  auto matches = [&](const std::string& hca, const std::string& name) {
+    return exact ? hca == name : hca.starts_with(name);
+  };
+  std::vector<std::string> out;
+  if (exclude) {
+    for (const std::string& hca : all) {
+      if (std::none_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return matches(hca, n); })) {
+        out.push_back(hca);
+      }
+    }
+    return out;
+  }
+  for (const std::string& name : names) {
+    for (const std::string& hca : all) {
+      if (matches(hca, name) && std::find(out.begin(), out.end(), hca) == out.end()) {
+        out.push_back(hca);
+      }
+    }
+  }
+  return out;
+}
+
 Result<RailFigures> MeasureRail(Communicator& comm, const RailJob& job, std::uint32_t seed) {
   const int n = comm.world_size();
   RailFigures figures;
@@ -589,7 +630,8 @@ class RailsTest final : public Test {
     info_.params = {
         ChoiceParam("hcas", ParamType::kStringList, "[]",
                     "the rails' HCAs in order (mlx5_0, ...), rail i driving the pod's i-th GPU; "
-                    "empty: every HCA in /sys/class/infiniband (port 1 of each), in name order",
+                    "empty: those the pod's NCCL_IB_HCA selects (spec.gang.network.ibHca), else "
+                    "every HCA in /sys/class/infiniband, in name order",
                     {}),
         IntParam("bytes", 1 * kGiB, "bytes", "all_reduce size of the bandwidth figure", 8,
                  16.0 * kGiB),
@@ -674,22 +716,23 @@ class RailsTest final : public Test {
       }
       return Unavailable("nccl-rails: " + ports.status().message());
     }
-    // One port per HCA (the first: a rail is one NIC), in the order asked.
+    // One port per HCA (the first: a rail is one NIC), in the order asked: hcas, else the
+    // pod's NCCL_IB_HCA (spec.gang.network.ibHca: the compute HCAs), else every HCA.
     std::vector<fabric::IbPort> chosen;
-    const std::vector<std::string>& hcas = params.StringList("hcas");
+    std::vector<std::string> hcas = params.StringList("hcas");
+    std::string source = "hcas";
     if (hcas.empty()) {
-      for (const fabric::IbPort& p : *ports) {
-        if (chosen.empty() || chosen.back().hca != p.hca) chosen.push_back(p);
+      const std::string ib_hca = options_.env("NCCL_IB_HCA").value_or("");
+      hcas = RailHcas(ib_hca, *ports);
+      source = ib_hca.empty() ? "every HCA in " + where : "NCCL_IB_HCA=" + ib_hca;
+    }
+    for (const std::string& hca : hcas) {
+      auto it = std::find_if(ports->begin(), ports->end(),
+                             [&](const fabric::IbPort& p) { return p.hca == hca; });
+      if (it == ports->end()) {
+        return NotFound("nccl-rails: HCA " + hca + " (" + source + ") is not in " + where);
       }
-    } else {
-      for (const std::string& hca : hcas) {
-        auto it = std::find_if(ports->begin(), ports->end(),
-                               [&](const fabric::IbPort& p) { return p.hca == hca; });
-        if (it == ports->end()) {
-          return NotFound("nccl-rails: HCA " + hca + " (in hcas) is not in " + where);
-        }
-        chosen.push_back(*it);
-      }
+      chosen.push_back(*it);
     }
     if (chosen.empty()) return FailedPrecondition("nccl-rails: no HCA in " + where);
     const std::vector<int>& devices = target.devices;
@@ -757,7 +800,8 @@ class RailsTest final : public Test {
     details["formula"] =
         "per rail: busbw = S / t * 2(n-1)/n for an all_reduce of S bytes over n nodes, one rank "
         "per node (nccl-tests doc/PERFORMANCE.md); 1 GB = 1e9 bytes";
-    details["rails"] = std::to_string(rails.size()) + ", measured one after another";
+    details["rails"] =
+        std::to_string(rails.size()) + " (" + source + "), measured one after another";
     return std::unique_ptr<TestRun>(
         std::make_unique<RailsRun>(std::move(rails), peers, std::move(details)));
   }

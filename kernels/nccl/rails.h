@@ -60,6 +60,12 @@ struct RailJob {
 std::vector<std::string> RailJobArgs(const RailJob& job);
 Result<RailJob> ParseRailJob(const std::vector<std::string>& args);
 
+// The rails when `hcas` is empty: the HCAs of `ports` that NCCL_IB_HCA's value selects
+// ("mlx5_0,mlx5_1" by prefix, "=mlx5_0:1" exactly, "^mlx5_8" all but; ports dropped), in its
+// order; every HCA when it is empty. Pure.
+std::vector<std::string> RailHcas(const std::string& ib_hca,
+                                  const std::vector<fabric::IbPort>& ports);
+
 // One sample of one rail.
 struct RailFigures {
   double bus_gbps = 0;     // all_reduce of job.bytes: busbw

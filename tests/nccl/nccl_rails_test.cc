@@ -158,6 +158,19 @@ TEST(NcclRails, ASlowRailIsNamedFirstWithItsNicPlacementAndPeerOnBothSides) {
               HasSubstr("paired with node-b"));
 }
 
+TEST(NcclRails, WithoutHcasTheRailsAreThoseThePodsNcclIbHcaSelects) {
+  static const std::shared_ptr<const config::HostFs> fs = config::RealHostFs();
+  auto ports = fabric::ReadIbPorts(*fs, Tree("cx7-ndr-clean"));
+  ASSERT_TRUE(ports.ok());
+  using V = std::vector<std::string>;
+  EXPECT_EQ(RailHcas("", *ports).size(), 8U);
+  EXPECT_EQ(RailHcas("mlx5_3,mlx5_1", *ports), (V{"mlx5_3", "mlx5_1"}));
+  EXPECT_EQ(RailHcas("=mlx5_0:1,mlx5_2:1", *ports), (V{"mlx5_0", "mlx5_2"}));
+  EXPECT_EQ(RailHcas("^mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5", *ports),
+            (V{"mlx5_6", "mlx5_7"}));
+  EXPECT_EQ(RailHcas("mlx5", *ports).size(), 8U);  // a prefix, as NCCL reads it
+}
+
 TEST(NcclRails, APodOutsideAGangIsNotApplicable) {
   auto test = RailTestFor(Node{});
   auto run = test->Prepare(RailParams(), Target{});
