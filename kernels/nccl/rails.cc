@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -300,6 +301,24 @@ int RailChildMain(const std::vector<std::string>& args,
 
 namespace {
 
+// write(2) to a pipe whose reader may be gone: EPIPE instead of SIGPIPE, whose default action
+// would end the worker. SIGPIPE is blocked on this thread around the write and a pending one
+// consumed.
+ssize_t WriteWithoutSigpipe(int fd, const std::string& data) {
+  sigset_t pipe_set;
+  sigset_t old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  const ssize_t written = ::write(fd, data.data(), data.size());
+  if (written < 0 && errno == EPIPE) {
+    const timespec zero{0, 0};
+    ::sigtimedwait(&pipe_set, nullptr, &zero);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return written;
+}
+
 // The rail's child process, spoken to over its stdin and stdout.
 class ProcessRail final : public RailChannel {
  public:
@@ -369,7 +388,7 @@ class ProcessRail final : public RailChannel {
 
   Result<RailFigures> Measure(std::uint32_t seed) override {
     const std::string command = "run " + std::to_string(seed) + "\n";
-    if (::write(to_, command.data(), command.size()) != static_cast<ssize_t>(command.size())) {
+    if (WriteWithoutSigpipe(to_, command) != static_cast<ssize_t>(command.size())) {
       return Unavailable("rail " + job_.hca + ": its process is gone");
     }
     // Four waits (warm-up and timed, two sizes) and the check, each under the call deadline.

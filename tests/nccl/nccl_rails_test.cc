@@ -238,5 +238,23 @@ TEST(NcclRails, AChildAnswersOverItsStdoutAndReportsAPeerThatNeverComes) {
   EXPECT_THAT(unknown.str(), HasSubstr("cpu-loopback%20is%20not%20in%20this%20binary"));
 }
 
+// A rail whose process is gone (here: one that never was a rail child) is an error of that
+// rail, not the end of the worker: no answer, and a request written to its closed stdin does
+// not raise SIGPIPE.
+TEST(NcclRails, ARailWhoseProcessEndedIsAnErrorAndTheWorkerLivesOn) {
+  RailJob job;
+  job.hca = "mlx5_0";
+  job.rank0 = "127.0.0.1:1";
+  job.init_timeout_seconds = 5;
+  job.call_timeout_seconds = 5;
+  auto rail = ProcessRailLauncher("/bin/false")(job);
+  ASSERT_TRUE(rail.ok()) << rail.status().message();
+  const Status ready = (*rail)->Ready();
+  EXPECT_FALSE(ready.ok());
+  EXPECT_THAT(ready.message(), HasSubstr("rail mlx5_0: its process ended without an answer"));
+  auto measured = (*rail)->Measure(0);
+  EXPECT_FALSE(measured.ok());
+}
+
 }  // namespace
 }  // namespace perfgate::kernels::nccl
