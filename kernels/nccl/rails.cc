@@ -589,7 +589,9 @@ class RailsRun final : public TestRun {
       details_[NotMeasuredKey("slowestRailLatencyMicroseconds")] = "no rail carried traffic";
     }
     for (const Seen& s : seen) {
-      if (!s.error.empty()) details_["rail." + s.rail->port.hca + ".error"] = s.error;
+      const std::string key = "rail." + s.rail->port.hca + ".lastSample";
+      details_[key] = s.error.empty() ? Number(s.bus) + " GB/s, " + Number(*s.latency) + " us"
+                                      : "no traffic: " + s.error;
     }
     return sample;
   }
@@ -700,6 +702,23 @@ class RailsTest final : public Test {
   }
 
   const TestInfo& Info() const override { return info_; }
+
+  // The slowest-rail figures, and each rail's where `hcas` names the rails (otherwise they are
+  // known only on the node, and each rail's figures are in its details).
+  std::vector<MetricInfo> Metrics(const Params& params) const override {
+    std::vector<MetricInfo> out = {info_.metrics[0], info_.metrics[1]};
+    for (const std::string& hca : params.StringList("hcas")) {
+      MetricInfo bus = info_.metrics[2];
+      bus.name = PerRail("railBusBandwidthGBps", hca);
+      bus.description = "busbw of rail " + hca;
+      out.push_back(bus);
+      MetricInfo latency = info_.metrics[3];
+      latency.name = PerRail("railLatencyMicroseconds", hca);
+      latency.description = "time per small all_reduce on rail " + hca;
+      out.push_back(latency);
+    }
+    return out;
+  }
 
   // Every rail (one per GPU, as HGX wires them) in turn: warm-up, timed and checking calls of
   // both sizes through one NIC.

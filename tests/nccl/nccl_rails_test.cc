@@ -133,6 +133,7 @@ TEST(NcclRails, EveryRailIsMeasuredOnItsOwnAndNamedWithItsPlacementAndPeer) {
               o.sample.at("railBusBandwidthGBps@mlx5_1"));
     EXPECT_THAT(o.details.at("rail.mlx5_1"), HasSubstr("NCCL_IB_HCA==mlx5_1:1"));
     EXPECT_THAT(o.details.at("rail.mlx5_1"), HasSubstr("PCI 0000:40:00.0"));
+    EXPECT_THAT(o.details.at("rail.mlx5_1.lastSample"), HasSubstr(" GB/s, "));
   }
   EXPECT_THAT(outcomes[0].details.at("rail.mlx5_0"), HasSubstr("paired with node-b"));
   EXPECT_THAT(outcomes[1].details.at("rail.mlx5_0"), HasSubstr("paired with node-a"));
@@ -169,6 +170,16 @@ TEST(NcclRails, WithoutHcasTheRailsAreThoseThePodsNcclIbHcaSelects) {
   EXPECT_EQ(RailHcas("^mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5", *ports),
             (V{"mlx5_6", "mlx5_7"}));
   EXPECT_EQ(RailHcas("mlx5", *ports).size(), 8U);  // a prefix, as NCCL reads it
+}
+
+TEST(NcclRails, ThePlanReportsEachRailNamedInHcas) {
+  auto test = RailTestFor(Node{});
+  std::vector<std::string> names;
+  for (const auto& m : test->Metrics(RailParams())) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "slowestRailBusBandwidthGBps", "slowestRailLatencyMicroseconds",
+                       "railBusBandwidthGBps@mlx5_0", "railLatencyMicroseconds@mlx5_0",
+                       "railBusBandwidthGBps@mlx5_1", "railLatencyMicroseconds@mlx5_1"}));
 }
 
 TEST(NcclRails, APodOutsideAGangIsNotApplicable) {
