@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "kernels/nccl/nccl_communicator.h"
+#include "kernels/nccl/nccl_debug.h"
 #include "kernels/unmeasured.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
@@ -261,7 +262,12 @@ RailBackend NcclRailBackend() {
     options.init_timeout_seconds = job.init_timeout_seconds;
     options.call_timeout_seconds = job.call_timeout_seconds;
     PrepareNcclConnectRetries(job.init_timeout_seconds);
-    return CreateNcclCommunicator(options, "");
+    // NCCL's log says which transport it chose: the rail's details show it, and a rail that
+    // fell back to TCP sockets is caught (RailChildMain).
+    const char* tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): read-only
+    const std::string log =
+        PrepareNcclDebugLog(tmp != nullptr && tmp[0] != '\0' ? std::string(tmp) : "/tmp");
+    return CreateNcclCommunicator(options, log);
   };
 }
 
@@ -293,6 +299,14 @@ int RailChildMain(const std::vector<std::string>& args,
     if (!(words >> verb >> seed) || verb != "run") return fail("rail-child: bad command " + line);
     auto figures = MeasureRail(**comm, *job, seed);
     if (!figures.ok()) return fail(figures.status().message());
+    if ((*comm)->InterNodeSockets()) {
+      const auto d = (*comm)->Details();
+      const auto t = d.find("transport");
+      return fail("NCCL did not use " + job->hca + " (NCCL_IB_HCA=" + job->IbHca() +
+                  ") and fell back to plain TCP sockets: " +
+                  (t == d.end() ? std::string("NET/Socket") : t->second) +
+                  " (the HCA is down, or the pod lacks its RDMA resource)");
+    }
     out << kAnswer << "ok " << figures->bus_gbps << ' ' << figures->latency_us << ' '
         << figures->wrong << std::endl;
   }
