@@ -65,6 +65,8 @@ constexpr MetricRule kMetricRules[] = {
     {"portRcvErrorCount", Step::kReseat, "malformed packets received on a fabric port"},
     {"bufferOverrunErrorCount", Step::kReseat, "buffer overruns on a fabric link"},
     {"linkIntegrityErrorCount", Step::kReseat, "local link integrity errors on a fabric port"},
+    {"topologyMismatchCount", Step::kReseat,
+     "a rail is cabled to another switch than the declared topology: move the cable"},
     {"otherProcessCount", Step::kRetest,
      "another process used the GPU during the run: the figures are not the GPU's own"},
     {"xidEventCount", Step::kResetGpu,

@@ -25,18 +25,21 @@ const std::vector<std::unique_ptr<Test>>& Registry() {
     v->push_back(MakePowerTest());
     v->push_back(MakeConsistencyTest());
     v->push_back(MakePortHealthTest());
+    v->push_back(MakeFabricTopologyTest());
     v->push_back(MakeNcclAllReduceTest());
     v->push_back(MakeNcclAllGatherTest());
     v->push_back(MakeNcclReduceScatterTest());
     v->push_back(MakeNcclAllToAllTest());
     v->push_back(MakeNcclBroadcastTest());
     v->push_back(MakeNcclSendRecvTest());
+    v->push_back(MakeNcclRailsTest());
     v->push_back(MakeTrainingStepTest());
     v->push_back(MakeDecodeStepTest());
     v->push_back(MakeSequenceSearchTest());
 #ifdef PERFGATE_TEST_FIXTURES
     v->push_back(MakeSyntheticTest());
     v->push_back(MakeNcclCpuLoopbackTest());
+    v->push_back(MakeNcclRailsCpuLoopbackTest());
 #endif
     return v;
   }();
@@ -51,6 +54,14 @@ std::vector<const Test*> AllTests(bool include_fixtures) {
     if (t->Info().fixture && !include_fixtures) continue;
     out.push_back(t.get());
   }
+  return out;
+}
+
+std::map<std::string, nccl::RailBackend> RailBackends() {
+  std::map<std::string, nccl::RailBackend> out = {{"nccl", nccl::NcclRailBackend()}};
+#ifdef PERFGATE_TEST_FIXTURES
+  out["cpu-loopback"] = nccl::CpuLoopbackRailBackend();
+#endif
   return out;
 }
 

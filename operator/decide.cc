@@ -623,8 +623,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
         }
       }
       for (size_t r = 0; r < gangs[g].size(); ++r) {
-        members[gangs[g][r]] =
-            MemberOf(ctx, id, static_cast<int>(r), static_cast<int>(gangs[g].size()), comm);
+        members[gangs[g][r]] = MemberOf(ctx, id, static_cast<int>(r), gangs[g], comm);
       }
     }
     BlameGangs(ctx, gangs, nodes_with_pods, outcome_of, &outcomes, d);

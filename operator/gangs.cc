@@ -104,8 +104,7 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
     // Every member at once (a create that failed last time is made now, at the same address).
     for (size_t r = 0; r < group.size(); ++r) {
       if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
-      const GangMember m =
-          MemberOf(ctx, id, static_cast<int>(r), static_cast<int>(group.size()), comm);
+      const GangMember m = MemberOf(ctx, id, static_cast<int>(r), group, comm);
       if (m.headless_service) services.insert(id);
       d->pods.push_back(GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m));
     }
@@ -186,9 +185,15 @@ std::string CommIdOf(const Json& pod) {
   return "";
 }
 
-GangMember MemberOf(const RunContext& ctx, const std::string& gang_id, int rank, int size,
-                    const std::string& comm) {
-  GangMember m{gang_id, rank, size, comm, ctx.config->gang_rendezvous_host.empty()};
+GangMember MemberOf(const RunContext& ctx, const std::string& gang_id, int rank,
+                    const std::vector<std::string>& nodes, const std::string& comm) {
+  GangMember m;
+  m.gang_id = gang_id;
+  m.rank = rank;
+  m.size = static_cast<int>(nodes.size());
+  m.nodes = nodes;
+  m.comm_id = comm;
+  m.headless_service = ctx.config->gang_rendezvous_host.empty();
   if (m.comm_id.empty() && m.headless_service) {
     m.comm_id = ObjectName({gang_id, "r0"}) + "." + gang_id + "." + ctx.config->name_space +
                 ".svc:" + std::to_string(ctx.port);

@@ -61,10 +61,11 @@ int PodGpus(const RunContext& ctx, const std::string& node);
 // The NCCL_COMM_ID a pod of a gang already carries, or "".
 std::string CommIdOf(const Json& pod);
 
-// A gang member: rank `rank` of `size`, meeting at `comm` (an existing member's address), else
-// at rank 0's headless Service, else (--gang-rendezvous-host) at an address Act picks.
-GangMember MemberOf(const RunContext& ctx, const std::string& gang_id, int rank, int size,
-                    const std::string& comm);
+// A gang member: rank `rank` of the gang's `nodes` (by rank), meeting at `comm` (an existing
+// member's address), else at rank 0's headless Service, else (--gang-rendezvous-host) at an address
+// Act picks.
+GangMember MemberOf(const RunContext& ctx, const std::string& gang_id, int rank,
+                    const std::vector<std::string>& nodes, const std::string& comm);
 
 // The pod of a gang member (a PodCreate whose address Act completes when it is to be picked).
 PodCreate GangPod(const RunContext& ctx, const std::string& run_label, const std::string& node,

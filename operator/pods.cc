@@ -170,6 +170,11 @@ Json BuildGangPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   container["env"].push_back(ValueEnv("PERFGATE_GANG_SIZE", std::to_string(member.size)));
   container["env"].push_back(ValueEnv("PERFGATE_GANG_RANK", std::to_string(member.rank)));
   container["env"].push_back(ValueEnv("PERFGATE_GANG_ID", member.gang_id));
+  if (!member.nodes.empty()) {
+    std::string nodes;
+    for (const auto& n : member.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+    container["env"].push_back(ValueEnv("PERFGATE_GANG_NODES", nodes));
+  }
   container["env"].push_back(ValueEnv("NCCL_COMM_ID", member.comm_id));
   if (p.gpus > 0) {
     container["env"].push_back(ValueEnv("PERFGATE_GANG_GPUS_PER_NODE", std::to_string(p.gpus)));

@@ -26,6 +26,8 @@ struct GangMember {
   std::string gang_id;  // e.g. "pval-x-g1-gang0": names the headless Service and the pods' label
   int rank = 0;
   int size = 1;
+  // The gang's nodes by rank (PERFGATE_GANG_NODES: a per-rail failure names its peer node).
+  std::vector<std::string> nodes;
   // NCCL_COMM_ID: <rank-0 host>:<port>; "" while the act step still has to pick a free port
   // at --gang-rendezvous-host.
   std::string comm_id;

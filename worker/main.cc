@@ -5,9 +5,11 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "common/command_line.h"
 #include "common/exit_codes.h"
+#include "kernels/registry.h"
 #include "worker/command_line.h"
 
 namespace {
@@ -27,6 +29,12 @@ int main(int argc, char** argv) {
   stop.sa_handler = StopAtOnce;
   sigemptyset(&stop.sa_mask);
   ::sigaction(SIGTERM, &stop, nullptr);
+  // nccl-rails' child, one per rail (kernels/nccl/rails.h): not a command people type.
+  if (argc > 1 && std::string(argv[1]) == "rail-child") {
+    return perfgate::kernels::nccl::RailChildMain(std::vector<std::string>(argv + 2, argv + argc),
+                                                  perfgate::kernels::RailBackends(), std::cin,
+                                                  std::cout);
+  }
   namespace pw = perfgate::worker;
   CLI::App app{"the in-pod agent of perfgate: runs a validation plan on this node",
                "perfgate-worker"};

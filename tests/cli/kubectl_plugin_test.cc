@@ -222,7 +222,7 @@ TEST_F(KubectlPlugin, PlanShowsTheProfileTestsNodesAndTime) {
   auto table = Kubectl(*sim_, {"perfgate", "plan", "-f", spec_file});
   ASSERT_EQ(table.exitCode, 0) << table.err;
   // The nodes' model picked the H200 profile; 12 nodes of 8 GPUs, 4 at a time.
-  EXPECT_NE(table.out.find("acceptance  h200-sxm-141gb v5"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("acceptance  h200-sxm-141gb v6"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("  12     8     4  "), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("GPU models: NVIDIA-H200: node-0"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("\nhbm-stream "), std::string::npos) << table.out;

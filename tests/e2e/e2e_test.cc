@@ -1008,6 +1008,51 @@ TEST_F(E2E, GangPairsWithoutNarrowingNameTheFailingPair) {
   }
 }
 
+// 11c. The fabric rail by rail: nccl-rails on the CPU stand-in, each node's two fake NICs read
+// from a recorded ConnectX-7 tree, one child process per rail, node-2's mlx5_1 planted slow.
+// Its pair fails on that rail, narrowing names node-2, and node-2's failure names the NIC, its
+// PCI address and NUMA node and the peer it was paired with; every pod knows its gang's nodes.
+TEST_F(E2E, GangRailsNameTheSlowNodeAndItsRail) {
+  Apply(GpuNodesSpec("rails") +
+        "  gang: {shape: pairs}\n"
+        "  sampling: {warmup: 0, minRepeats: 3, maxRepeats: 3}\n"
+        "  policy: {onFailure: none, nodeTimeoutSeconds: 60}\n"
+        "  tests:\n"
+        "    - type: nccl-rails-cpu-loopback\n"
+        "      parameters: {hcas: [mlx5_0, mlx5_1], bytes: 65536, warmupIterations: 0,\n"
+        "                   iterations: 2, initTimeoutSeconds: 30, timeoutSeconds: 30,\n"
+        "                   sysfsRoot: \"" +
+        std::string(PERFGATE_SOURCE_DIR) +
+        "/tests/kernels/sysfs/cx7-ndr-clean\",\n"
+        "                   behaviour: [\"node-2/mlx5_1=slow:100\"]}\n"
+        "      thresholds:\n"
+        "        - {metric: slowestRailBusBandwidthGBps, statistic: min, op: \">=\", "
+        "value: 0.002}\n");
+  ASSERT_TRUE(WaitComplete("rails", 90));
+  Json v = Validation("rails");
+  const std::string run = v["status"].value("run", "");
+  EXPECT_EQ(Condition(v, "Passed").value("status", ""), "False") << v.dump(2);
+  EXPECT_EQ(v["status"].value("suspectNodes", Json::array()), Json::array({"node-2"})) << v.dump(2);
+  std::map<std::string, Json> by_node;
+  for (auto& r : Results("rails")) {
+    if (r["metadata"]["labels"].value("perfgate.io/run", "") == run) {
+      by_node[r["spec"].value("nodeName", "")] = r;
+    }
+  }
+  ASSERT_EQ(by_node.size(), 4u);
+  EXPECT_EQ(by_node["node-0"]["spec"]["report"].value("verdict", ""), "PASS")
+      << by_node["node-0"].dump(2);
+  const Json& failed = by_node["node-2"]["spec"]["report"];
+  EXPECT_EQ(failed.value("verdict", ""), "FAIL") << failed.dump(2);
+  const std::string reason = failed.dump();
+  EXPECT_NE(reason.find("mlx5_1 (PCI 0000:40:00.0, NUMA 0) paired with node-3"), std::string::npos)
+      << reason;
+  for (const auto& p : Pods("rails")) {
+    const std::string size = EnvOf(p, "PERFGATE_GANG_SIZE");
+    EXPECT_EQ(EnvOf(p, "PERFGATE_GANG_NODES").size(), size == "2" ? 13u : 20u) << p.dump(2);
+  }
+}
+
 // 12. spec.gang.network reaches the gang's pods: the RDMA resource is requested (so only nodes
 // that have it run the gang), the interface and HCA variables and extra NCCL/libfabric
 // variables are in every rank's environment and in its report, and host networking comes

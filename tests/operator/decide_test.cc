@@ -807,6 +807,8 @@ TEST(DecideScenario, GangOfFourPasses) {
     const std::string node = ViewOfPod(p.pod).node;
     EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_SIZE"), "4");
     EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_RANK"), node.substr(node.size() - 1));
+    // The gang's nodes by rank: a per-rail failure names the peer it was paired with.
+    EXPECT_EQ(Env(p.pod, "PERFGATE_GANG_NODES"), "node-0,node-1,node-2,node-3");
     comm.insert(Env(p.pod, "NCCL_COMM_ID"));
     EXPECT_TRUE(p.rendezvous_gang.empty());
   }

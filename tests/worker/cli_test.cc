@@ -340,15 +340,19 @@ TEST_F(Cli, HugeBoundsPrintReadably) {
 TEST_F(Cli, ListShowsTestsParametersAndMetrics) {
   Outcome o = Perfgate("list");
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* type : {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health",
-                           "config", "memtest", "power", "consistency", "port-health",
-                           "training-step", "decode-step", "sequence-search"}) {
+  for (const char* type :
+       {"host-stream", "hbm-stream", "gemm", "h2d-d2h", "p2p", "burn", "health", "config",
+        "memtest", "power", "consistency", "port-health", "fabric-topology", "nccl-rails",
+        "training-step", "decode-step", "sequence-search"}) {
     EXPECT_THAT(o.output, HasSubstr(std::string(type) + "  (")) << type;
   }
   EXPECT_THAT(o.output, HasSubstr("arrayBytes (int, bytes, default 0)"));
   EXPECT_THAT(o.output, HasSubstr("triadBandwidthGBps (GB/s, higher is better)"));
   EXPECT_THAT(o.output, HasSubstr("ratedRateGbps (number, Gb/s, default 0)"));
   EXPECT_THAT(o.output, HasSubstr("linkDownedCount (count, lower is better)"));
+  EXPECT_THAT(o.output, HasSubstr("slowestRailBusBandwidthGBps (GB/s, higher is better)"));
+  EXPECT_THAT(o.output, HasSubstr("latencyBytes (int, bytes, default 8)"));
+  EXPECT_THAT(o.output, HasSubstr("topologyMismatchCount (count, lower is better)"));
   // Fixtures hidden: no entry named synthetic (the word may stand in a description).
   EXPECT_THAT(o.output, ::testing::Not(HasSubstr("synthetic  (")));
   o = Perfgate("list --json");
