@@ -265,7 +265,7 @@ pod_security privileged
 gang_spec narrow pairs 5 "{onFailure: none, nodeTimeoutSeconds: 60}" \
   "{collective: all_reduce, minBytes: 65536, maxBytes: 65536, warmupIterations: 1, iterations: 3,$(
   ) inPlace: false, initTimeoutSeconds: 30, behaviour: [\"node-2=slow:200\"]}" \
-  '{metric: timeMicroseconds@64KiB, statistic: mean, op: "<=", value: 50000}' \
+  '{metric: timeMicroseconds@64KiB, statistic: median, op: "<=", value: 50000}' \
   | kubectl apply -f - >/dev/null || fail "apply the narrowing validation"
 kubectl wait pval/narrow --for=condition=Complete --timeout=120s >/dev/null \
   || { tail -30 "$WORK_DIR/operator.log" >&2; fail "narrow not complete in 120 s"; }

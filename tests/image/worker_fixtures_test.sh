@@ -18,15 +18,15 @@ fail() {
 -DPERFGATE_TESTS=OFF -DPERFGATE_TEST_FIXTURES=OFF && cmake --build --preset nocuda --target \
 perfgate-worker)"
 mkdir -p "$WORK_DIR"
-# The test types of `list --json`, one a line.
+# The test types of `list -o json`, one a line.
 types() { python3 -c 'import json, sys; print("\n".join(t["type"] for t in json.load(sys.stdin)))'; }
-fixtures='^(synthetic|nccl-cpu-loopback)$'
+fixtures='^(synthetic|nccl-cpu-loopback|nccl-rails-cpu-loopback)$'
 
-"$TEST_WORKER" list --json --enable-fixtures | types >"$WORK_DIR/test-types.txt"
-[ "$(grep -Ec "$fixtures" "$WORK_DIR/test-types.txt")" = 2 ] \
-  || fail "the test worker should list both fixture tests: $(tr '\n' ' ' <"$WORK_DIR/test-types.txt")"
+"$TEST_WORKER" list -o json --enable-fixtures | types >"$WORK_DIR/test-types.txt"
+[ "$(grep -Ec "$fixtures" "$WORK_DIR/test-types.txt")" = 3 ] \
+  || fail "the test worker should list the three fixture tests: $(tr '\n' ' ' <"$WORK_DIR/test-types.txt")"
 
-"$PRODUCT_WORKER" list --json --enable-fixtures | types >"$WORK_DIR/product-types.txt"
+"$PRODUCT_WORKER" list -o json --enable-fixtures | types >"$WORK_DIR/product-types.txt"
 [ -s "$WORK_DIR/product-types.txt" ] || fail "the product worker lists no test at all"
 if grep -Eq "$fixtures" "$WORK_DIR/product-types.txt"; then
   fail "the product worker lists a fixture test: $(grep -E "$fixtures" "$WORK_DIR/product-types.txt")"
@@ -50,7 +50,7 @@ if "$PRODUCT_WORKER" run --enable-fixtures --no-store "$WORK_DIR/synthetic.yaml"
 fi
 grep -q 'synthetic' "$WORK_DIR/plan.out" || fail "the refusal does not name the test: $(cat "$WORK_DIR/plan.out")"
 
-for needle in MakeSyntheticTest MakeNcclCpuLoopbackTest CreateCpuLoopbackCommunicator \
+for needle in MakeSyntheticTest MakeNcclCpuLoopbackTest MakeNcclRailsCpuLoopbackTest CreateCpuLoopbackCommunicator \
   'TEST FIXTURE: samples' 'TEST STAND-IN'; do
   if grep -aq "$needle" "$PRODUCT_WORKER"; then fail "the product worker holds '$needle'"; fi
   grep -aq "$needle" "$TEST_WORKER" || fail "the test worker lacks '$needle' (is the needle stale?)"
