@@ -80,7 +80,7 @@ Result<std::chrono::seconds> ParsePeriod(const std::string& text) {
         unit = 86400;
         break;
       case 'w':
-        unit = 7 * 86400;
+        unit = int64_t{7} * 86400;
         break;
       default:
         return BadPeriod(text, "is not a duration");
