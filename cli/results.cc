@@ -177,6 +177,7 @@ int Summary(const SummaryArgs& args) {
   auto s = summary::Summarize(node_list, *reports, std::chrono::system_clock::now(),
                               std::chrono::hours(stale_hours));
   s.results_not_kept = summary::ResultsNotKept(items(*validations));
+  s.rolling = summary::RollingNodes(items(*validations), std::chrono::system_clock::now());
   if (s.nodes.empty() && output.empty()) {
     std::cout << "No GPU nodes (nodes with allocatable nvidia.com/gpu).\n" << summary::Notice(s);
     return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <tuple>
 
 #include "common/report.h"
 #include "common/time.h"
@@ -98,6 +99,14 @@ Json ToJson(const FleetSummary& s) {
                             {"stale", n.stale}});
   }
   for (const auto& [model, counts] : s.by_model) out["byModel"][model] = counts;
+  for (const auto& r : s.rolling) {
+    out["rolling"].push_back({{"node", r.node},
+                              {"validation", r.validation},
+                              {"lastValidated", r.last_validated},
+                              {"nextDue", r.next_due},
+                              {"lastVerdict", r.last_verdict},
+                              {"overdue", r.overdue}});
+  }
   for (const auto& l : s.lagging) {
     out["lagging"].push_back({{"node", l.figure.node},
                               {"device", l.figure.device},
@@ -167,6 +176,34 @@ FleetSummary Summarize(const std::vector<Json>& nodes,
   return s;
 }
 
+std::vector<RollingLine> RollingNodes(const std::vector<Json>& validations,
+                                      std::chrono::system_clock::time_point now) {
+  std::vector<RollingLine> out;
+  for (const Json& v : validations) {
+    if (!v.is_object()) continue;
+    const Json rolling = v.value("status", Json::object()).value("rolling", Json::object());
+    if (!rolling.is_object()) continue;
+    const Json nodes = rolling.value("nodes", Json::object());
+    if (!nodes.is_object()) continue;
+    for (const auto& [node, e] : nodes.items()) {
+      if (!e.is_object()) continue;
+      RollingLine line{node,
+                       v.value("/metadata/name"_json_pointer, std::string()),
+                       e.value("lastValidated", ""),
+                       e.value("nextDue", ""),
+                       e.value("lastVerdict", ""),
+                       false};
+      const auto due = ParseRfc3339(line.next_due);
+      line.overdue = due && *due <= now;
+      out.push_back(std::move(line));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const RollingLine& a, const RollingLine& b) {
+    return std::tie(a.validation, a.node) < std::tie(b.validation, b.node);
+  });
+  return out;
+}
+
 std::string Notice(const FleetSummary& s) {
   return s.results_not_kept ? std::string("Note: ") + kNotKept + ".\n" : "";
 }
@@ -232,6 +269,16 @@ std::string Format(const FleetSummary& s, const std::string& output) {
   }
   if (never.size() > 1) os << "\nNever validated:\n" << report::FormatColumns(never);
   if (stale.size() > 1) os << "\nValidated too long ago:\n" << report::FormatColumns(stale);
+  if (!s.rolling.empty()) {
+    std::vector<std::vector<std::string>> rolling = {
+        {"NODE", "VALIDATION", "LAST VALIDATED", "VERDICT", "DUE", "STATE"}};
+    for (const auto& r : s.rolling) {
+      const char* state = r.overdue ? "overdue" : r.last_validated.empty() ? "never" : "current";
+      rolling.push_back({r.node, r.validation, r.last_validated.empty() ? "-" : r.last_validated,
+                         r.last_verdict.empty() ? "-" : r.last_verdict, r.next_due, state});
+    }
+    os << "\nRolling re-validation:\n" << report::FormatColumns(rolling);
+  }
   if (s.results_not_kept) os << "\n" << Notice(s);
   return os.str();
 }

@@ -29,11 +29,23 @@ struct NodeLine {
   bool stale = false;          // the latest result is older than the staleness limit
 };
 
+// A node of a rolling validation (spec.rolling): when that validation last validated it and
+// when it falls due, from the validation's status.rolling.
+struct RollingLine {
+  std::string node;
+  std::string validation;
+  std::string last_validated;  // RFC 3339; "" when never
+  std::string next_due;        // RFC 3339
+  std::string last_verdict;    // PASS, FAIL, ...; "" when never
+  bool overdue = false;        // past its due time and not validated again yet
+};
+
 struct FleetSummary {
   std::vector<NodeLine> nodes;  // by name
   // Model -> verdict word ("PASS", ..., "NEVER", "STALE") -> nodes.
   std::map<std::string, std::map<std::string, int>> by_model;
   std::vector<fleet::Lagging> lagging;  // among the latest results
+  std::vector<RollingLine> rolling;     // by validation, then node
   // Every validation read says the operator keeps no results (condition Recorded False, reason
   // StoreOff: --store=off): no history, no regression check.
   bool results_not_kept = false;
@@ -49,6 +61,11 @@ bool ResultsNotKept(const std::vector<nlohmann::json>& validations);
 FleetSummary Summarize(const std::vector<nlohmann::json>& nodes,
                        const std::vector<fleet::NodeReport>& results,
                        std::chrono::system_clock::time_point now, std::chrono::hours stale_after);
+
+// The nodes of the rolling validations among `validations` (PerfValidation objects), overdue
+// as of `now`.
+std::vector<RollingLine> RollingNodes(const std::vector<nlohmann::json>& validations,
+                                      std::chrono::system_clock::time_point now);
 
 // The note the table output ends with when results are not kept ("" when they may be).
 std::string Notice(const FleetSummary& s);

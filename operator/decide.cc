@@ -21,6 +21,7 @@
 #include "operator/pods.h"
 #include "operator/quarantine.h"
 #include "operator/regressions.h"
+#include "operator/rolling.h"
 #include "operator/status.h"
 #include "operator/watch_nodes.h"
 
@@ -565,8 +566,12 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   DecideYields(ctx, pods, st.yielded, &status, d);
   // The nodes with a live worker of this run: under test.
   std::set<std::string> live;
+  size_t live_pods = 0;
   for (const auto& p : s.pods) {
-    if (!p.terminal && BaseRun(p.run) == s.run) live.insert(p.node);
+    if (!p.terminal && BaseRun(p.run) == s.run) {
+      live.insert(p.node);
+      live_pods++;
+    }
   }
   for (const auto& o : outcomes) {
     if (o.verdict) live.erase(o.node);  // its worker is exiting
@@ -576,6 +581,8 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   int disruption_waits = 0;
   bool draining = false;
   if (!plan.gang && !ctx.suspended) {
+    // spec.rolling: the node validated longest ago (or never) has the first turn.
+    if (IsRolling(spec)) OrderOldestFirst(old_status, &st.to_start);
     DisruptionPlan dp = PlanDisruption(s, disruption, selected, st.to_start, live, now_tp);
     st.to_start = dp.start;
     disruption_waits = static_cast<int>(dp.waiting.size());
@@ -604,6 +611,12 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
   }
   int parallelism = spec.policy().parallelism();
   if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
+  if (auto rolling = RollingOf(spec)) {
+    // spec.rolling: at most maxConcurrent workers at once, an exiting one (its result in)
+    // counted until its pod ends.
+    parallelism = std::min(parallelism, rolling->max_concurrent);
+    st.active = std::max(st.active, static_cast<int>(live_pods));
+  }
 
   // Gangs: rank order is the sorted node order; one verdict per gang.
   std::map<std::string, GangMember> members;
@@ -802,6 +815,8 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
         {"Normal", "Started", "run " + s.run + " started", false, s.name + "/" + s.run});
   }
   status["observedGeneration"] = s.generation;
+  // spec.rolling: nodes whose period is over are tested again (the run reopens if complete).
+  if (DecideRollingDue(s, now_tp, &status, &d)) return d;
   // Complete for this run: nothing left to do (node actions were applied before), unless
   // spec.watchNodes finds a node that joined or changed since.
   if (!status.value("completionTime", "").empty()) {
@@ -811,6 +826,7 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
 
   if (s.spec) {
     Status bad = CheckSchedule(s.spec->doc.spec());
+    if (bad.ok()) bad = CheckRolling(s.spec->doc.spec());
     if (bad.ok()) bad = CheckWatchNodes(s.spec->doc.spec());
     if (bad.ok()) bad = CheckQuarantine(s.spec->doc.spec());
     if (!bad.ok()) {
@@ -953,6 +969,7 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     // The brake on mass quarantine: FAILs past the cap keep their label, not the taint.
     DecideQuarantine(s, config, FormatRfc3339(now_tp), &d);
     DecideLifecycle(s, now_tp, &d);
+    RecordRolling(s, now_tp, &d);
     // Nodes under test for this validation that it no longer holds (their result is in, the
     // run completed, was suspended or replaced, the spec became invalid) are given back; a
     // FAIL keeps its cordon when policy.onFailure is taintAndCordon.

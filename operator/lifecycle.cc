@@ -15,8 +15,9 @@ namespace {
 using Clock = std::chrono::system_clock;
 
 // The status fields a run leaves to the next.
-constexpr const char* kCarried[] = {"lastScheduleTime", "nextScheduleTime",
-                                    "lastSkippedScheduleTime", "missedSchedules", "history"};
+constexpr const char* kCarried[] = {
+    "lastScheduleTime", "nextScheduleTime", "lastSkippedScheduleTime",
+    "missedSchedules",  "history",          "rolling"};
 
 std::optional<Clock::time_point> TimeField(const Json& status, const char* key) {
   const std::string v = status.value(key, "");

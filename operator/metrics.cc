@@ -131,6 +131,39 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
         node_yields, out);
 }
 
+// Per rolling validation (spec.rolling, status.rolling): how many of its nodes are overdue, and
+// per node when it was last validated and when it falls due.
+void RenderRolling(const std::vector<Json>& validations, std::string* out) {
+  std::string validated, due, overdue;
+  for (const Json& v : validations) {
+    const std::string name = Name(v);
+    const Json rolling = v.value("status", Json::object()).value("rolling", Json::object());
+    if (name.empty() || !rolling.is_object() || !rolling.contains("overdueNodes")) continue;
+    overdue += "perfgate_validation_overdue_nodes" + Labels({{"validation", name}}) + " " +
+               std::to_string(rolling.value("overdueNodes", int64_t{0})) + "\n";
+    const Json nodes = rolling.value("nodes", Json::object());
+    if (!nodes.is_object()) continue;
+    for (const auto& [node, e] : nodes.items()) {
+      if (!e.is_object()) continue;
+      const std::string labels = Labels({{"validation", name}, {"node", node}});
+      if (auto t = EpochSeconds(e.value("lastValidated", ""))) {
+        validated +=
+            "perfgate_node_rolling_validated_timestamp_seconds" + labels + " " + Value(*t) + "\n";
+      }
+      if (auto t = EpochSeconds(e.value("nextDue", ""))) {
+        due += "perfgate_node_validation_due_timestamp_seconds" + labels + " " + Value(*t) + "\n";
+      }
+    }
+  }
+  Gauge("perfgate_validation_overdue_nodes",
+        "A rolling validation's selected nodes past their due time and not validated again yet.",
+        overdue, out);
+  Gauge("perfgate_node_rolling_validated_timestamp_seconds",
+        "When a rolling validation last validated the node (its result came in).", validated, out);
+  Gauge("perfgate_node_validation_due_timestamp_seconds",
+        "When the node falls due again under a rolling validation's period.", due, out);
+}
+
 // Per node: the regressions each validation's status lists (status.regressions, at most 20
 // rows a validation): the node's worst figure against its history and against its peers, as
 // the ratio now / reference and the high end of its interval. Bounded by the status list, so
@@ -353,6 +386,7 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
     out += per_node;
   }
   RenderValidations(s.validations, &out);
+  RenderRolling(s.validations, &out);
   RenderRegressions(s.validations, &out);
   if (s.per_node) RenderNodeResults(s.results, &out);
   header("perfgate_leader", "gauge", "Whether this replica leads.");

@@ -7,6 +7,7 @@
 #include "core/names.h"
 #include "core/selection.h"
 #include "operator/lifecycle.h"
+#include "operator/rolling.h"
 #include "operator/watch_nodes.h"
 
 namespace perfgate::op {
@@ -213,13 +214,16 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   } else {
     s.spec_error = parsed.status();
   }
-  const bool watching = s.spec && WatchesNodes(s.spec->doc.spec());
+  // Complete, but watching nodes, or tested again as their period ends (spec.rolling): the
+  // nodes, pods and results are read as for a run in progress.
+  const bool watching =
+      s.spec && (WatchesNodes(s.spec->doc.spec()) || IsRolling(s.spec->doc.spec()));
   if (s.run_complete && !s.deleting && !watching) return s;
 
   for (auto& n : caches.nodes()) s.nodes[Name(n)] = n;
   for (auto& p : caches.pods_of(name)) s.pods.push_back(ViewOfPod(p));
   s.results = caches.results_of(name);
-  // Complete, watching for nodes that join or change: the caches are enough to tell.
+  // Complete, watching for nodes that join or change or fall due: the caches are enough.
   if (s.run_complete && !s.deleting) return s;
   // Others' claims matter on the nodes this validation selects; being deleted, it only lets
   // go of its own.

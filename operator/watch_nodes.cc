@@ -79,17 +79,6 @@ bool HasAnnotation(const Json& node, const std::string& key) {
 }
 
 // This run's results by node, only those of the node's current worker name.
-std::map<std::string, const Json*> ResultsOfRun(const Snapshot& s) {
-  std::map<std::string, const Json*> out;
-  for (const auto& r : s.results) {
-    if (Label(r, kRunLabel) != s.run) continue;
-    const std::string node =
-        r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel));
-    if (Name(r) == WorkerName(s, node)) out[node] = &r;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string NodeIdentity(const Json& node) {
@@ -190,6 +179,17 @@ Status CheckWatchNodes(const v1alpha1::PerfValidationSpec& spec) {
   }
   return Status(Code::kInvalidArgument,
                 "spec.provisioningTaint.effect must be NoSchedule, PreferNoSchedule or NoExecute");
+}
+
+std::map<std::string, const Json*> ResultsOfRun(const Snapshot& s) {
+  std::map<std::string, const Json*> out;
+  for (const auto& r : s.results) {
+    if (Label(r, kRunLabel) != s.run) continue;
+    const std::string node =
+        r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel));
+    if (Name(r) == WorkerName(s, node)) out[node] = &r;
+  }
+  return out;
 }
 
 std::string WorkerName(const Snapshot& s, const std::string& node) {

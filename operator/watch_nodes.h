@@ -5,6 +5,7 @@
 // Pure: decide's part; Act applies the node edits.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ Status CheckWatchNodes(const v1alpha1::PerfValidationSpec& spec);
 // The name of the worker pod (and of its PerfResult) of `node` in the current run: a node tested
 // again after its identity changed gets "-r<k>" for its k-th re-test (status.retests).
 std::string WorkerName(const Snapshot& s, const std::string& node);
+
+// Each node's result in the current run: the one its newest worker (WorkerName) wrote.
+std::map<std::string, const Json*> ResultsOfRun(const Snapshot& s);
 
 // The run is complete: with spec.watchNodes, selected nodes without a result of the run (new,
 // or carrying a remediation taint) and nodes whose identity is not the one recorded with their

@@ -160,6 +160,37 @@ Json Result(const std::string& node, const std::string& done, std::vector<double
               {"tests", tests}}}}}};
 }
 
+TEST(Metrics, ARollingValidationsOverdueCountAndEachNodesTimes) {
+  MetricsSnapshot s;
+  s.validations = {
+      Validation("weekly", {{"verdict", "Passed"},
+                            {"rolling",
+                             {{"period", "7d"},
+                              {"currentNodes", 1},
+                              {"overdueNodes", 1},
+                              {"nodes",
+                               {{"node-0",
+                                 {{"lastValidated", "2026-12-01T10:00:00Z"},
+                                  {"nextDue", "2026-12-08T10:00:00Z"},
+                                  {"lastVerdict", "PASS"}}},
+                                {"node-1", {{"nextDue", "2026-11-30T09:30:00Z"}}}}}}}}),
+      Validation("once", {{"verdict", "Passed"}})};
+  const std::string text = RenderMetrics(s);
+  EXPECT_THAT(text, HasSubstr("perfgate_validation_overdue_nodes{validation=\"weekly\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_node_rolling_validated_timestamp_seconds{validation="
+                              "\"weekly\",node=\"node-0\"} 1796119200\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_node_validation_due_timestamp_seconds{validation="
+                              "\"weekly\",node=\"node-0\"} 1796724000\n"));
+  // Never validated: due, but no last time.
+  EXPECT_THAT(text, HasSubstr("perfgate_node_validation_due_timestamp_seconds{validation="
+                              "\"weekly\",node=\"node-1\"} 1796031000\n"));
+  EXPECT_THAT(text, Not(HasSubstr("perfgate_node_rolling_validated_timestamp_seconds{validation="
+                                  "\"weekly\",node=\"node-1\"}")));
+  // A validation without spec.rolling has none of these series.
+  EXPECT_THAT(text, Not(HasSubstr("validation=\"once\",node=")));
+  EXPECT_THAT(text, Not(HasSubstr("perfgate_validation_overdue_nodes{validation=\"once\"}")));
+}
+
 TEST(Metrics, PerNodeFiguresFromEachNodesLatestResult) {
   MetricsSnapshot s;
   s.per_node = true;
