@@ -12,14 +12,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// kubectl finds kubectl-perfgate (a link to perfgate) on the PATH.
-void PluginOnPath() {
-  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
-  const std::string dir = PERFGATE_CLI_DIR;
-  if (path != nullptr && std::string(path).find(dir) != std::string::npos) return;
-  setenv("PATH", (dir + ":" + (path != nullptr ? path : "")).c_str(), 1);  // NOLINT
-}
-
 std::vector<Json> DiagnosisConfigMaps(kubesim::KubeSim& sim) {
   std::vector<Json> out;
   for (auto& cm : sim.List("", "configmaps", kNs)) {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -305,5 +306,16 @@ class ScaleModeE2E : public E2E {
     op_.Start(*sim_, OperatorFlags());
   }
 };
+
+#ifdef PERFGATE_CLI_DIR
+// Puts this build's perfgate (and kubectl-perfgate) first on PATH, so that kubectl finds the
+// plugin the e2e tests run.
+inline void PluginOnPath() {
+  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
+  const std::string dir = PERFGATE_CLI_DIR;
+  if (path != nullptr && std::string(path).find(dir) != std::string::npos) return;
+  setenv("PATH", (dir + ":" + (path != nullptr ? path : "")).c_str(), 1);  // NOLINT
+}
+#endif
 
 }  // namespace perfgate::e2e

@@ -24,14 +24,6 @@ double SecondsBetween(Steady::time_point from, Steady::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-// kubectl finds kubectl-perfgate (a link to perfgate) on the PATH.
-void PluginOnPath() {
-  const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe)
-  const std::string dir = PERFGATE_CLI_DIR;
-  if (path != nullptr && std::string(path).find(dir) != std::string::npos) return;
-  setenv("PATH", (dir + ":" + (path != nullptr ? path : "")).c_str(), 1);  // NOLINT
-}
-
 class Rolling : public E2E {
  protected:
   void SetUp() override {
