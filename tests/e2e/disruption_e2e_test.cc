@@ -18,31 +18,6 @@ class Disruption : public E2E {
     ASSERT_EQ(r.exitCode, 0) << r.err;
   }
 
-  // Someone else's training pod holding `gpus` GPUs of `node` until the file `done` appears.
-  std::string StartGpuPod(const std::string& name, const std::string& node, int gpus) {
-    const std::string done = sim_->workDir() + "/" + name + ".done";
-    Json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"name", name}, {"namespace", "ml"}, {"labels", {{"app", "train"}}}}},
-        {"spec",
-         {{"restartPolicy", "Never"},
-          {"terminationGracePeriodSeconds", 2},
-          {"nodeSelector", {{"kubernetes.io/hostname", node}}},
-          {"containers",
-           {{{"name", "train"},
-             {"image", "example.com/train:1"},
-             {"command",
-              {"/bin/sh", "-c", "while [ ! -e " + ShellQuote(done) + " ]; do sleep 0.1; done"}},
-             {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
-    EXPECT_TRUE(sim_->Create("", "pods", pod).ok());
-    EXPECT_TRUE(Eventually([&] { return Phase(name) == "Running"; }));
-    return done;
-  }
-  std::string Phase(const std::string& name) {
-    auto p = sim_->Get("", "pods", "ml", name);
-    return p.ok() ? p->value("status", Json::object()).value("phase", "") : "<gone>";
-  }
   // The validation's status message once it says `text` (or "" after `seconds`).
   bool StatusSays(const std::string& name, const std::string& text, double seconds = 30) {
     return Eventually(

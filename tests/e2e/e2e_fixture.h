@@ -195,6 +195,34 @@ class E2E : public ::testing::Test {
     return node["metadata"].value("labels", Json::object()).value("perfgate.io/verdict", "");
   }
 
+  // Someone else's training pod (namespace ml) holding `gpus` GPUs of `node` until the file
+  // `done` appears.
+  std::string StartGpuPod(const std::string& name, const std::string& node, int gpus) {
+    const std::string done = sim_->workDir() + "/" + name + ".done";
+    Json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "ml"}, {"labels", {{"app", "train"}}}}},
+        {"spec",
+         {{"restartPolicy", "Never"},
+          {"terminationGracePeriodSeconds", 2},
+          {"nodeSelector", {{"kubernetes.io/hostname", node}}},
+          {"containers",
+           {{{"name", "train"},
+             {"image", "example.com/train:1"},
+             {"command",
+              {"/bin/sh", "-c",
+               "while [ ! -e " + kubesim::testing::ShellQuote(done) + " ]; do sleep 0.1; done"}},
+             {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+    EXPECT_TRUE(sim_->Create("", "pods", pod).ok());
+    EXPECT_TRUE(Eventually([&] { return Phase(name) == "Running"; }));
+    return done;
+  }
+  std::string Phase(const std::string& name) {
+    auto p = sim_->Get("", "pods", "ml", name);
+    return p.ok() ? p->value("status", Json::object()).value("phase", "") : "<gone>";
+  }
+
   std::unique_ptr<kubesim::KubeSim> sim_;
   OperatorProcess op_;
 };

@@ -97,31 +97,6 @@ class Rolling : public E2E {
     return n;
   }
 
-  // Someone else's pod holding all GPUs of `node` until the file it returns appears.
-  std::string StartCustomerPod(const std::string& node) {
-    const std::string done = sim_->workDir() + "/customer.done";
-    Json pod = {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"name", "customer"}, {"namespace", "ml"}}},
-        {"spec",
-         {{"restartPolicy", "Never"},
-          {"terminationGracePeriodSeconds", 2},
-          {"nodeSelector", {{"kubernetes.io/hostname", node}}},
-          {"containers",
-           {{{"name", "train"},
-             {"image", "example.com/train:1"},
-             {"command",
-              {"/bin/sh", "-c", "while [ ! -e " + ShellQuote(done) + " ]; do sleep 0.1; done"}},
-             {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
-    EXPECT_TRUE(sim_->Create("", "pods", pod).ok());
-    EXPECT_TRUE(Eventually([&] {
-      auto p = sim_->Get("", "pods", "ml", "customer");
-      return p.ok() && p->value("status", Json::object()).value("phase", "") == "Running";
-    }));
-    return done;
-  }
-
   std::mutex mu_;
   std::map<std::string, std::vector<Steady::time_point>> creates_;
   std::map<std::string, std::vector<std::string>> validated_;
@@ -156,7 +131,7 @@ TEST_F(Rolling, EveryNodeOncePerPeriodOldestFirstAtMostTwoAcrossARestart) {
   for (const auto& [node, t] : first) {
     if (t > first.at(busy)) busy = node;
   }
-  const std::string done = StartCustomerPod(busy);
+  const std::string done = StartGpuPod("customer", busy, 8);
   ASSERT_EQ(Validated()[busy].size(), 1u) << "tested again before the customer's pod came";
   ASSERT_TRUE(Eventually(
       [&] {
