@@ -1,7 +1,6 @@
 #include "operator/cache_strip.h"
 
 #include <string>
-#include <string_view>
 
 namespace perfgate::op {
 namespace {
@@ -142,10 +141,11 @@ void StripResult(Json& result, bool keep_figures) {
     Json kept = Json::object();
     // The driver; with the figures also the CUDA version: consistency digests are compared
     // between nodes of the same model, driver and CUDA version (fleet::FindDigestOutliers).
-    for (const char* key : {"driverVersion", "cudaVersion"}) {
-      if (!keep_figures && std::string_view(key) == "cudaVersion") continue;
+    auto keep = [&](const char* key) {
       if (auto d = identity->find(key); d != identity->end() && d->is_string()) kept[key] = *d;
-    }
+    };
+    keep("driverVersion");
+    if (keep_figures) keep("cudaVersion");
     if (Json* gpus = ArrayMember(*identity, "gpus")) {
       Json list = Json::array();
       for (Json& g : *gpus) {
