@@ -1,5 +1,8 @@
 #include "common/strings.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace perfgate {
 namespace {
 
@@ -36,6 +39,17 @@ std::string NameSome(const std::vector<std::string>& names, std::size_t most) {
   for (std::size_t i = 0; i < names.size() && i < most; ++i) out += (i == 0 ? "" : ", ") + names[i];
   if (names.size() > most) out += " and " + std::to_string(names.size() - most) + " more";
   return out;
+}
+
+std::string Sig4(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v);
+  return text;
+}
+
+std::string EnvVar(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
 }
 
 }  // namespace perfgate

@@ -18,6 +18,12 @@ std::string Lower(std::string_view s);
 // three), and "" gives one empty piece.
 std::vector<std::string> Split(std::string_view s, char separator);
 
+// `v` with four significant digits, as printf's %.4g writes it: "12.35", "1.235e+05".
+std::string Sig4(double v);
+
+// The environment variable `name`, or "" when it is not set.
+std::string EnvVar(const char* name);
+
 // The first `most` of `names` joined by ", ", then " and N more" for the rest: "a, b and 3 more".
 std::string NameSome(const std::vector<std::string>& names, std::size_t most);
 

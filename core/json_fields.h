@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/strings.h"
+#include "core/names.h"
 
 namespace perfgate::op {
 
@@ -37,6 +38,11 @@ inline std::string Label(const Json& obj, const std::string& key) {
   const Json labels = obj.value("metadata", Json::object()).value("labels", Json::object());
   auto it = labels.find(key);
   return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// The node a PerfResult is for: its spec.nodeName, else its perfgate.io/node label.
+inline std::string ResultNode(const Json& result) {
+  return result.value("spec", Json::object()).value("nodeName", Label(result, kNodeLabel));
 }
 
 inline std::string Name(const Json& obj) { return Str(obj, "/metadata/name"_json_pointer); }

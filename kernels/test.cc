@@ -106,7 +106,6 @@ ValueRange ReachableRange(const MetricInfo& metric) {
 std::string BinarySize(std::int64_t bytes, const std::string& separator) {
   constexpr std::int64_t kKiB = 1024;
   constexpr std::int64_t kMiB = kKiB * 1024;
-  constexpr std::int64_t kGiB = kMiB * 1024;
   for (const auto& [unit, name] : {std::pair{kGiB, "GiB"}, {kMiB, "MiB"}, {kKiB, "KiB"}}) {
     if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + separator + name;
   }

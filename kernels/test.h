@@ -123,6 +123,8 @@ struct TestInfo {
   bool fixture = false;
 };
 
+inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
 using ParamValue = std::variant<std::int64_t, double, std::string, bool, std::vector<std::string>,
                                 std::vector<std::int64_t>>;
 

@@ -128,7 +128,7 @@ Json FieldSchema(const FieldDescriptor* f) {
   return ScalarSchema(f);
 }
 
-Json Condition() {
+Json ConditionSchema() {
   return {{"type", "object"},
           {"required", {"type", "status"}},
           {"properties",
@@ -250,7 +250,7 @@ Json ValidationStatus() {
               {"errors", counts}}}}}}},
         {"conditions",
          {{"type", "array"},
-          {"items", Condition()},
+          {"items", ConditionSchema()},
           {"x-kubernetes-list-type", "map"},
           {"x-kubernetes-list-map-keys", {"type"}}}},
         // The brake on mass quarantine (operator/quarantine.h) while it holds FAILs back.

@@ -314,8 +314,7 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
   std::map<std::string, const Json*> results;  // this run's, by node
   for (const auto& r : s.results) {
     if (Label(r, kRunLabel) != s.run) continue;
-    const std::string node =
-        r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel));
+    const std::string node = ResultNode(r);
     // A node tested again (spec.watchNodes) counts only its newest worker's result.
     if (Name(r) == WorkerName(s, node)) results[node] = &r;
   }

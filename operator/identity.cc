@@ -30,10 +30,6 @@ bool AllDigits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
 }
 
-std::string NodeOf(const Json& result) {
-  return result.value("spec", Json::object()).value("nodeName", Label(result, kNodeLabel));
-}
-
 }  // namespace
 
 std::string ResultIdentity::Describe() const {
@@ -115,14 +111,14 @@ void RecordGpuChanges(const Snapshot& s, Decision* d) {
   std::map<std::string, const Json*> current;
   for (const auto& r : s.results) {
     if (Label(r, kRunLabel) != s.run) continue;
-    const std::string node = NodeOf(r);
+    const std::string node = ResultNode(r);
     if (Name(r) == WorkerName(s, node)) current[node] = &r;
   }
   // Each node's newest result of an earlier run, in one pass (a large fleet keeps thousands).
   std::map<std::string, const Json*> previous_of;
   for (const auto& r : s.results) {
     if (BaseRun(Label(r, kRunLabel)) == s.run) continue;
-    const Json*& best = previous_of[NodeOf(r)];
+    const Json*& best = previous_of[ResultNode(r)];
     if (best == nullptr || Str(r, "/metadata/creationTimestamp"_json_pointer) >
                                Str(*best, "/metadata/creationTimestamp"_json_pointer)) {
       best = &r;

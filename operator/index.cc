@@ -1,16 +1,8 @@
 #include "operator/index.h"
 
+#include "core/json_fields.h"
+
 namespace perfgate::op {
-namespace {
-
-std::string LabelOf(const nlohmann::json& o, const std::string& label) {
-  const auto labels =
-      o.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
-  auto it = labels.find(label);
-  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-}  // namespace
 
 kube::InformerHandlers LabelIndex::Handlers() {
   return {[this](const nlohmann::json& o) { Put(o); },
@@ -22,14 +14,14 @@ kube::InformerHandlers LabelIndex::Handlers() {
 }
 
 void LabelIndex::Put(const nlohmann::json& o) {
-  std::string v = LabelOf(o, label_);
+  std::string v = Label(o, label_);
   if (v.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   by_value_[v][kube::ObjectKey(o)] = o;
 }
 
 void LabelIndex::Remove(const nlohmann::json& o) {
-  std::string v = LabelOf(o, label_);
+  std::string v = Label(o, label_);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_value_.find(v);
   if (it == by_value_.end()) return;

@@ -27,12 +27,6 @@ bool Quarantined(const Json& node) {
   return !annotations.value(kTaintedDevicesAnnotation, "").empty();
 }
 
-std::string LabelOf(const Json& node, const std::string& key) {
-  const Json labels = node.value("metadata", Json::object()).value("labels", Json::object());
-  auto it = labels.find(key);
-  return it != labels.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool NamesRackOrSwitch(const std::string& key) {
   std::string lower = key;
   std::transform(lower.begin(), lower.end(), lower.begin(),
@@ -60,7 +54,7 @@ std::string SharedByFailing(const std::vector<std::string>& failing,
     }
     out += (out.empty() ? "" : ", ") + name + "=" + first;
   };
-  add("gpu.product", [](const Json& n) { return LabelOf(n, "nvidia.com/gpu.product"); });
+  add("gpu.product", [](const Json& n) { return Label(n, "nvidia.com/gpu.product"); });
   add("driver", [](const Json& n) { return LabelledDriver(n); });
   if (!profile.empty()) out += (out.empty() ? "" : ", ") + std::string("profile=") + profile;
   std::vector<std::string> keys = {"topology.kubernetes.io/zone"};
@@ -73,7 +67,7 @@ std::string SharedByFailing(const std::vector<std::string>& failing,
   keys.insert(keys.end(), extra_labels.begin(), extra_labels.end());
   std::set<std::string> seen;
   for (const auto& k : keys) {
-    if (seen.insert(k).second) add(k, [&](const Json& n) { return LabelOf(n, k); });
+    if (seen.insert(k).second) add(k, [&](const Json& n) { return Label(n, k); });
   }
   return out;
 }

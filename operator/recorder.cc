@@ -15,11 +15,6 @@ bool Recoverable(const Status& st) {
   return st.code() == Code::kUnavailable || st.code() == Code::kResourceExhausted;
 }
 
-// The node a PerfResult is for.
-std::string NodeOf(const Json& result) {
-  return result.value("spec", Json::object()).value("nodeName", Label(result, kNodeLabel));
-}
-
 // The report a PerfResult holds, when it holds one.
 Result<v1alpha1::Report> ReportOf(const Json& result) {
   const Json spec = result.value("spec", Json::object());
@@ -71,11 +66,11 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     full.clear();
   }
   for (const auto& r : s->results) {
-    if (Label(r, kRunLabel) != s->run || full.contains(NodeOf(r))) continue;
+    if (Label(r, kRunLabel) != s->run || full.contains(ResultNode(r))) continue;
     auto got = client.Get(ResultsResource(), ns, Name(r));
     if (!got.ok()) continue;  // read at the next reconcile
     auto report = ReportOf(*got);
-    if (report.ok()) full[NodeOf(r)] = std::move(report).value();
+    if (report.ok()) full[ResultNode(r)] = std::move(report).value();
   }
   EnsureOpen();
   if (store_ != nullptr && spool_.Pending() > 0) {
@@ -220,7 +215,7 @@ bool Recorder::Record(const Snapshot& s, const Decision& d) {
     done.clear();
   }
   for (const Json* r : results) {
-    const std::string node = NodeOf(*r);
+    const std::string node = ResultNode(*r);
     if (done.contains(node)) continue;
     // The full report read in observe; the operator's own results are whole as they are.
     auto& full = reports_[s.name];

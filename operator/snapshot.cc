@@ -238,8 +238,7 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   for (const auto& r : s.results) {
     cached_results.insert(Name(r));
     if (Label(r, kRunLabel) == s.run) {
-      nodes_with_results.insert(
-          r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel)));
+      nodes_with_results.insert(ResultNode(r));
     }
   }
   std::set<std::string> nodes_with_pods;  // of this run

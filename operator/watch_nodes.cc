@@ -185,8 +185,7 @@ std::map<std::string, const Json*> ResultsOfRun(const Snapshot& s) {
   std::map<std::string, const Json*> out;
   for (const auto& r : s.results) {
     if (Label(r, kRunLabel) != s.run) continue;
-    const std::string node =
-        r.value("spec", Json::object()).value("nodeName", Label(r, kNodeLabel));
+    const std::string node = ResultNode(r);
     if (Name(r) == WorkerName(s, node)) out[node] = &r;
   }
   return out;

@@ -15,17 +15,13 @@
 #include "common/labels.h"
 #include "common/node_verdict.h"
 #include "common/report.h"
+#include "common/strings.h"
 #include "common/termination.h"
 
 namespace perfgate::worker {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
 
 // metadata.ownerReferences naming one perfgate.io object, without blockOwnerDeletion (see
 // PerfResultJson).
@@ -38,7 +34,7 @@ nlohmann::json OwnerReference(const char* kind, const std::string& name, const s
 
 void ClusterTargetFromEnv(ClusterTarget* target) {
   auto fill = [](std::string* field, const char* env) {
-    if (field->empty()) *field = Env(env);
+    if (field->empty()) *field = EnvVar(env);
   };
   fill(&target->result_name, "PERFGATE_RESULT_NAME");
   fill(&target->name_space, "POD_NAMESPACE");
@@ -46,7 +42,7 @@ void ClusterTargetFromEnv(ClusterTarget* target) {
   fill(&target->run, "PERFGATE_RUN");
   fill(&target->validation_name, "PERFGATE_VALIDATION");
   fill(&target->validation_uid, "PERFGATE_VALIDATION_UID");
-  const std::string timeout = Env("PERFGATE_RESULT_WRITE_TIMEOUT_SECONDS");
+  const std::string timeout = EnvVar("PERFGATE_RESULT_WRITE_TIMEOUT_SECONDS");
   if (!timeout.empty()) {
     char* end = nullptr;
     const long seconds = std::strtol(timeout.c_str(), &end, 10);
@@ -57,7 +53,7 @@ void ClusterTargetFromEnv(ClusterTarget* target) {
 }
 
 std::string PodPath(const std::string& path) {
-  const std::string root = Env("PERFGATE_POD_ROOT");
+  const std::string root = EnvVar("PERFGATE_POD_ROOT");
   if (root.empty() || path.empty() || path[0] != '/') return path;
   return root + path;
 }
@@ -226,7 +222,7 @@ std::string TerminationResult(const ClusterTarget& target, const v1alpha1::Repor
 }
 
 void WriteTerminationMessage(const std::string& message) {
-  std::string path = Env("PERFGATE_TERMINATION_LOG");
+  std::string path = EnvVar("PERFGATE_TERMINATION_LOG");
   if (path.empty()) path = PodPath("/dev/termination-log");
   std::error_code ec;
   if (!fs::exists(fs::path(path).parent_path(), ec)) return;

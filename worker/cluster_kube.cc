@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/strings.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "worker/cluster.h"
@@ -17,16 +18,11 @@
 namespace perfgate::worker {
 namespace {
 
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : "";
-}
-
 // The in-cluster client and the namespace to write in.
 Result<std::pair<std::shared_ptr<kube::Client>, std::string>> Connect(const ClusterTarget& target) {
-  const std::string sa_dir = Env("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
+  const std::string sa_dir = EnvVar("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
                                  ? "/var/run/secrets/kubernetes.io/serviceaccount"
-                                 : Env("PERFGATE_SERVICE_ACCOUNT_DIR");
+                                 : EnvVar("PERFGATE_SERVICE_ACCOUNT_DIR");
   ASSIGN_OR_RETURN(kube::RestConfig config, kube::InClusterConfig(sa_dir));
   std::string ns = target.name_space.empty() ? config.defaultNamespace : target.name_space;
   ASSIGN_OR_RETURN(auto client, kube::NewClient(config));
@@ -71,9 +67,9 @@ Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& repo
   if (target.result_name.empty()) return InvalidArgument("no PerfResult name (--result)");
   // PERFGATE_SERVICE_ACCOUNT_DIR: the token, ca.crt and namespace where the standard path is
   // not the pod's own (a kubelet that cannot mount per pod there).
-  const std::string sa_dir = Env("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
+  const std::string sa_dir = EnvVar("PERFGATE_SERVICE_ACCOUNT_DIR").empty()
                                  ? "/var/run/secrets/kubernetes.io/serviceaccount"
-                                 : Env("PERFGATE_SERVICE_ACCOUNT_DIR");
+                                 : EnvVar("PERFGATE_SERVICE_ACCOUNT_DIR");
   ASSIGN_OR_RETURN(kube::RestConfig config, kube::InClusterConfig(sa_dir));
   ClusterTarget t = target;
   if (t.name_space.empty()) t.name_space = config.defaultNamespace;

@@ -19,6 +19,7 @@
 #include "common/compare.h"
 #include "common/report.h"
 #include "common/stats.h"
+#include "common/strings.h"
 #include "kernels/devices.h"
 #include "kernels/nvml/attributes.h"
 
@@ -38,12 +39,6 @@ std::string Size(std::size_t bytes) {
   } else {
     std::snprintf(text, sizeof text, "%zu B", bytes);
   }
-  return text;
-}
-
-std::string Figure(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", v);
   return text;
 }
 
@@ -106,9 +101,9 @@ std::vector<LaggingDevice> LaggingDevices(const v1alpha1::Report& report) {
       out.push_back({m.test->name(), m.test->device(),
                      m.test->name() + " [" + m.test->device() + "]: " + c.metric() + " " +
                          (c.statistic().empty() ? "median" : c.statistic()) + " " +
-                         Figure(m.threshold->observed()) + " is " + pct + " " +
+                         Sig4(m.threshold->observed()) + " is " + pct + " " +
                          (higher_is_better ? "below" : "above") + " its " +
-                         std::to_string(members.size()) + " GPUs' median " + Figure(median)});
+                         std::to_string(members.size()) + " GPUs' median " + Sig4(median)});
     }
   }
   return out;
@@ -258,9 +253,9 @@ std::vector<std::string> TimelineHints(const std::string& test, const TestTimeli
                       std::to_string(points.size()) + " samples");
     }
     if (hottest >= 0 || slowest >= 0) {
-      hints.push_back(who + (hottest >= 0 ? "hottest " + Figure(hottest) + " C" : "") +
+      hints.push_back(who + (hottest >= 0 ? "hottest " + Sig4(hottest) + " C" : "") +
                       (hottest >= 0 && slowest >= 0 ? ", " : "") +
-                      (slowest >= 0 ? "lowest SM clock " + Figure(slowest) + " MHz" : "") + of);
+                      (slowest >= 0 ? "lowest SM clock " + Sig4(slowest) + " MHz" : "") + of);
     }
   }
   return hints;
@@ -325,7 +320,7 @@ NvmlDump DumpNvml(const nvml::Nvml& lib) {
     for (const char* name : kFaultCounters) {
       auto it = metrics.find(name);
       if (it != metrics.end() && it->second > 0) {
-        out.hints.push_back(who + ": " + name + " " + Figure(it->second));
+        out.hints.push_back(who + ": " + name + " " + Sig4(it->second));
       }
     }
     if (const std::string fabric = nvml::FabricProblem(health); !fabric.empty()) {

@@ -126,13 +126,6 @@ class Progress {
   std::map<std::string, std::string> states_;
 };
 
-std::string Figure(double v) {
-  std::ostringstream os;
-  os.precision(4);
-  os << v;
-  return os.str();
-}
-
 struct TargetContext {
   const PlannedTest* test;
   kernels::Target target;
@@ -154,7 +147,7 @@ std::string TestStartText(const PlannedTest& t, const std::vector<kernels::Targe
          (sampling.fixed ? std::to_string(sampling.max_repeats)
                          : std::to_string(sampling.min_repeats) + ".." +
                                std::to_string(sampling.max_repeats)) +
-         " samples within " + Figure(sampling.max_seconds) + " s)";
+         " samples within " + Sig4(sampling.max_seconds) + " s)";
 }
 
 // "PASS on 8 in 12.3 s" or "FAIL: 1 FAIL, 7 PASS in 12.3 s": the worst verdict first.
@@ -176,7 +169,7 @@ std::string TestEndText(const std::vector<v1alpha1::TestResult>& results, double
                          ? worst + (results.size() > 1 ? " on all " + std::to_string(results.size())
                                                        : std::string())
                          : worst + ": " + counts;
-  return text + " in " + Figure(seconds) + " s";
+  return text + " in " + Sig4(seconds) + " s";
 }
 
 v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
@@ -264,7 +257,7 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
     const std::string& shown = t.thresholds.empty()
                                    ? (t.metrics.empty() ? "" : t.metrics.front().name)
                                    : t.thresholds.front().metric;
-    if (s->count(shown) != 0) state += " " + Figure(s->at(shown)) + " " + units[shown];
+    if (s->count(shown) != 0) state += " " + Sig4(s->at(shown)) + " " + units[shown];
     ctx.progress->Target(ctx.target.Name(), state);
 
     const bool out_of_time = now() - sampling_start >= sampling.max_seconds;

@@ -15,8 +15,6 @@
 namespace perfgate::kernels::nccl {
 namespace {
 
-constexpr std::int64_t kGiB = 1LL << 30;
-
 MetricInfo Metric(std::string name, std::string unit, bool higher_is_better,
                   std::string description) {
   return {std::move(name), std::move(unit), higher_is_better, std::move(description)};

@@ -31,7 +31,6 @@ extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not
 namespace perfgate::kernels::nccl {
 namespace {
 
-constexpr std::int64_t kGiB = 1LL << 30;
 // What a rail's calls are priced at: one 400 Gb/s NDR NIC, one direction.
 constexpr double kRailBytesPerSecond = 50e9;
 

@@ -26,7 +26,7 @@
 namespace perfgate::kernels {
 namespace {
 
-workloads::DecodeShape ShapeOf(const Params& params) {
+workloads::DecodeShape DecodeShapeOf(const Params& params) {
   workloads::DecodeShape s;
   s.hidden = params.Int("hidden");
   s.layers = static_cast<int>(params.Int("layers"));
@@ -170,7 +170,7 @@ class DecodeStepTest final : public Test {
   const TestInfo& Info() const override { return info_; }
 
   double SampleSeconds(const Params& params, int /*gpus*/) const override {
-    const workloads::DecodeShape s = ShapeOf(params);
+    const workloads::DecodeShape s = DecodeShapeOf(params);
     const double bytes = workloads::DecodeWeightBytes(s, 2) + workloads::DecodeKvBytes(s, 2);
     return bytes / nominal::kHbmBytesPerSecond * static_cast<double>(params.Int("stepsPerSample"));
   }
@@ -178,7 +178,7 @@ class DecodeStepTest final : public Test {
   Result<std::unique_ptr<TestRun>> Prepare(const Params& params,
                                            const Target& target) const override {
     ASSIGN_OR_RETURN(const int ordinal, gpu::SingleGpu(target));
-    const workloads::DecodeShape shape = ShapeOf(params);
+    const workloads::DecodeShape shape = DecodeShapeOf(params);
     if (shape.hidden % 128 != 0) {
       return InvalidArgument("decode-step: hidden must be a multiple of 128");
     }

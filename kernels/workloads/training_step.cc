@@ -30,7 +30,7 @@ namespace {
 
 using workloads::TransformerShape;
 
-TransformerShape ShapeOf(const Params& params) {
+TransformerShape TrainingShapeOf(const Params& params) {
   TransformerShape s;
   s.hidden = params.Int("hidden");
   s.sequence = params.Int("sequence");
@@ -212,7 +212,7 @@ class TrainingStepTest final : public Test {
   const TestInfo& Info() const override { return info_; }
 
   double SampleSeconds(const Params& params, int /*gpus*/) const override {
-    const workloads::TrainingMatmuls mm = workloads::TrainingStepMatmuls(ShapeOf(params));
+    const workloads::TrainingMatmuls mm = workloads::TrainingStepMatmuls(TrainingShapeOf(params));
     const double flops = workloads::MatmulFlops(mm.forward) + workloads::MatmulFlops(mm.backward);
     const double step = flops / nominal::MatmulFlopsPerSecond(params.String("dtype"));
     // Per step: compute alone, comm alone (at most a step), and both; plus the verified step.
@@ -226,7 +226,7 @@ class TrainingStepTest final : public Test {
       return InvalidArgument("training-step: the target names no GPU");
     }
     RETURN_IF_ERROR(cuda::RequireCudaDevice(target.devices.front()));
-    const TransformerShape shape = ShapeOf(params);
+    const TransformerShape shape = TrainingShapeOf(params);
     if (shape.hidden % shape.tensor_parallel != 0) {
       return InvalidArgument("training-step: hidden must be a multiple of tensorParallel");
     }

@@ -22,13 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const Json& Field(const Json& o, const char* key) {
-  static const Json kNull;
-  if (!o.is_object()) return kNull;
-  auto it = o.find(key);
-  return it == o.end() ? kNull : *it;
-}
-
 // o[a][b] when it is a string, else "": read in place, for the loops over every pod that run on
 // each write (a copy of each pod's status there made a 1,000-node cluster crawl).
 const std::string& StringAt(const Json& o, const char* a, const char* b) {

@@ -9,13 +9,6 @@ namespace {
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
-const Json& Field(const Json& obj, const char* name) {
-  static const Json kNull;
-  if (!obj.is_object()) return kNull;
-  auto it = obj.find(name);
-  return it == obj.end() ? kNull : *it;
-}
-
 std::string StringField(const Json& obj, const char* name) {
   const Json& v = Field(obj, name);
   return v.is_string() ? v.get<std::string>() : "";

@@ -28,6 +28,14 @@ namespace perfgate::kubesim {
 // A boolean query parameter as kube-apiserver reads one ("watch=1", "follow=true").
 inline bool Truthy(const std::string& s) { return s == "1" || s == "true" || s == "True"; }
 
+// o[key], or null when `o` is not an object or has no `key`: read in place, without a copy.
+inline const Json& Field(const Json& o, const char* key) {
+  static const Json kNull;
+  if (!o.is_object()) return kNull;
+  auto it = o.find(key);
+  return it == o.end() ? kNull : *it;
+}
+
 // A URL path's non-empty segments.
 std::vector<std::string> SplitPath(const std::string& path);
 
