@@ -177,9 +177,14 @@ print(":".join(d for d in dirs if os.path.isdir(d)))
   echo "library folders: ${nvlibs:-none found}"
   "$WORKER" --version 2>&1 | head -1
   if grep -q "not found" <<<"$(ldd "$WORKER")"; then
-    echo "unresolved libraries (the bundle links libcublasLt.so.13; PyTorch's wheels may carry"
-    echo "another major version):"
+    echo "unresolved libraries:"
     ldd "$WORKER" | grep "not found"
+    exit 2
+  fi
+  # cuBLASLt is opened when the first GEMM runs, so ldd does not list it: look for it here.
+  if ! "$PY" -c 'import ctypes; ctypes.CDLL("libcublasLt.so.13")' 2>/dev/null; then
+    echo "libcublasLt.so.13 not found (the GEMM tests open it; PyTorch's wheels may carry another"
+    echo "major version)"
     exit 2
   fi
   nvidia-smi --query-gpu=name,pci.bus_id,driver_version,clocks.max.sm,clocks.max.mem,power.limit,ecc.mode.current \

@@ -188,9 +188,10 @@ value: -1000
 preemptionPolicy: Never
 )");
   // node-1 only, with samples slow enough that the worker is still measuring when the
-  // customer comes.
+  // customer comes: 6 samples of 1 s, of which the customer's arrival and the preemption leave
+  // 4.5 s (a worker starts in milliseconds; 3 s of samples left too little on a busy machine).
   std::string spec = SyntheticSpec("yield", "", "    onFailure: taint\n",
-                                   "  disruption:\n    policy: yield\n", "0.5");
+                                   "  disruption:\n    policy: yield\n", "1");
   const std::string all = "  nodeSelector:\n    nvidia.com/gpu.present: \"true\"\n";
   ASSERT_NE(spec.find(all), std::string::npos);
   spec.replace(spec.find(all), all.size(), "  nodes: [node-1]\n");
@@ -209,8 +210,8 @@ preemptionPolicy: Never
   EXPECT_EQ(pod["spec"].value("priorityClassName", ""), "perfgate-yield");
   EXPECT_EQ(pod["spec"].value("priority", 0), -1000);
   const int grace = pod["spec"].value("terminationGracePeriodSeconds", 30);
-  // Measuring by now, for at least 1.5 s of its 3 (6 samples of 0.5 s): Kubernetes times are
-  // whole seconds, so the GPU time it loses reads as at least 1 s on its 8 GPUs.
+  // Measuring by now, for at least 1 s of its 6: Kubernetes times are whole seconds, so the GPU
+  // time it loses reads as at least 1 s on its 8 GPUs.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
 
   const auto arrived = std::chrono::steady_clock::now();

@@ -30,3 +30,8 @@ target_compile_definitions(gpu_burn_test PRIVATE PERFGATE_SOURCE_DIR="${PROJECT_
 # The cross-GPU consistency screen's decision on host outputs, and the test through the runner.
 perfgate_test(consistency_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/consistency_test.cc
               LIBS perfgate_worker_lib LABELS unit)
+
+if(PERFGATE_CUDA)
+  perfgate_test(cublaslt_loader_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/cublaslt_loader_test.cc
+                LIBS perfgate_kernels LABELS unit)
+endif()
