@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/labels.h"
+#include "common/strings.h"
 #include "common/time.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -120,6 +121,85 @@ struct Flags {
   std::string clock_start;
 };
 
+// A whole number of at least `least` into `*out`.
+bool AtLeast(const std::string& value, int least, int* out) {
+  *out = std::max(least, std::atoi(value.c_str()));
+  return true;
+}
+
+// --diagnostics-volume: one volume source, as in a pod's volumes[] entry without its name.
+bool DiagnosticsVolume(const std::string& value, Flags* f) {
+  const Json source = Json::parse(value, nullptr, false);
+  if (!source.is_object() || source.size() != 1 || source.contains("name")) {
+    std::cerr << "perfgate-operator: --diagnostics-volume: expected one volume source as "
+                 "JSON, e.g. {\"persistentVolumeClaim\":{\"claimName\":\"bundles\"}}, got "
+              << value << "\n";
+    return false;
+  }
+  f->diagnostics_volume = value;
+  return true;
+}
+
+using Setter = std::function<bool(const std::string&, Flags*)>;
+
+// The flags that take a value, each with what sets it: false for a value it refuses.
+const std::map<std::string, Setter>& ValueFlags() {
+  auto text = [](std::string Flags::*field, bool allow_empty = true) -> Setter {
+    return [field, allow_empty](const std::string& v, Flags* f) {
+      if (!allow_empty && v.empty()) return false;
+      f->*field = v;
+      return true;
+    };
+  };
+  static const std::map<std::string, Setter> kSetters = {
+      {"--kubeconfig", text(&Flags::kubeconfig)},
+      {"--namespace", text(&Flags::name_space)},
+      {"--worker-image", text(&Flags::worker_image)},
+      {"--worker-service-account", text(&Flags::worker_service_account)},
+      {"--yield-priority-class", text(&Flags::yield_priority_class, false)},
+      {"--metrics-bind-address", text(&Flags::metrics_address)},
+      {"--health-probe-bind-address", text(&Flags::health_address)},
+      {"--gang-rendezvous-host", text(&Flags::gang_rendezvous_host)},
+      {"--store", text(&Flags::store)},
+      {"--cluster-name", text(&Flags::cluster_name, false)},
+      {"--store-spool-dir", text(&Flags::store_spool_dir)},
+      {"--diagnostics-volume", DiagnosticsVolume},
+      {"--log-format",
+       [](const std::string& v, Flags* f) {
+         if (v != "json" && v != "text") return false;
+         f->log_format = v;
+         return true;
+       }},
+      {"--workers", [](const std::string& v, Flags* f) { return AtLeast(v, 1, &f->workers); }},
+      {"--kube-api-burst",
+       [](const std::string& v, Flags* f) { return AtLeast(v, 1, &f->kube_api_burst); }},
+      {"--store-retry-seconds",
+       [](const std::string& v, Flags* f) { return AtLeast(v, 1, &f->store_retry_seconds); }},
+      {"--scheduling-timeout-seconds",
+       [](const std::string& v, Flags* f) {
+         return AtLeast(v, 1, &f->scheduling_timeout_seconds);
+       }},
+      {"--kube-api-qps",
+       [](const std::string& v, Flags* f) {
+         f->kube_api_qps = std::max(1.0, std::atof(v.c_str()));
+         return true;
+       }},
+      {"--max-quarantined",
+       [](const std::string& v, Flags* f) {
+         if (!op::NodeCount(v, 1, "--max-quarantined").ok()) return false;
+         f->max_quarantined = v;
+         return true;
+       }},
+      {"--clock-start",
+       [](const std::string& v, Flags* f) {
+         if (!ParseRfc3339(v)) return false;
+         f->clock_start = v;
+         return true;
+       }},
+  };
+  return kSetters;
+}
+
 bool ParseFlags(int argc, char** argv, Flags* f) {
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -131,12 +211,7 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       a = a.substr(0, eq);
       has_value = true;
     }
-    auto next = [&]() -> bool {
-      if (has_value) return true;
-      if (i + 1 >= args.size()) return false;
-      value = args[++i];
-      return true;
-    };
+    bool ok = true;
     if (a == "--leader-elect") {
       f->leader_elect = !has_value || value == "true";
     } else if (a == "--enable-fixtures") {
@@ -146,56 +221,20 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     } else if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       std::exit(0);
-    } else if (a == "--kubeconfig" && next()) {
-      f->kubeconfig = value;
-    } else if (a == "--namespace" && next()) {
-      f->name_space = value;
-    } else if (a == "--worker-image" && next()) {
-      f->worker_image = value;
-    } else if (a == "--worker-service-account" && next()) {
-      f->worker_service_account = value;
-    } else if (a == "--yield-priority-class" && next() && !value.empty()) {
-      f->yield_priority_class = value;
-    } else if (a == "--metrics-bind-address" && next()) {
-      f->metrics_address = value;
-    } else if (a == "--health-probe-bind-address" && next()) {
-      f->health_address = value;
-    } else if (a == "--log-format" && next() && (value == "json" || value == "text")) {
-      f->log_format = value;
-    } else if (a == "--workers" && next()) {
-      f->workers = std::max(1, std::atoi(value.c_str()));
-    } else if (a == "--kube-api-qps" && next()) {
-      f->kube_api_qps = std::max(1.0, std::atof(value.c_str()));
-    } else if (a == "--kube-api-burst" && next()) {
-      f->kube_api_burst = std::max(1, std::atoi(value.c_str()));
-    } else if (a == "--gang-rendezvous-host" && next()) {
-      f->gang_rendezvous_host = value;
-    } else if (a == "--diagnostics-volume" && next()) {
-      // One volume source, as in a pod's volumes[] entry without its name.
-      const Json source = Json::parse(value, nullptr, false);
-      if (!source.is_object() || source.size() != 1 || source.contains("name")) {
-        std::cerr << "perfgate-operator: --diagnostics-volume: expected one volume source as "
-                     "JSON, e.g. {\"persistentVolumeClaim\":{\"claimName\":\"bundles\"}}, got "
-                  << value << "\n";
-        return false;
+    } else if (auto it = ValueFlags().find(a); it != ValueFlags().end()) {
+      // "--flag=value" or "--flag value".
+      if (!has_value && i + 1 < args.size()) {
+        value = args[++i];
+        has_value = true;
       }
-      f->diagnostics_volume = value;
-    } else if (a == "--store" && next()) {
-      f->store = value;
-    } else if (a == "--cluster-name" && next() && !value.empty()) {
-      f->cluster_name = value;
-    } else if (a == "--store-spool-dir" && next()) {
-      f->store_spool_dir = value;
-    } else if (a == "--store-retry-seconds" && next()) {
-      f->store_retry_seconds = std::max(1, std::atoi(value.c_str()));
-    } else if (a == "--max-quarantined" && next() && op::NodeCount(value, 1, a).ok()) {
-      f->max_quarantined = value;
-    } else if (a == "--clock-start" && next() && ParseRfc3339(value)) {
-      f->clock_start = value;
-    } else if (a == "--scheduling-timeout-seconds" && next()) {
-      f->scheduling_timeout_seconds = std::max(1, std::atoi(value.c_str()));
+      ok = has_value && it->second(value, f);
+      if (!ok && has_value && a == "--diagnostics-volume") return false;  // said why already
     } else {
-      std::cerr << "perfgate-operator: bad flag " << args[i] << "\n\n" << kUsage;
+      ok = false;
+    }
+    if (!ok) {
+      std::cerr << "perfgate-operator: bad flag " << a << (has_value ? " " + value : "") << "\n\n"
+                << kUsage;
       return false;
     }
   }
@@ -260,6 +299,205 @@ kube::Informer* MakeInformer(std::shared_ptr<kube::Client> client, kube::GroupVe
   return keep->back().get();
 }
 
+// The reconciler's settings from the flags.
+op::ReconcilerConfig ReconcilerConfigOf(const Flags& flags) {
+  op::ReconcilerConfig rc;
+  rc.name_space = flags.name_space;
+  rc.worker_image = flags.worker_image;
+  rc.worker_service_account = flags.worker_service_account;
+  rc.yield_priority_class = flags.yield_priority_class;
+  rc.enable_fixtures = flags.enable_fixtures;
+  rc.scheduling_timeout = std::chrono::seconds(flags.scheduling_timeout_seconds);
+  rc.gang_rendezvous_host = flags.gang_rendezvous_host;
+  rc.diagnostics_volume = flags.diagnostics_volume;
+  rc.store_retry = std::chrono::seconds(flags.store_retry_seconds);
+  rc.max_quarantined = flags.max_quarantined;
+  return rc;
+}
+
+// The time validations see: the real time, or (schedules rehearsed, --clock-start) a time that
+// starts at --clock-start and runs at the real pace from there. Empty: the real time.
+std::function<std::chrono::system_clock::time_point()> ClockOf(const Flags& flags) {
+  if (flags.clock_start.empty()) return {};
+  const auto start = *ParseRfc3339(flags.clock_start);
+  const auto origin = std::chrono::steady_clock::now();
+  op::Logger()->warn("--clock-start: validations see the time from {} on, not the real time",
+                     flags.clock_start);
+  return [start, origin] {
+    return start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                       std::chrono::steady_clock::now() - origin);
+  };
+}
+
+// Gives the reconciler its results store (--store), or says there is none. False (and logged)
+// when the store's URL is missing.
+bool SetUpStore(const Flags& flags, const op::ReconcilerConfig& rc, op::Reconciler* reconciler) {
+  auto log = op::Logger();
+  if (flags.store == "off" || flags.store.empty()) {
+    log->warn(
+        "no results store (--store=off): completed results are not kept beyond the PerfResults "
+        "and nodes are not checked for regressions; --store=sqlite://... on a volume or "
+        "--store=postgres keeps them (docs/store.md)");
+    return true;
+  }
+  op::RecorderOptions ro;
+  ro.url = flags.store;
+  if (ro.url == "postgres" || ro.url == "postgresql") {
+    ro.url = perfgate::EnvVar("PERFGATE_STORE_DSN");
+    if (ro.url.empty()) {
+      log->error("--store={} reads the store's URL from $PERFGATE_STORE_DSN, which is not set",
+                 flags.store);
+      return false;
+    }
+  }
+  ro.cluster = flags.cluster_name;
+  ro.spool_dir = flags.store_spool_dir;
+  ro.reopen_after = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), rc.store_retry);
+  reconciler->SetRecorder(std::make_shared<op::Recorder>(ro));
+  log->info("recording results of cluster {} in the results store", flags.cluster_name);
+  return true;
+}
+
+// The operator's informers and what the reconciler reads through them.
+struct Informers {
+  std::vector<std::unique_ptr<kube::Informer>> all;
+  kube::Informer* validations = nullptr;
+  kube::Informer* pods = nullptr;
+  kube::Informer* results = nullptr;
+  kube::Informer* nodes = nullptr;
+  // The indexes are attached first: handlers run in order, and a reconcile queued by the next
+  // handler must find the object that triggered it.
+  op::LabelIndex pods_by_validation{"perfgate.io/validation"};
+  op::LabelIndex pods_by_node{"perfgate.io/node"};
+  op::LabelIndex results_by_validation{"perfgate.io/validation"};
+
+  // Validations, worker pods and results in our namespace, nodes. Each keeps only what the
+  // operator reads (operator/cache_strip.h).
+  Informers(const std::shared_ptr<kube::Client>& client, const Flags& flags) {
+    validations =
+        MakeInformer(client, op::ValidationsResource(), "", "", op::StripValidation, &all);
+    pods = MakeInformer(client, kube::PodsResource(), flags.name_space, "perfgate.io/validation",
+                        op::StripWorkerPod, &all);
+    results = MakeInformer(
+        client, op::ResultsResource(), flags.name_space, "",
+        [per_node = flags.metrics_per_node](Json& r) { op::StripResult(r, per_node); }, &all);
+    nodes = MakeInformer(client, kube::NodesResource(), "", "", op::StripNode, &all);
+    pods->AddHandlers(pods_by_validation.Handlers());
+    pods->AddHandlers(pods_by_node.Handlers());
+    results->AddHandlers(results_by_validation.Handlers());
+  }
+
+  op::Caches Caches() {
+    return {[this] { return nodes->List(); },
+            [this](const std::string& v) { return pods_by_validation.Get(LabelValue(v)); },
+            [this](const std::string& n) { return pods_by_node.Get(LabelValue(n)); },
+            [this](const std::string& v) { return results_by_validation.Get(LabelValue(v)); }};
+  }
+
+  std::vector<kube::Informer*> Pointers() const {
+    std::vector<kube::Informer*> out;
+    out.reserve(all.size());
+    for (const auto& inf : all) out.push_back(inf.get());
+    return out;
+  }
+};
+
+// /healthz, /readyz and /metrics.
+struct Endpoints {
+  const Flags& flags;
+  const Informers& informers;
+  op::Reconciler& reconciler;
+  const op::Controller& controller;
+  const std::atomic<bool>& leading;
+  bool store_enabled;
+
+  op::HttpReply operator()(const std::string& path) const {
+    if (path == "/healthz") return {200, "text/plain", "ok\n"};
+    if (path == "/readyz") {
+      return controller.Synced() ? op::HttpReply{200, "text/plain", "ok\n"}
+                                 : op::HttpReply{503, "text/plain", "caches not synced\n"};
+    }
+    if (path != "/metrics") return {404, "text/plain", "not found\n"};
+    auto& m = reconciler.metrics();
+    op::MetricsSnapshot snapshot;
+    snapshot.reconciles = m.reconciles.load();
+    snapshot.reconcile_errors = m.errors.load();
+    snapshot.pods_created = m.pods_created.load();
+    snapshot.results_written_by_operator = m.results_written_by_operator.load();
+    snapshot.queue_depth = controller.QueueDepth();
+    snapshot.leading = leading;
+    snapshot.store_enabled = store_enabled;
+    snapshot.validations = informers.validations->List();
+    snapshot.nodes = informers.nodes->List();
+    snapshot.per_node = flags.metrics_per_node;
+    if (flags.metrics_per_node) snapshot.results = informers.results->List();
+    return {200, "text/plain; version=0.0.4; charset=utf-8", op::RenderMetrics(snapshot)};
+  }
+};
+
+// Serves `handler` on --metrics-bind-address and --health-probe-bind-address ("" or "0": not
+// served). False (and logged) when an address cannot be bound.
+bool Serve(const Flags& flags, const std::function<op::HttpReply(const std::string&)>& handler,
+           std::vector<std::unique_ptr<op::HttpServer>>* servers) {
+  for (const auto& addr : {flags.metrics_address, flags.health_address}) {
+    if (addr.empty() || addr == "0") continue;
+    servers->push_back(std::make_unique<op::HttpServer>(handler));
+    Status st = servers->back()->Start(addr);
+    if (!st.ok()) {
+      op::Logger()->error("{}", st.message());
+      return false;
+    }
+    op::Logger()->info("serving /metrics /healthz /readyz on port {}", servers->back()->port());
+  }
+  return true;
+}
+
+// Leader election (--leader-elect): the controller starts when this replica leads; losing the
+// lease other than by shutting down ends the process at once, as controller-runtime does.
+class Election {
+ public:
+  Election(const std::shared_ptr<kube::Client>& client, const Flags& flags,
+           op::Controller* controller, std::vector<kube::Informer*> informers,
+           std::atomic<bool>* leading) {
+    kube::LeaderElectionConfig lc;
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    lc.identity = std::string(host) + "_" + std::to_string(std::random_device{}());
+    lc.onStartedLeading = [controller, informers = std::move(informers), leading] {
+      *leading = true;
+      op::Logger()->info("became leader");
+      controller->Start(informers);  // returns at once: the controller's threads sync
+    };
+    lc.onStoppedLeading = [] {
+      if (g_stop) {
+        op::Logger()->info("stopped leading");
+        return;
+      }
+      // Lost, not given up: another replica may lead from the lease's expiry on, and a
+      // reconcile still running here could write after that. The Deployment starts this
+      // replica again as a candidate.
+      op::Logger()->error("stopped leading: the lease could not be renewed in time; exiting now");
+      op::Logger()->flush();
+      std::_Exit(1);
+    };
+    elector_ = std::make_unique<kube::LeaderElector>(
+        kube::NewLeaseLock(client, flags.name_space, "perfgate-operator-leader"), lc);
+    thread_ = std::thread([this] { elector_->Run(stop_); });
+  }
+  Election(const Election&) = delete;
+  Election& operator=(const Election&) = delete;
+  // Stops campaigning (giving up the lease) and waits for the elector.
+  ~Election() {
+    stop_.Cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  kube::Cancellation stop_;
+  std::unique_ptr<kube::LeaderElector> elector_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -287,162 +525,32 @@ int main(int argc, char** argv) {
   signal(SIGINT, OnSignal);
   signal(SIGPIPE, SIG_IGN);
 
-  // Informers: validations, worker pods and results in our namespace, nodes. Each keeps only
-  // what the operator reads (operator/cache_strip.h).
-  std::vector<std::unique_ptr<kube::Informer>> informers;
-  auto* validations =
-      MakeInformer(client, op::ValidationsResource(), "", "", op::StripValidation, &informers);
-  auto* pods = MakeInformer(client, kube::PodsResource(), flags.name_space,
-                            "perfgate.io/validation", op::StripWorkerPod, &informers);
-  auto* results = MakeInformer(
-      client, op::ResultsResource(), flags.name_space, "",
-      [per_node = flags.metrics_per_node](Json& r) { op::StripResult(r, per_node); }, &informers);
-  auto* nodes = MakeInformer(client, kube::NodesResource(), "", "", op::StripNode, &informers);
-
-  // The indexes first: handlers run in order, and a reconcile queued by the next handler
-  // must find the object that triggered it.
-  op::LabelIndex pods_by_validation("perfgate.io/validation");
-  op::LabelIndex pods_by_node("perfgate.io/node");
-  op::LabelIndex results_by_validation("perfgate.io/validation");
-  pods->AddHandlers(pods_by_validation.Handlers());
-  pods->AddHandlers(pods_by_node.Handlers());
-  results->AddHandlers(results_by_validation.Handlers());
-
-  op::ReconcilerConfig rc;
-  rc.name_space = flags.name_space;
-  rc.worker_image = flags.worker_image;
-  rc.worker_service_account = flags.worker_service_account;
-  rc.yield_priority_class = flags.yield_priority_class;
-  rc.enable_fixtures = flags.enable_fixtures;
-  rc.scheduling_timeout = std::chrono::seconds(flags.scheduling_timeout_seconds);
-  rc.gang_rendezvous_host = flags.gang_rendezvous_host;
-  rc.diagnostics_volume = flags.diagnostics_volume;
-  op::Caches caches{
-      [nodes] { return nodes->List(); },
-      [&pods_by_validation](const std::string& v) { return pods_by_validation.Get(LabelValue(v)); },
-      [&pods_by_node](const std::string& n) { return pods_by_node.Get(LabelValue(n)); },
-      [&results_by_validation](const std::string& v) {
-        return results_by_validation.Get(LabelValue(v));
-      }};
-  rc.store_retry = std::chrono::seconds(flags.store_retry_seconds);
-  rc.max_quarantined = flags.max_quarantined;
-  std::function<std::chrono::system_clock::time_point()> now;
-  if (!flags.clock_start.empty()) {
-    // Schedules rehearsed: the time the validations see starts at --clock-start and runs at
-    // the real pace from there.
-    const auto start = *ParseRfc3339(flags.clock_start);
-    const auto origin = std::chrono::steady_clock::now();
-    now = [start, origin] {
-      return start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                         std::chrono::steady_clock::now() - origin);
-    };
-    log->warn("--clock-start: validations see the time from {} on, not the real time",
-              flags.clock_start);
-  }
-  op::Reconciler reconciler(client, caches, rc, now);
+  Informers informers(client, flags);
+  const op::ReconcilerConfig rc = ReconcilerConfigOf(flags);
+  op::Reconciler reconciler(client, informers.Caches(), rc, ClockOf(flags));
+  if (!SetUpStore(flags, rc, &reconciler)) return 2;
   const bool store_enabled = flags.store != "off" && !flags.store.empty();
-  if (store_enabled) {
-    op::RecorderOptions ro;
-    ro.url = flags.store;
-    if (ro.url == "postgres" || ro.url == "postgresql") {
-      const char* dsn = std::getenv("PERFGATE_STORE_DSN");
-      if (dsn == nullptr || dsn[0] == '\0') {
-        log->error("--store={} reads the store's URL from $PERFGATE_STORE_DSN, which is not set",
-                   flags.store);
-        return 2;
-      }
-      ro.url = dsn;
-    }
-    ro.cluster = flags.cluster_name;
-    ro.spool_dir = flags.store_spool_dir;
-    ro.reopen_after = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), rc.store_retry);
-    reconciler.SetRecorder(std::make_shared<op::Recorder>(ro));
-    log->info("recording results of cluster {} in the results store", flags.cluster_name);
-  } else {
-    log->warn(
-        "no results store (--store=off): completed results are not kept beyond the PerfResults "
-        "and nodes are not checked for regressions; --store=sqlite://... on a volume or "
-        "--store=postgres keeps them (docs/store.md)");
-  }
 
   op::ControllerOptions co;
   co.workers = flags.workers;
   op::Controller controller(
       [&reconciler](const std::string& name) { return reconciler.Reconcile(name); }, co);
-  op::EnqueueValidationsOn(controller, {validations, pods, results, nodes});
-  std::vector<kube::Informer*> all_informers;
-  all_informers.reserve(informers.size());
-  for (auto& inf : informers) all_informers.push_back(inf.get());
-
+  op::EnqueueValidationsOn(
+      controller, {informers.validations, informers.pods, informers.results, informers.nodes});
   std::atomic<bool> leading{!flags.leader_elect};
-
-  // /healthz, /readyz, /metrics.
-  auto handler = [&](const std::string& path) -> op::HttpReply {
-    if (path == "/healthz") return {200, "text/plain", "ok\n"};
-    if (path == "/readyz") {
-      return controller.Synced() ? op::HttpReply{200, "text/plain", "ok\n"}
-                                 : op::HttpReply{503, "text/plain", "caches not synced\n"};
-    }
-    if (path != "/metrics") return {404, "text/plain", "not found\n"};
-    auto& m = reconciler.metrics();
-    op::MetricsSnapshot snapshot;
-    snapshot.reconciles = m.reconciles.load();
-    snapshot.reconcile_errors = m.errors.load();
-    snapshot.pods_created = m.pods_created.load();
-    snapshot.results_written_by_operator = m.results_written_by_operator.load();
-    snapshot.queue_depth = controller.QueueDepth();
-    snapshot.leading = leading;
-    snapshot.store_enabled = store_enabled;
-    snapshot.validations = validations->List();
-    snapshot.nodes = nodes->List();
-    snapshot.per_node = flags.metrics_per_node;
-    if (flags.metrics_per_node) snapshot.results = results->List();
-    const std::string out = op::RenderMetrics(snapshot);
-    return {200, "text/plain; version=0.0.4; charset=utf-8", out};
-  };
   std::vector<std::unique_ptr<op::HttpServer>> servers;
-  for (const auto& addr : {flags.metrics_address, flags.health_address}) {
-    if (addr.empty() || addr == "0") continue;
-    servers.push_back(std::make_unique<op::HttpServer>(handler));
-    Status st = servers.back()->Start(addr);
-    if (!st.ok()) {
-      log->error("{}", st.message());
-      return 1;
-    }
-    log->info("serving /metrics /healthz /readyz on port {}", servers.back()->port());
+  if (!Serve(flags, Endpoints{flags, informers, reconciler, controller, leading, store_enabled},
+             &servers)) {
+    return 1;
   }
 
   // The caches start (and the workers once they have synced) when this replica leads.
-  kube::Cancellation stop_electing;
-  std::thread elector_thread;
-  std::unique_ptr<kube::LeaderElector> elector;
+  std::unique_ptr<Election> election;
   if (flags.leader_elect) {
-    kube::LeaderElectionConfig lc;
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    lc.identity = std::string(host) + "_" + std::to_string(std::random_device{}());
-    lc.onStartedLeading = [&] {
-      leading = true;
-      log->info("became leader");
-      controller.Start(all_informers);  // returns at once: the controller's threads sync
-    };
-    lc.onStoppedLeading = [&] {
-      if (g_stop) {
-        log->info("stopped leading");
-        return;
-      }
-      // Lost, not given up: another replica may lead from the lease's expiry on, and a
-      // reconcile still running here could write after that. End at once, as controller-runtime
-      // does; the Deployment starts this replica again as a candidate.
-      log->error("stopped leading: the lease could not be renewed in time; exiting now");
-      log->flush();
-      std::_Exit(1);
-    };
-    elector = std::make_unique<kube::LeaderElector>(
-        kube::NewLeaseLock(client, flags.name_space, "perfgate-operator-leader"), lc);
-    elector_thread = std::thread([&] { elector->Run(stop_electing); });
+    election =
+        std::make_unique<Election>(client, flags, &controller, informers.Pointers(), &leading);
   } else {
-    controller.Start(all_informers);
+    controller.Start(informers.Pointers());
   }
 
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -451,9 +559,8 @@ int main(int argc, char** argv) {
   // after this does nothing); then the elector; then the informers, whose handlers enqueue
   // into the controller.
   controller.Stop();
-  stop_electing.Cancel();
-  if (elector_thread.joinable()) elector_thread.join();
-  for (auto& inf : informers) inf->Stop();
+  election.reset();
+  for (auto& inf : informers.all) inf->Stop();
   for (auto& s : servers) s->Stop();
   log->info("stopped");
   return 0;

@@ -172,9 +172,142 @@ std::string TestEndText(const std::vector<v1alpha1::TestResult>& results, double
   return text + " in " + Sig4(seconds) + " s";
 }
 
+// What the warm-up left: its samples' counts when they already FAIL a bound for good (the test
+// is then decided), and how many warm-up samples ran.
+struct Warmup {
+  verdict::MetricSamples decided_counts;
+  std::string note;  // " (in warm-up: 2 of 3 samples)" when the warm-up decided
+  int samples = 0;
+};
+
+// A warm-up sample's figures are left out, but not its counts (unit "count": errors found,
+// settings that differ): an error is not a figure that settles. Counts that already FAIL a
+// bound for good end the test here, decided on the warm-up samples.
+Result<Warmup> RunWarmup(const PlannedTest& t, kernels::TestRun& run) {
+  Warmup w;
+  verdict::MetricSamples counts;
+  while (w.samples < t.sampling.warmup) {
+    auto s = run.RunSample();
+    if (!s.ok()) return s.status();
+    ++w.samples;
+    for (const auto& m : t.metrics) {
+      auto v = s->find(m.name);
+      if (kernels::IsCount(m) && v != s->end()) counts[m.name].push_back(v->second);
+    }
+    if (verdict::FailedForGood(t.thresholds, counts) >= 0) {
+      w.decided_counts = std::move(counts);
+      w.note = " (in warm-up: " + std::to_string(w.samples) + " of " +
+               std::to_string(t.sampling.warmup) + " samples)";
+      break;
+    }
+  }
+  return w;
+}
+
+// Samples until the sampling rule stops: into `samples`; the number taken, and why it stopped
+// in `*stop`.
+Result<int> RunSamples(const TargetContext& ctx, kernels::TestRun& run,
+                       const std::map<std::string, std::string>& units,
+                       verdict::MetricSamples* samples, std::string* stop) {
+  const PlannedTest& t = *ctx.test;
+  const double sampling_start = ctx.options->now_seconds();
+  verdict::Assessment assessment;
+  int n = 0;
+  const std::string& shown = t.thresholds.empty()
+                                 ? (t.metrics.empty() ? "" : t.metrics.front().name)
+                                 : t.thresholds.front().metric;
+  while (stop->empty()) {
+    auto s = run.RunSample();
+    if (!s.ok()) return s.status();
+    ++n;
+    for (const auto& [metric, value] : *s) (*samples)[metric].push_back(value);
+    std::string state = "sample " + std::to_string(n);
+    if (s->count(shown) != 0) {
+      auto unit = units.find(shown);
+      state += " " + Sig4(s->at(shown)) + " " + (unit != units.end() ? unit->second : "");
+    }
+    ctx.progress->Target(ctx.target.Name(), state);
+
+    const bool out_of_time = ctx.options->now_seconds() - sampling_start >= t.sampling.max_seconds;
+    if (!t.sampling.fixed) {
+      assessment = verdict::Assess(t.thresholds, *samples, t.sampling, ctx.budget, units, false);
+    }
+    *stop = StopReason(t.sampling, n, out_of_time, &assessment,
+                       verdict::FailedForGood(t.thresholds, *samples) >= 0);
+  }
+  return n;
+}
+
+// Each measured metric's summary and (up to the cap) its samples, into `r`.
+void AddMetrics(const PlannedTest& t, const verdict::MetricSamples& samples, int sample_cap,
+                v1alpha1::TestResult* r) {
+  for (const auto& m : t.metrics) {
+    auto it = samples.find(m.name);
+    if (it == samples.end()) continue;
+    auto* mr = r->add_metrics();
+    mr->set_name(m.name);
+    mr->set_unit(m.unit);
+    mr->set_higherisbetter(m.higher_is_better);
+    ToProto(stats::Summarize(it->second, 0.95), mr->mutable_summary());
+    for (std::size_t i = 0; i < it->second.size() && static_cast<int>(i) < sample_cap; ++i) {
+      mr->add_samples(it->second[i]);
+    }
+  }
+}
+
+// What the test said of its metrics, into the bounds' outcomes: a metric left out is SKIPPED
+// where it does not apply here and ERROR where the reading was refused (instead of "no
+// samples"); a FAILed bound on a count names what was counted.
+void ExplainOutcomes(const PlannedTest& t, const std::map<std::string, std::string>& details,
+                     const std::string& warmup_note, verdict::Assessment* assessment) {
+  for (std::size_t i = 0; i < assessment->outcomes.size() && i < t.thresholds.size(); ++i) {
+    auto& o = assessment->outcomes[i];
+    const std::string& metric = t.thresholds[i].metric;
+    if (o.samples == 0) {
+      if (auto na = details.find(kernels::NotApplicableKey(metric)); na != details.end()) {
+        o.verdict = verdict::Verdict::kSkipped;
+        o.reason = metric + " does not apply here: " + na->second;
+      } else if (auto nm = details.find(kernels::NotMeasuredKey(metric)); nm != details.end()) {
+        o.verdict = verdict::Verdict::kError;
+        o.reason = metric + " could not be measured: " + nm->second;
+      }
+    }
+    if (!warmup_note.empty() && o.samples == 0 && o.verdict == verdict::Verdict::kError) {
+      o.verdict = verdict::Verdict::kInconclusive;
+      o.reason = "not measured: a count failed its bound in warm-up";
+    }
+    if (o.verdict != verdict::Verdict::kFail) continue;
+    o.reason += warmup_note;
+    auto counted = details.find(kernels::CountedKey(metric));
+    if (counted != details.end()) o.reason += ": " + counted->second;
+  }
+}
+
+// Each bound's outcome into `r`, and the test's verdict and reason from them.
+verdict::Judgement JudgeBounds(const PlannedTest& t, const verdict::Assessment& assessment,
+                               v1alpha1::TestResult* r) {
+  std::vector<verdict::Judgement> judged;
+  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
+    const auto& o = assessment.outcomes[i];
+    auto* tr = r->add_thresholds();
+    *tr->mutable_threshold() = t.threshold_specs[i];
+    tr->set_bound(t.thresholds[i].bound);
+    tr->set_observed(o.observed);
+    ToProto(o.interval, tr->mutable_interval());
+    tr->set_verdict(report::ToProto(o.verdict));
+    tr->set_reason(o.reason);
+    judged.push_back({o.verdict, o.reason});
+  }
+  verdict::Judgement test = verdict::JudgeThresholds(judged);
+  if (test.verdict == verdict::Verdict::kInconclusive && !assessment.stop_detail.empty()) {
+    test.reason += " (" + assessment.stop_detail + ")";
+  }
+  if (t.thresholds.empty()) test.reason = "measured; no thresholds to meet";
+  return test;
+}
+
 v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   const PlannedTest& t = *ctx.test;
-  const verdict::Sampling& sampling = t.sampling;
   const auto now = ctx.options->now_seconds;
   const std::string label = t.name + " [" + ctx.target.Name() + "]";
   v1alpha1::TestResult r;
@@ -217,129 +350,32 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
 
   std::map<std::string, std::string> units;
   for (const auto& m : t.metrics) units[m.name] = m.unit;
-  verdict::MetricSamples samples;
-  std::string stop;
-  std::string warmup_note;
-
-  // A warm-up sample's figures are left out, but not its counts (unit "count": errors found,
-  // settings that differ): an error is not a figure that settles. Counts that already FAIL a
-  // bound for good end the test here, decided on the warm-up samples.
   ctx.progress->Target(ctx.target.Name(), "warm-up");
-  verdict::MetricSamples warmup_counts;
-  int warmups = 0;
-  while (warmups < sampling.warmup) {
-    auto s = run->RunSample();
-    if (!s.ok()) return sample_error(s.status());
-    ++warmups;
-    for (const auto& m : t.metrics) {
-      auto v = s->find(m.name);
-      if (kernels::IsCount(m) && v != s->end()) warmup_counts[m.name].push_back(v->second);
-    }
-    if (verdict::FailedForGood(t.thresholds, warmup_counts) >= 0) {
-      samples = std::move(warmup_counts);
-      stop = "decided";
-      warmup_note = " (in warm-up: " + std::to_string(warmups) + " of " +
-                    std::to_string(sampling.warmup) + " samples)";
-      break;
-    }
-  }
-  r.set_warmupsamples(warmups);
-
-  const double sampling_start = now();
-  verdict::Assessment assessment;
-  int n = 0;
-  while (stop.empty()) {
-    auto s = run->RunSample();
-    if (!s.ok()) return sample_error(s.status());
-    ++n;
-    for (const auto& [metric, value] : *s) samples[metric].push_back(value);
-    std::string state = "sample " + std::to_string(n);
-    const std::string& shown = t.thresholds.empty()
-                                   ? (t.metrics.empty() ? "" : t.metrics.front().name)
-                                   : t.thresholds.front().metric;
-    if (s->count(shown) != 0) state += " " + Sig4(s->at(shown)) + " " + units[shown];
-    ctx.progress->Target(ctx.target.Name(), state);
-
-    const bool out_of_time = now() - sampling_start >= sampling.max_seconds;
-    if (!sampling.fixed) {
-      assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.budget, units, false);
-    }
-    stop = StopReason(sampling, n, out_of_time, &assessment,
-                      verdict::FailedForGood(t.thresholds, samples) >= 0);
-  }
-  assessment = verdict::Assess(t.thresholds, samples, sampling, ctx.budget, units, true);
-  r.set_samples(n);
+  Result<Warmup> warmup = RunWarmup(t, *run);
+  if (!warmup.ok()) return sample_error(warmup.status());
+  r.set_warmupsamples(warmup->samples);
+  verdict::MetricSamples samples = std::move(warmup->decided_counts);
+  std::string stop = warmup->note.empty() ? "" : "decided";
+  Result<int> n = RunSamples(ctx, *run, units, &samples, &stop);
+  if (!n.ok()) return sample_error(n.status());
+  verdict::Assessment assessment =
+      verdict::Assess(t.thresholds, samples, t.sampling, ctx.budget, units, true);
+  r.set_samples(*n);
   r.set_stopreason(stop);
-
-  for (const auto& m : t.metrics) {
-    auto it = samples.find(m.name);
-    if (it == samples.end()) continue;
-    auto* mr = r.add_metrics();
-    mr->set_name(m.name);
-    mr->set_unit(m.unit);
-    mr->set_higherisbetter(m.higher_is_better);
-    ToProto(stats::Summarize(it->second, 0.95), mr->mutable_summary());
-    for (std::size_t i = 0; i < it->second.size() && static_cast<int>(i) < ctx.options->sample_cap;
-         ++i) {
-      mr->add_samples(it->second[i]);
-    }
-  }
-  // A metric the test left out with its reason: SKIPPED where it does not apply here, ERROR
-  // where the reading was refused, instead of "no samples".
-  const std::map<std::string, std::string> run_details = run->Details();
-  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
-    auto& o = assessment.outcomes[i];
-    if (o.samples != 0) continue;
-    const std::string& metric = t.thresholds[i].metric;
-    if (auto na = run_details.find(kernels::NotApplicableKey(metric)); na != run_details.end()) {
-      o.verdict = verdict::Verdict::kSkipped;
-      o.reason = metric + " does not apply here: " + na->second;
-    } else if (auto nm = run_details.find(kernels::NotMeasuredKey(metric));
-               nm != run_details.end()) {
-      o.verdict = verdict::Verdict::kError;
-      o.reason = metric + " could not be measured: " + nm->second;
-    }
-  }
-  // A FAILed bound on a count names what was counted, as the test put it in Details.
-  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
-    auto& o = assessment.outcomes[i];
-    if (!warmup_note.empty() && o.samples == 0 && o.verdict == verdict::Verdict::kError) {
-      o.verdict = verdict::Verdict::kInconclusive;
-      o.reason = "not measured: a count failed its bound in warm-up";
-    }
-    if (o.verdict != verdict::Verdict::kFail) continue;
-    o.reason += warmup_note;
-    auto counted = run_details.find(kernels::CountedKey(t.thresholds[i].metric));
-    if (counted != run_details.end()) o.reason += ": " + counted->second;
-  }
-  std::vector<verdict::Judgement> judged;
-  for (std::size_t i = 0; i < assessment.outcomes.size() && i < t.thresholds.size(); ++i) {
-    const auto& o = assessment.outcomes[i];
-    auto* tr = r.add_thresholds();
-    *tr->mutable_threshold() = t.threshold_specs[i];
-    tr->set_bound(t.thresholds[i].bound);
-    tr->set_observed(o.observed);
-    ToProto(o.interval, tr->mutable_interval());
-    tr->set_verdict(report::ToProto(o.verdict));
-    tr->set_reason(o.reason);
-    judged.push_back({o.verdict, o.reason});
-  }
-  const verdict::Judgement test = verdict::JudgeThresholds(judged);
+  AddMetrics(t, samples, ctx.options->sample_cap, &r);
+  ExplainOutcomes(t, run->Details(), warmup->note, &assessment);
+  const verdict::Judgement test = JudgeBounds(t, assessment, &r);
   const v1alpha1::Verdict verdict = report::ToProto(test.verdict);
-  std::string reason = test.reason;
-  if (verdict == v1alpha1::INCONCLUSIVE && !assessment.stop_detail.empty()) {
-    reason += " (" + assessment.stop_detail + ")";
-  }
-  if (t.thresholds.empty()) reason = "measured; no thresholds to meet";
   for (const auto& [k, v] : run->Details()) (*r.mutable_details())[k] = v;
   r.set_verdict(verdict);
-  r.set_reason(reason);
+  r.set_reason(test.reason);
   r.set_seconds(now() - start);
   if (verdict == v1alpha1::PASS) {
     ctx.progress->Target(ctx.target.Name(), "PASS");
   } else {
-    ctx.progress->Line(label + ": " + report::VerdictName(verdict) + " after " + std::to_string(n) +
-                       " samples (" + stop + ")" + (reason.empty() ? "" : ": " + reason));
+    ctx.progress->Line(label + ": " + report::VerdictName(verdict) + " after " +
+                       std::to_string(*n) + " samples (" + stop + ")" +
+                       (test.reason.empty() ? "" : ": " + test.reason));
   }
   return r;
 }
