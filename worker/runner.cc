@@ -453,6 +453,110 @@ std::string StopReason(const verdict::Sampling& sampling, int n, bool out_of_tim
   return "";
 }
 
+// The GPUs every GPU test runs on, once for the plan; with why they cannot be used ("" when they
+// can, or when no test needs a GPU).
+struct PlanGpus {
+  std::vector<kernels::GpuDevice> gpus;
+  std::string problem;
+};
+
+PlanGpus ListPlanGpus(const Plan& plan, const RunOptions& options) {
+  PlanGpus out;
+  bool any_gpu = false;
+  for (const auto& t : plan.tests) any_gpu |= t.test->Info().scope != kernels::Scope::kHost;
+  if (!any_gpu) return out;
+  Result<std::vector<kernels::GpuDevice>> gpus = options.list_gpus();
+  if (!gpus.ok()) {
+    out.problem = gpus.status().message();
+    return out;
+  }
+  out.gpus = std::move(gpus).value();
+  if (plan.gpus_per_node > 0 && static_cast<int>(out.gpus.size()) < plan.gpus_per_node) {
+    out.problem = "expected " + std::to_string(plan.gpus_per_node) + " GPUs, found " +
+                  std::to_string(out.gpus.size());
+  }
+  return out;
+}
+
+// Where one test runs: the host, each GPU, or all GPUs together; none when the GPUs cannot be
+// used.
+std::vector<kernels::Target> TargetsOf(const PlannedTest& t, const PlanGpus& gpus) {
+  const auto scope = t.test->Info().scope;
+  if (scope == kernels::Scope::kHost) return {{kernels::Scope::kHost, {}}};
+  if (!gpus.problem.empty()) return {};
+  std::vector<int> all;
+  for (const auto& g : gpus.gpus) all.push_back(g.ordinal);
+  if (scope != kernels::Scope::kGpu) return {{scope, all}};
+  std::vector<kernels::Target> out;
+  for (int d : all) out.push_back({scope, {d}});
+  return out;
+}
+
+// A test that cannot run for want of GPUs: SKIPPED when optional, else ERROR.
+v1alpha1::TestResult WithoutGpus(const PlannedTest& t, const std::string& problem) {
+  v1alpha1::TestResult r;
+  r.set_name(t.name);
+  r.set_type(t.type);
+  r.set_device("gpu");
+  r.set_stopreason("error");
+  if (t.optional) {
+    r.set_verdict(v1alpha1::SKIPPED);
+    r.set_reason("optional and cannot run here: " + problem);
+  } else {
+    r.set_verdict(v1alpha1::ERROR);
+    r.set_reason(problem);
+  }
+  return r;
+}
+
+// One test on each of its targets, the targets in parallel.
+std::vector<v1alpha1::TestResult> RunOnTargets(const PlannedTest& t,
+                                               const std::vector<kernels::Target>& targets,
+                                               const verdict::ErrorBudget& budget,
+                                               const RunOptions& options, Progress* progress) {
+  std::vector<v1alpha1::TestResult> results(targets.size());
+  std::vector<std::thread> threads;
+  if (options.timeline != nullptr) {
+    std::vector<int> ordinals;
+    for (const auto& target : targets) {
+      if (target.scope == kernels::Scope::kHost) continue;
+      ordinals.insert(ordinals.end(), target.devices.begin(), target.devices.end());
+    }
+    options.timeline->Begin(t.name, ordinals);
+  }
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    TargetContext ctx{&t, targets[k], budget, &options, progress};
+    if (targets.size() == 1) {
+      results[k] = RunOnTarget(ctx);
+    } else {
+      threads.emplace_back([ctx, &results, k] { results[k] = RunOnTarget(ctx); });
+    }
+  }
+  for (auto& th : threads) th.join();
+  if (options.timeline != nullptr) options.timeline->End();
+  return results;
+}
+
+// The node's counts and verdict from its tests: rule 1 of common/node_verdict.h.
+void JudgeNode(const Plan& plan, v1alpha1::Report* report) {
+  int counts[6] = {0};
+  std::vector<verdict::TestEvidence> evidence;
+  for (const auto& r : report->tests()) {
+    counts[r.verdict()]++;
+    evidence.push_back(
+        {report::FromProto(r.verdict()), r.name() + " [" + r.device() + "]", r.reason()});
+  }
+  report->set_passed(counts[v1alpha1::PASS]);
+  report->set_failed(counts[v1alpha1::FAIL]);
+  report->set_inconclusive(counts[v1alpha1::INCONCLUSIVE]);
+  report->set_skipped(counts[v1alpha1::SKIPPED]);
+  report->set_errors(counts[v1alpha1::ERROR]);
+  const verdict::Judgement node =
+      verdict::JudgeTests(evidence, {plan.policy.allowinconclusive(), plan.policy.failonskipped()});
+  report->set_verdict(report::ToProto(node.verdict));
+  if (!node.reason.empty()) report->set_reason(node.reason);
+}
+
 v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
   RunOptions options = in_options;
   if (!options.now_seconds) {
@@ -475,36 +579,13 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
   }
   if (!plan.profile_note.empty()) progress.Line(plan.profile_note);
 
-  // GPUs once, for every GPU test.
-  bool any_gpu = false;
-  for (const auto& t : plan.tests) any_gpu |= t.test->Info().scope != kernels::Scope::kHost;
-  Result<std::vector<kernels::GpuDevice>> gpus = std::vector<kernels::GpuDevice>{};
-  if (any_gpu) gpus = options.list_gpus();
-  std::string gpu_problem;
-  if (!gpus.ok()) {
-    gpu_problem = gpus.status().message();
-  } else if (plan.gpus_per_node > 0 && static_cast<int>(gpus->size()) < plan.gpus_per_node) {
-    gpu_problem = "expected " + std::to_string(plan.gpus_per_node) + " GPUs, found " +
-                  std::to_string(gpus->size());
-  }
-
   // Targets per test, and the node's number of statistical checks for the error budget.
-  std::vector<std::vector<kernels::Target>> targets(plan.tests.size());
+  const PlanGpus gpus = ListPlanGpus(plan, options);
+  std::vector<std::vector<kernels::Target>> targets;
   int checks = 0;
-  for (std::size_t i = 0; i < plan.tests.size(); ++i) {
-    const auto scope = plan.tests[i].test->Info().scope;
-    if (scope == kernels::Scope::kHost) {
-      targets[i].push_back({kernels::Scope::kHost, {}});
-    } else if (gpu_problem.empty()) {
-      std::vector<int> all;
-      for (const auto& g : *gpus) all.push_back(g.ordinal);
-      if (scope == kernels::Scope::kGpu) {
-        for (int d : all) targets[i].push_back({scope, {d}});
-      } else {
-        targets[i].push_back({scope, all});
-      }
-    }
-    checks += StatisticalThresholds(plan.tests[i]) * static_cast<int>(targets[i].size());
+  for (const auto& t : plan.tests) {
+    targets.push_back(TargetsOf(t, gpus));
+    checks += StatisticalThresholds(t) * static_cast<int>(targets.back().size());
   }
 
   for (std::size_t i = 0; i < plan.tests.size(); ++i) {
@@ -514,63 +595,18 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
     const double test_start = options.now_seconds();
     if (targets[i].empty()) {
       auto* r = report.add_tests();
-      r->set_name(t.name);
-      r->set_type(t.type);
-      r->set_device("gpu");
-      r->set_stopreason("error");
-      if (t.optional) {
-        r->set_verdict(v1alpha1::SKIPPED);
-        r->set_reason("optional and cannot run here: " + gpu_problem);
-      } else {
-        r->set_verdict(v1alpha1::ERROR);
-        r->set_reason(gpu_problem);
-      }
+      *r = WithoutGpus(t, gpus.problem);
       progress.EndTest(head + ": " + report::VerdictName(r->verdict()) + ": " + r->reason());
       continue;
     }
     progress.StartTest(head, TestStartText(t, targets[i]));
     const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, checks);
-    std::vector<v1alpha1::TestResult> results(targets[i].size());
-    std::vector<std::thread> threads;
-    if (options.timeline != nullptr) {
-      std::vector<int> ordinals;
-      for (const auto& target : targets[i]) {
-        if (target.scope == kernels::Scope::kHost) continue;
-        ordinals.insert(ordinals.end(), target.devices.begin(), target.devices.end());
-      }
-      options.timeline->Begin(t.name, ordinals);
-    }
-    for (std::size_t k = 0; k < targets[i].size(); ++k) {
-      TargetContext ctx{&t, targets[i][k], budget, &options, &progress};
-      if (targets[i].size() == 1) {
-        results[k] = RunOnTarget(ctx);
-      } else {
-        threads.emplace_back([ctx, &results, k] { results[k] = RunOnTarget(ctx); });
-      }
-    }
-    for (auto& th : threads) th.join();
-    if (options.timeline != nullptr) options.timeline->End();
+    std::vector<v1alpha1::TestResult> results =
+        RunOnTargets(t, targets[i], budget, options, &progress);
     progress.EndTest(head + ": " + TestEndText(results, options.now_seconds() - test_start));
     for (auto& r : results) *report.add_tests() = std::move(r);
   }
-
-  // The node's verdict: rule 1 of common/node_verdict.h.
-  int counts[6] = {0};
-  std::vector<verdict::TestEvidence> evidence;
-  for (const auto& r : report.tests()) {
-    counts[r.verdict()]++;
-    evidence.push_back(
-        {report::FromProto(r.verdict()), r.name() + " [" + r.device() + "]", r.reason()});
-  }
-  report.set_passed(counts[v1alpha1::PASS]);
-  report.set_failed(counts[v1alpha1::FAIL]);
-  report.set_inconclusive(counts[v1alpha1::INCONCLUSIVE]);
-  report.set_skipped(counts[v1alpha1::SKIPPED]);
-  report.set_errors(counts[v1alpha1::ERROR]);
-  const verdict::Judgement node =
-      verdict::JudgeTests(evidence, {plan.policy.allowinconclusive(), plan.policy.failonskipped()});
-  report.set_verdict(report::ToProto(node.verdict));
-  if (!node.reason.empty()) report.set_reason(node.reason);
+  JudgeNode(plan, &report);
   *report.mutable_action() = action::Recommend(report);
   report.set_completiontime(NowRfc3339());
   return report;
