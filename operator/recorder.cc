@@ -57,70 +57,67 @@ void Recorder::Failed(const Status& st) {
   }
 }
 
-void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s) {
-  std::lock_guard<std::mutex> lock(mu_);
-  // The current run's reports in full, once per node.
-  auto& [report_run, full] = reports_[s->name];
-  if (report_run != s->run) {
-    report_run = s->run;
+const std::map<std::string, v1alpha1::Report>& Recorder::ReadReports(kube::Client& client,
+                                                                     const std::string& ns,
+                                                                     const Snapshot& s) {
+  auto& [report_run, full] = reports_[s.name];
+  if (report_run != s.run) {
+    report_run = s.run;
     full.clear();
   }
-  for (const auto& r : s->results) {
-    if (Label(r, kRunLabel) != s->run || full.contains(ResultNode(r))) continue;
+  for (const auto& r : s.results) {
+    if (Label(r, kRunLabel) != s.run || full.contains(ResultNode(r))) continue;
     auto got = client.Get(ResultsResource(), ns, Name(r));
     if (!got.ok()) continue;  // read at the next reconcile
     auto report = ReportOf(*got);
     if (report.ok()) full[ResultNode(r)] = std::move(report).value();
   }
-  EnsureOpen();
-  if (store_ != nullptr && spool_.Pending() > 0) {
-    auto drained = spool_.Drain(*store_);
-    if (drained.ok()) {
-      if (*drained > 0) {
-        Logger()->info("results store {}: caught up, {} spooled results written", describe_,
-                       *drained);
-      }
-    } else {
-      Failed(drained.status());
-    }
-  }
-  StoreView view;
-  view.describe =
-      describe_.empty() ? options_.url.substr(0, options_.url.find("://") + 3) + "..." : describe_;
-  view.available = Available();
-  view.error = error_;
-  view.spooled = spool_.Pending();
+  return full;
+}
 
-  if (s->spec && !s->run_complete) {
-    auto& [baseline_run, known] = baselines_[s->name];
-    if (baseline_run != s->run) {
-      baseline_run = s->run;
-      known.clear();
-    }
-    for (const auto& name : BaselinesNamed(s->spec->doc.spec(), s->profiles)) {
-      if (known.contains(name)) continue;
-      if (store_ == nullptr) {
-        view.baseline_errors[name] = Unavailable("results store unavailable: " + error_);
-        continue;
-      }
-      auto got = store_->GetBaseline(name);
-      if (got.ok()) {
-        known[name] = std::move(got).value();
-        continue;
-      }
-      if (Recoverable(got.status())) Failed(got.status());
-      view.baseline_errors[name] =
-          got.status().code() == Code::kNotFound
-              ? NotFound("baseline \"" + name + "\" not found in " + view.describe)
-              : got.status();
-    }
-    view.baselines = known;
+void Recorder::CatchUp() {
+  if (store_ == nullptr || spool_.Pending() == 0) return;
+  auto drained = spool_.Drain(*store_);
+  if (!drained.ok()) {
+    Failed(drained.status());
+  } else if (*drained > 0) {
+    Logger()->info("results store {}: caught up, {} spooled results written", describe_, *drained);
   }
-  if (s->run_complete) baselines_.erase(s->name);
+}
 
-  auto& [run, by_node] = history_[s->name];
-  if (run != s->run || s->run_complete) {
-    run = s->run;
+void Recorder::ReadBaselines(const Snapshot& s, StoreView* view) {
+  if (s.run_complete) baselines_.erase(s.name);
+  if (!s.spec || s.run_complete) return;
+  auto& [baseline_run, known] = baselines_[s.name];
+  if (baseline_run != s.run) {
+    baseline_run = s.run;
+    known.clear();
+  }
+  for (const auto& name : BaselinesNamed(s.spec->doc.spec(), s.profiles)) {
+    if (known.contains(name)) continue;
+    if (store_ == nullptr) {
+      view->baseline_errors[name] = Unavailable("results store unavailable: " + error_);
+      continue;
+    }
+    auto got = store_->GetBaseline(name);
+    if (got.ok()) {
+      known[name] = std::move(got).value();
+      continue;
+    }
+    if (Recoverable(got.status())) Failed(got.status());
+    view->baseline_errors[name] =
+        got.status().code() == Code::kNotFound
+            ? NotFound("baseline \"" + name + "\" not found in " + view->describe)
+            : got.status();
+  }
+  view->baselines = known;
+}
+
+void Recorder::ReadHistory(const Snapshot& s, const std::map<std::string, v1alpha1::Report>& full,
+                           StoreView* view) {
+  auto& [run, by_node] = history_[s.name];
+  if (run != s.run || s.run_complete) {
+    run = s.run;
     by_node.clear();
   }
   for (const auto& [node, report] : full) {
@@ -131,7 +128,7 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     q.cluster = options_.cluster;
     q.node = node;
     if (report.profile().empty()) {
-      q.validation = s->name;
+      q.validation = s.name;
     } else {
       q.profile = report.profile();
     }
@@ -140,14 +137,14 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     auto got = store_->Metrics(q);
     if (!got.ok()) {
       Failed(got.status());
-      view.available = false;
-      view.error = error_;
+      view->available = false;
+      view->error = error_;
       break;
     }
     std::vector<store::MetricRecord> before;
     std::set<std::string> runs;
     for (auto& m : *got) {
-      if (m.key.validation == s->name && m.key.run == s->run) continue;
+      if (m.key.validation == s.name && m.key.run == s.run) continue;
       runs.insert(m.key.validation + "/" + m.key.run);
       if (static_cast<int>(runs.size()) > options_.history_runs) break;
       before.push_back(std::move(m));
@@ -155,19 +152,22 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     by_node[node] = std::move(before);
   }
   for (const auto& [node, records] : by_node) {
-    if (!records.empty()) view.history[node] = records;
+    if (!records.empty()) view->history[node] = records;
   }
-  // The nodes' earlier verdicts, for the repeated-failure rule (read once per run and node).
-  auto& [verdicts_run, verdicts] = verdicts_[s->name];
-  if (verdicts_run != s->run) {
-    verdicts_run = s->run;
+}
+
+void Recorder::ReadRecentVerdicts(const Snapshot& s,
+                                  const std::map<std::string, v1alpha1::Report>& full,
+                                  StoreView* view) {
+  auto& [verdicts_run, verdicts] = verdicts_[s.name];
+  if (verdicts_run != s.run) {
+    verdicts_run = s.run;
     verdicts.clear();
   }
-  const int window = s->spec
-                         ? RuleOrDefaults(s->spec->doc.spec().policy().repeatedfailurethreshold(),
-                                          s->spec->doc.spec().policy().repeatedfailurewindow())
-                               .window
-                         : 0;
+  const int window = s.spec ? RuleOrDefaults(s.spec->doc.spec().policy().repeatedfailurethreshold(),
+                                             s.spec->doc.spec().policy().repeatedfailurewindow())
+                                  .window
+                            : 0;
   for (const auto& [node, report] : full) {
     if (window <= 0 || store_ == nullptr || verdicts.contains(node)) continue;
     store::ResultQuery q;
@@ -177,13 +177,13 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     auto got = store_->Results(q);
     if (!got.ok()) {
       Failed(got.status());
-      view.available = false;
-      view.error = error_;
+      view->available = false;
+      view->error = error_;
       break;
     }
     std::vector<verdict::Verdict> earlier;
     for (const auto& r : *got) {
-      if (r.key.validation == s->name && r.key.run == s->run) continue;
+      if (r.key.validation == s.name && r.key.run == s.run) continue;
       // A row without a verdict word was never finished: ERROR, as a report without one.
       const verdict::Verdict v =
           verdict::ParseVerdict(r.verdict).value_or(verdict::Verdict::kError);
@@ -191,7 +191,23 @@ void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s)
     }
     verdicts[node] = std::move(earlier);
   }
-  view.recent_verdicts = verdicts;
+  view->recent_verdicts = verdicts;
+}
+
+void Recorder::Observe(kube::Client& client, const std::string& ns, Snapshot* s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::map<std::string, v1alpha1::Report>& full = ReadReports(client, ns, *s);
+  EnsureOpen();
+  CatchUp();
+  StoreView view;
+  view.describe =
+      describe_.empty() ? options_.url.substr(0, options_.url.find("://") + 3) + "..." : describe_;
+  view.available = Available();
+  view.error = error_;
+  view.spooled = spool_.Pending();
+  ReadBaselines(*s, &view);
+  ReadHistory(*s, full, &view);
+  ReadRecentVerdicts(*s, full, &view);
   view.reports = full;
   if (s->run_complete) {
     history_.erase(s->name);

@@ -53,6 +53,18 @@ class Recorder {
   // A call on the store failed with `st`: recoverable errors close it until the next try.
   void Failed(const Status& st);
   bool Available() const { return store_ != nullptr && spool_.Pending() == 0; }
+  // The parts of Observe, each holding mu_: the current run's reports in full, read once per
+  // node; the spool written to a store that is back; the baselines the spec names; each node's
+  // earlier figures; each node's earlier verdicts (the repeated-failure rule).
+  const std::map<std::string, v1alpha1::Report>& ReadReports(kube::Client& client,
+                                                             const std::string& ns,
+                                                             const Snapshot& s);
+  void CatchUp();
+  void ReadBaselines(const Snapshot& s, StoreView* view);
+  void ReadHistory(const Snapshot& s, const std::map<std::string, v1alpha1::Report>& full,
+                   StoreView* view);
+  void ReadRecentVerdicts(const Snapshot& s, const std::map<std::string, v1alpha1::Report>& full,
+                          StoreView* view);
 
   RecorderOptions options_;
   std::function<std::chrono::steady_clock::time_point()> now_;
