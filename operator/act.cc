@@ -76,36 +76,30 @@ Status Actor::Delete(const kube::GroupVersionResource& gvr, const std::string& n
   return st.ok() || st.status().code() == Code::kNotFound ? Status::Ok() : st.status();
 }
 
-Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
-  for (const auto& p : s.pods) expectations_.Observed("pods/" + p.name);
-  for (const auto& r : s.results) expectations_.Observed("perfresults/" + Name(r));
-  Json obj = s.validation;
-  const Json finalizers = obj["metadata"].value("finalizers", Json::array());
-  if (d.add_finalizer) {
-    Json with = finalizers;
-    with.push_back(kFinalizer);
-    auto patched = client_->Patch(
-        ValidationsResource(), "", s.name, kube::PatchType::kMerge,
-        {{"metadata",
-          {{"finalizers", with},
-           {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
-    if (!patched.ok()) return patched.status();
-    obj = *patched;
-  }
+Result<Json> Actor::SetFinalizers(const Snapshot& s, const Json& obj, const Json& finalizers) {
+  return client_->Patch(
+      ValidationsResource(), "", s.name, kube::PatchType::kMerge,
+      {{"metadata",
+        {{"finalizers", finalizers},
+         {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+}
+
+Status Actor::DeleteDropped(const Snapshot& s, const Decision& d) {
   for (const auto& pod : d.delete_pods) RETURN_IF_ERROR(Delete(kube::PodsResource(), pod));
   for (const auto& r : d.delete_results) RETURN_IF_ERROR(Delete(ResultsResource(), r));
-  if (!d.delete_plan.empty()) {
-    Status st = Delete(ConfigMapsResource(), d.delete_plan);
-    // Refused (an older chart's Role grants no delete): the plan goes with its validation
-    // anyway, and a new run must not wait on a clean-up.
-    if (st.code() == Code::kPermissionDenied) {
-      Logger()->warn("{}: previous plan {} left for garbage collection: {}", s.name, d.delete_plan,
-                     st.message());
-    } else {
-      RETURN_IF_ERROR(st);
-    }
+  if (d.delete_plan.empty()) return Status::Ok();
+  Status st = Delete(ConfigMapsResource(), d.delete_plan);
+  // Refused (an older chart's Role grants no delete): the plan goes with its validation
+  // anyway, and a new run must not wait on a clean-up.
+  if (st.code() == Code::kPermissionDenied) {
+    Logger()->warn("{}: previous plan {} left for garbage collection: {}", s.name, d.delete_plan,
+                   st.message());
+    return Status::Ok();
   }
-  SendEvents(s, d, /*after_status=*/false);
+  return st;
+}
+
+Status Actor::WriteObjects(const Decision& d) {
   if (d.plan_config_map) {
     const std::string cm = Name(*d.plan_config_map);
     std::lock_guard<std::mutex> lock(mu_);
@@ -134,6 +128,10 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
     auto created = client_->Create(ServicesResource(), config_.name_space, svc);
     if (!Ignorable(created.status(), Code::kAlreadyExists)) return created.status();
   }
+  return Status::Ok();
+}
+
+Status Actor::EditNodesUnderTest(const Snapshot& s, const Decision& d) {
   // Nodes whose test is over given back first (so the nodes under test never outnumber
   // maxUnavailable, even for a moment), then nodes made free for their test: labelled and
   // cordoned before anything else, so no new GPU pod lands while the old ones go.
@@ -144,19 +142,15 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
                     [&](Json* node_obj) { return GiveBack(node_obj, s.name, r.keep_cordon); });
   }));
   const std::string now = FormatRfc3339(now_());
-  RETURN_IF_ERROR(ForEachConcurrently(d.disrupt_nodes.size(), [&](size_t i) -> Status {
+  return ForEachConcurrently(d.disrupt_nodes.size(), [&](size_t i) -> Status {
     const NodeDisruption& n = d.disrupt_nodes[i];
     auto it = s.nodes.find(n.node);
     return EditNode(n.node, it == s.nodes.end() ? nullptr : &it->second,
                     [&](Json* node_obj) { return MarkUnderTest(node_obj, s.name, n.cordon, now); });
-  }));
-  Evict(s.name, d.evictions);
-  ASSIGN_OR_RETURN(std::set<std::string> unclaimed, MakeClaims(s.name, d.claims));
-  if (unclaimed.empty()) {
-    RETURN_IF_ERROR(CreatePods(d.pods));
-  } else {
-    RETURN_IF_ERROR(CreatePods(PodsOnClaimedNodes(d.pods, unclaimed)));
-  }
+  });
+}
+
+Status Actor::MarkNodes(const Snapshot& s, const Decision& d) {
   RETURN_IF_ERROR(ForEachConcurrently(d.node_verdicts.size(), [&](size_t i) -> Status {
     const NodeVerdict& v = d.node_verdicts[i];
     auto it = s.nodes.find(v.node);
@@ -164,24 +158,43 @@ Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
                     it == s.nodes.end() ? nullptr : &it->second);
   }));
   for (const auto& node : d.release_nodes) ReleaseNode(node);
-  RETURN_IF_ERROR(ForEachConcurrently(d.provisioning.size(), [&](size_t i) -> Status {
+  return ForEachConcurrently(d.provisioning.size(), [&](size_t i) -> Status {
     const ProvisioningAction& a = d.provisioning[i];
     // Read again: the verdict above may have just updated the node.
     return EditNode(a.node, nullptr,
                     [&](Json* node_obj) { return ApplyProvisioning(node_obj, a); });
-  }));
+  });
+}
 
+Result<Json> Actor::Apply(const Snapshot& s, const Decision& d) {
+  for (const auto& p : s.pods) expectations_.Observed("pods/" + p.name);
+  for (const auto& r : s.results) expectations_.Observed("perfresults/" + Name(r));
+  Json obj = s.validation;
+  const Json finalizers = obj["metadata"].value("finalizers", Json::array());
+  if (d.add_finalizer) {
+    Json with = finalizers;
+    with.push_back(kFinalizer);
+    ASSIGN_OR_RETURN(obj, SetFinalizers(s, obj, with));
+  }
+  RETURN_IF_ERROR(DeleteDropped(s, d));
+  SendEvents(s, d, /*after_status=*/false);
+  RETURN_IF_ERROR(WriteObjects(d));
+  RETURN_IF_ERROR(EditNodesUnderTest(s, d));
+  Evict(s.name, d.evictions);
+  ASSIGN_OR_RETURN(std::set<std::string> unclaimed, MakeClaims(s.name, d.claims));
+  if (unclaimed.empty()) {
+    RETURN_IF_ERROR(CreatePods(d.pods));
+  } else {
+    RETURN_IF_ERROR(CreatePods(PodsOnClaimedNodes(d.pods, unclaimed)));
+  }
+  RETURN_IF_ERROR(MarkNodes(s, d));
   ReleaseClaims(s.name, d.release_claims);
   if (d.remove_finalizer) {
     Json kept = Json::array();
     for (const auto& f : finalizers) {
       if (f != kFinalizer) kept.push_back(f);
     }
-    auto patched = client_->Patch(
-        ValidationsResource(), "", s.name, kube::PatchType::kMerge,
-        {{"metadata",
-          {{"finalizers", kept},
-           {"resourceVersion", Str(obj, "/metadata/resourceVersion"_json_pointer)}}}});
+    auto patched = SetFinalizers(s, obj, kept);
     if (!Ignorable(patched.status(), Code::kNotFound)) return patched.status();
     Logger()->info("{}: finalized", s.name);
   }

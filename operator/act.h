@@ -68,6 +68,18 @@ class Actor {
   Expectations& expectations() { return expectations_; }
 
  private:
+  // The steps of Apply, in its order. Patches the validation's finalizers (resourceVersion
+  // checked) and returns the object as patched.
+  Result<Json> SetFinalizers(const Snapshot& s, const Json& obj, const Json& finalizers);
+  // Deletes the pods, results and plan the decision drops.
+  Status DeleteDropped(const Snapshot& s, const Decision& d);
+  // Writes the run's plan ConfigMap (once), the results the operator writes, then deletes the
+  // pods they end, then creates the gangs' Services.
+  Status WriteObjects(const Decision& d);
+  // Gives back the nodes whose test is over, then labels (and cordons) the nodes to test.
+  Status EditNodesUnderTest(const Snapshot& s, const Decision& d);
+  // Each node's verdict label (and quarantine), releases, provisioning actions.
+  Status MarkNodes(const Snapshot& s, const Decision& d);
   Status Delete(const kube::GroupVersionResource& gvr, const std::string& name);
   Status CreatePods(const std::vector<PodCreate>& pods);
   // Makes `claims` in order (operator/claims.cc); returns the nodes not obtained: a create or
