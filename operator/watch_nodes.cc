@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -204,6 +205,92 @@ std::string WorkerName(const Snapshot& s, const std::string& node) {
   return ObjectName({s.name, s.run, node, "r" + std::to_string(retests)});
 }
 
+// What DecideWatchNodes keeps in the status between looks.
+struct WatchState {
+  Json identities;      // status.nodeIdentities
+  Json retested;        // status.identityRetests
+  Json signals;         // status.nodeSignals
+  Json retests_before;  // status.retests
+};
+
+// Why `node`, whose result `result` is in, is to be tested again (an event saying so), or
+// nothing: a new fault signal, a changed identity, or a driver its result does not match.
+std::optional<EventAction> NodeChange(const Snapshot& s, const std::string& node,
+                                      const Json& node_obj, const Json& result, WatchState* w) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  if (WatchesSignals(spec)) {
+    // A fault signal the node did not show when its result was taken: tested once more.
+    const std::vector<std::string> now = NodeSignals(spec, node_obj);
+    const Json was = w->signals.value(node, Json());
+    const std::string fresh = was.is_array() ? NewSignal(spec, was, now) : "";
+    if (!fresh.empty()) {
+      return EventAction{"Normal", "NodeSignal",
+                         node + " " + fresh + " since its last result: testing it again", true,
+                         s.name + "/" + s.run + "/signal/" + node + "/" +
+                             std::to_string(w->retests_before.value(node, 0))};
+    }
+    // Signals that went away are forgotten, so they count again when they come back.
+    if (was != Json(now)) w->signals[node] = now;
+  }
+  if (!spec.watchnodes().identitychange()) return std::nullopt;
+  const std::string was = w->identities.value(node, "");
+  const std::string now = NodeIdentity(node_obj);
+  if (!was.empty() && !now.empty() && was != now) {
+    return EventAction{"Normal", "NodeChanged",
+                       node + " changed (" + was + " -> " + now + "): testing it again", true,
+                       s.name + "/" + s.run + "/changed/" + node + "/" + now};
+  }
+  // The last result's own identity: the driver its worker found, against the labels now (a
+  // driver changed while nobody watched, or labels that were stale when it was recorded).
+  // Once per labelled identity, so a driver the labels spell otherwise is not retested forever.
+  const std::string reported = IdentityOfResult(result).driver;
+  const std::string labelled = LabelledDriver(node_obj);
+  if (now.empty() || !DriverDiffers(reported, labelled) || w->retested.value(node, "") == now) {
+    return std::nullopt;
+  }
+  w->retested[node] = now;
+  return EventAction{"Normal", "NodeChanged",
+                     node + " changed: its last result " + Name(result) + " ran on driver " +
+                         reported + ", its labels now say driver " + labelled +
+                         ": testing it again",
+                     true, s.name + "/" + s.run + "/changed/" + node + "/result/" + now};
+}
+
+// The status of a run that tests `joined` and `changed` nodes (again): their old results and
+// workers go, and the run is Running.
+Json RetestStatus(const Snapshot& s, const std::map<std::string, const Json*>& results,
+                  const std::vector<std::string>& joined, const std::vector<std::string>& changed,
+                  WatchState* w, const Json& status, Decision* d) {
+  Json out = status;
+  Json retests = out.value("retests", Json::object());
+  for (const auto& node : changed) {
+    const std::string old = Name(*results.at(node));
+    d->delete_results.push_back(old);
+    d->delete_pods.push_back(old);  // the worker is named as its result
+    retests[node] = retests.value(node, 0) + 1;
+    w->identities.erase(node);
+  }
+  for (const auto& node : joined) {
+    d->events.push_back({"Normal", "NodeJoined", node + " matches the selector: testing it", true,
+                         s.name + "/" + s.run + "/joined/" + node});
+  }
+  if (!retests.empty()) out["retests"] = retests;
+  if (!w->retested.empty()) out["identityRetests"] = w->retested;
+  out["nodeIdentities"] = w->identities;
+  out.erase("completionTime");
+  out.erase("timeLeft");
+  out["verdict"] = "Running";
+  std::string msg = "testing";
+  if (!joined.empty())
+    msg += " new node" + std::string(joined.size() > 1 ? "s " : " ") + NameSome(joined, 5);
+  if (!changed.empty()) {
+    msg += std::string(joined.empty() ? "" : " and") + " changed node" +
+           (changed.size() > 1 ? "s " : " ") + NameSome(changed, 5);
+  }
+  out["message"] = msg;
+  return out;
+}
+
 bool DecideWatchNodes(const Snapshot& s, Json* status, Decision* d) {
   if (!s.spec) return false;
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
@@ -211,10 +298,10 @@ bool DecideWatchNodes(const Snapshot& s, Json* status, Decision* d) {
   // A spec that cannot run stays as it is until it is fixed (a new run).
   if (!CheckWatchNodes(spec).ok() || status->value("verdict", "") == "InvalidSpec") return false;
   const std::map<std::string, const Json*> results = ResultsOfRun(s);
-  Json identities = status->value("nodeIdentities", Json::object());
-  Json retested = status->value("identityRetests", Json::object());
-  Json signals = status->value("nodeSignals", Json::object());
-  const Json retests_before = status->value("retests", Json::object());
+  WatchState w{status->value("nodeIdentities", Json::object()),
+               status->value("identityRetests", Json::object()),
+               status->value("nodeSignals", Json::object()),
+               status->value("retests", Json::object())};
   std::vector<std::string> joined;
   std::vector<std::string> changed;
   for (const auto& node : SelectNodes(spec, s.nodes)) {
@@ -229,85 +316,19 @@ bool DecideWatchNodes(const Snapshot& s, Json* status, Decision* d) {
       continue;
     }
     if (obj == s.nodes.end()) continue;
-    if (WatchesSignals(spec)) {
-      // A fault signal the node did not show when its result was taken: tested once more.
-      const std::vector<std::string> now = NodeSignals(spec, obj->second);
-      const Json was = signals.value(node, Json());
-      const std::string fresh = was.is_array() ? NewSignal(spec, was, now) : "";
-      if (!fresh.empty()) {
-        changed.push_back(node);
-        signals.erase(node);
-        d->events.push_back({"Normal", "NodeSignal",
-                             node + " " + fresh + " since its last result: testing it again", true,
-                             s.name + "/" + s.run + "/signal/" + node + "/" +
-                                 std::to_string(retests_before.value(node, 0))});
-        continue;
-      }
-      // Signals that went away are forgotten, so they count again when they come back.
-      if (was != Json(now)) signals[node] = now;
-    }
-    if (!spec.watchnodes().identitychange()) continue;
-    const std::string was = identities.value(node, "");
-    const std::string now = NodeIdentity(obj->second);
-    if (!was.empty() && !now.empty() && was != now) {
+    if (auto event = NodeChange(s, node, obj->second, *it->second, &w)) {
       changed.push_back(node);
-      signals.erase(node);
-      d->events.push_back({"Normal", "NodeChanged",
-                           node + " changed (" + was + " -> " + now + "): testing it again", true,
-                           s.name + "/" + s.run + "/changed/" + node + "/" + now});
-      continue;
+      w.signals.erase(node);
+      d->events.push_back(std::move(*event));
     }
-    // The last result's own identity: the driver its worker found, against the labels now (a
-    // driver changed while nobody watched, or labels that were stale when it was recorded).
-    // Once per labelled identity, so a driver the labels spell otherwise is not retested forever.
-    const std::string reported = IdentityOfResult(*it->second).driver;
-    const std::string labelled = LabelledDriver(obj->second);
-    if (now.empty() || !DriverDiffers(reported, labelled) || retested.value(node, "") == now) {
-      continue;
-    }
-    changed.push_back(node);
-    signals.erase(node);
-    retested[node] = now;
-    d->events.push_back({"Normal", "NodeChanged",
-                         node + " changed: its last result " + Name(*it->second) +
-                             " ran on driver " + reported + ", its labels now say driver " +
-                             labelled + ": testing it again",
-                         true, s.name + "/" + s.run + "/changed/" + node + "/result/" + now});
   }
-  if (signals.empty()) {
+  if (w.signals.empty()) {
     status->erase("nodeSignals");
   } else {
-    (*status)["nodeSignals"] = signals;
+    (*status)["nodeSignals"] = w.signals;
   }
   if (joined.empty() && changed.empty()) return false;
-  Json out = *status;
-  Json retests = out.value("retests", Json::object());
-  for (const auto& node : changed) {
-    const std::string old = Name(*results.at(node));
-    d->delete_results.push_back(old);
-    d->delete_pods.push_back(old);  // the worker is named as its result
-    retests[node] = retests.value(node, 0) + 1;
-    identities.erase(node);
-  }
-  for (const auto& node : joined) {
-    d->events.push_back({"Normal", "NodeJoined", node + " matches the selector: testing it", true,
-                         s.name + "/" + s.run + "/joined/" + node});
-  }
-  if (!retests.empty()) out["retests"] = retests;
-  if (!retested.empty()) out["identityRetests"] = retested;
-  out["nodeIdentities"] = identities;
-  out.erase("completionTime");
-  out.erase("timeLeft");
-  out["verdict"] = "Running";
-  std::string msg = "testing";
-  if (!joined.empty())
-    msg += " new node" + std::string(joined.size() > 1 ? "s " : " ") + NameSome(joined, 5);
-  if (!changed.empty()) {
-    msg += std::string(joined.empty() ? "" : " and") + " changed node" +
-           (changed.size() > 1 ? "s " : " ") + NameSome(changed, 5);
-  }
-  out["message"] = msg;
-  d->status = std::move(out);
+  d->status = RetestStatus(s, results, joined, changed, &w, *status, d);
   // The next look starts their workers.
   d->requeue_after = std::chrono::milliseconds(10);
   return true;
