@@ -302,6 +302,65 @@ std::string EscapeLabelValue(const std::string& s) {
   return out;
 }
 
+// What perfgate's labels say of the nodes: counts by verdict and by recommended action, the
+// nodes that failed too often, and (per node) each node's verdict and action.
+void RenderNodeLabels(const MetricsSnapshot& s, std::string* out) {
+  std::map<std::string, int> nodes_by = {
+      {"passed", 0}, {"failed", 0}, {"inconclusive", 0}, {"error", 0}};
+  std::string per_node;
+  std::string repeated;
+  std::string actions;
+  std::map<std::string, int> by_action;
+  for (const auto& n : s.nodes) {
+    const auto meta = n.value("metadata", nlohmann::json::object());
+    const auto labels = meta.value("labels", nlohmann::json::object());
+    const std::string node = EscapeLabelValue(meta.value("name", ""));
+    if (labels.value(kRepeatedFailureLabel, "") == "true") {
+      repeated += "perfgate_node_repeated_failure{node=\"" + node + "\"} 1\n";
+    }
+    if (const std::string step = labels.value(kActionLabel, ""); !step.empty() && step != "none") {
+      by_action[step]++;
+      actions += "perfgate_node_recommended_action{node=\"" + node + "\",action=\"" +
+                 EscapeLabelValue(step) + "\"} 1\n";
+    }
+    auto it = labels.find(kVerdictLabel);
+    if (it == labels.end() || !it->is_string()) continue;
+    const std::string verdict = it->get<std::string>();
+    nodes_by[verdict]++;
+    if (s.per_node) {
+      const std::string by =
+          meta.value("annotations", nlohmann::json::object()).value(kVerdictByAnnotation, "");
+      per_node += "perfgate_node_verdict{node=\"" + node + "\",verdict=\"" +
+                  EscapeLabelValue(verdict) + "\",validation=\"" + EscapeLabelValue(by) + "\"} 1\n";
+    }
+  }
+  std::string counts;
+  for (const auto& [k, n] : nodes_by) {
+    counts += "perfgate_nodes{verdict=\"" + EscapeLabelValue(k) + "\"} " + std::to_string(n) + "\n";
+  }
+  Gauge("perfgate_nodes", "Nodes by their perfgate.io/verdict label.", counts, out);
+  Gauge("perfgate_node_repeated_failure",
+        "1 for each node labelled perfgate.io/repeated-failure=true: it failed too many of its "
+        "latest validations.",
+        repeated, out);
+  std::string action_counts;
+  for (const auto& [step, n] : by_action) {
+    action_counts += "perfgate_nodes_by_action{action=\"" + EscapeLabelValue(step) + "\"} " +
+                     std::to_string(n) + "\n";
+  }
+  Gauge("perfgate_nodes_by_action",
+        "Nodes by their perfgate.io/action label (the recommended action), none left out.",
+        action_counts, out);
+  Gauge("perfgate_node_recommended_action",
+        "1 for each node whose perfgate.io/action label asks for something: the action.", actions,
+        out);
+  if (s.per_node) {
+    Gauge("perfgate_node_verdict",
+          "1 for each node's perfgate.io/verdict label, and the validation that set it.", per_node,
+          out);
+  }
+}
+
 std::string RenderMetrics(const MetricsSnapshot& s) {
   std::string out;
   auto header = [&](const std::string& name, const std::string& type, const std::string& help) {
@@ -332,59 +391,7 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
         "perfgate_validations{verdict=\"" + EscapeLabelValue(k) + "\"} " + std::to_string(n) + "\n";
   }
 
-  std::map<std::string, int> nodes_by = {
-      {"passed", 0}, {"failed", 0}, {"inconclusive", 0}, {"error", 0}};
-  std::string per_node;
-  std::string repeated;
-  std::string actions;
-  std::map<std::string, int> by_action;
-  for (const auto& n : s.nodes) {
-    const auto meta = n.value("metadata", nlohmann::json::object());
-    const auto labels = meta.value("labels", nlohmann::json::object());
-    if (labels.value(kRepeatedFailureLabel, "") == "true") {
-      repeated += "perfgate_node_repeated_failure{node=\"" +
-                  EscapeLabelValue(meta.value("name", "")) + "\"} 1\n";
-    }
-    if (const std::string step = labels.value(kActionLabel, ""); !step.empty() && step != "none") {
-      by_action[step]++;
-      actions += "perfgate_node_recommended_action{node=\"" +
-                 EscapeLabelValue(meta.value("name", "")) + "\",action=\"" +
-                 EscapeLabelValue(step) + "\"} 1\n";
-    }
-    auto it = labels.find(kVerdictLabel);
-    if (it == labels.end() || !it->is_string()) continue;
-    const std::string verdict = it->get<std::string>();
-    nodes_by[verdict]++;
-    if (s.per_node) {
-      const std::string by =
-          meta.value("annotations", nlohmann::json::object()).value(kVerdictByAnnotation, "");
-      per_node += "perfgate_node_verdict{node=\"" + EscapeLabelValue(meta.value("name", "")) +
-                  "\",verdict=\"" + EscapeLabelValue(verdict) + "\",validation=\"" +
-                  EscapeLabelValue(by) + "\"} 1\n";
-    }
-  }
-  header("perfgate_nodes", "gauge", "Nodes by their perfgate.io/verdict label.");
-  for (const auto& [k, n] : nodes_by) {
-    out += "perfgate_nodes{verdict=\"" + EscapeLabelValue(k) + "\"} " + std::to_string(n) + "\n";
-  }
-  header("perfgate_node_repeated_failure", "gauge",
-         "1 for each node labelled perfgate.io/repeated-failure=true: it failed too many of its "
-         "latest validations.");
-  out += repeated;
-  header("perfgate_nodes_by_action", "gauge",
-         "Nodes by their perfgate.io/action label (the recommended action), none left out.");
-  for (const auto& [step, n] : by_action) {
-    out += "perfgate_nodes_by_action{action=\"" + EscapeLabelValue(step) + "\"} " +
-           std::to_string(n) + "\n";
-  }
-  header("perfgate_node_recommended_action", "gauge",
-         "1 for each node whose perfgate.io/action label asks for something: the action.");
-  out += actions;
-  if (s.per_node) {
-    header("perfgate_node_verdict", "gauge",
-           "1 for each node's perfgate.io/verdict label, and the validation that set it.");
-    out += per_node;
-  }
+  RenderNodeLabels(s, &out);
   RenderValidations(s.validations, &out);
   RenderRolling(s.validations, &out);
   RenderRegressions(s.validations, &out);
