@@ -200,11 +200,10 @@ void RenderRegressions(const std::vector<Json>& validations, std::string* out) {
         out);
 }
 
-// Per node, from its latest result (by completion time, of any validation): the figures with
-// their bounds, the test verdicts per device, the figures lagging their peers (the HTML
-// report's and `perfgate summary`'s rule), the consistency digests that differ from their
-// peers' (fleet::FindDigestOutliers), when it completed and how long it ran.
-void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
+// Each node's latest result (by completion time, of any validation), as reports. One at a
+// time, so that a result the report reader cannot take costs only its own node's series (a
+// list of one: the API server's list items carry no kind).
+std::vector<fleet::NodeReport> LatestReports(const std::vector<Json>& results) {
   std::map<std::string, std::pair<double, const Json*>> latest;  // node -> (completion, result)
   for (const Json& r : results) {
     const std::string node = Str(r, "/spec/nodeName"_json_pointer);
@@ -213,16 +212,19 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
     auto [it, added] = latest.emplace(node, std::make_pair(*done, &r));
     if (!added && *done > it->second.first) it->second = {*done, &r};
   }
-  // One at a time, so that a result the report reader cannot take costs only its own node's
-  // series (a list of one: the API server's list items carry no kind).
   std::vector<fleet::NodeReport> reports;
   for (const auto& [node, at] : latest) {
     const Json one = {{"kind", "List"}, {"items", Json::array({*at.second})}};
     auto parsed = fleet::ParseReports(one.dump(), "the PerfResult of node " + node);
     if (parsed.ok()) reports.push_back(std::move(parsed->front()));
   }
+  return reports;
+}
 
-  std::string times, durations, tests, figures, bounds, lagging, digests;
+// Per node of `reports`: when its result completed, how long it ran, each test's verdict per
+// device.
+void RenderNodeRuns(const std::vector<fleet::NodeReport>& reports, std::string* out) {
+  std::string times, durations, tests;
   for (const fleet::NodeReport& r : reports) {
     const auto done = EpochSeconds(r.report.completiontime());
     const auto start = EpochSeconds(r.report.starttime());
@@ -243,6 +245,23 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
                " 1\n";
     }
   }
+  Gauge("perfgate_node_last_validated_timestamp_seconds",
+        "When the node's latest result completed.", times, out);
+  Gauge("perfgate_node_run_seconds", "How long the node's latest run took, start to completion.",
+        durations, out);
+  Gauge("perfgate_node_test_verdict",
+        "1 for each test and device of the node's latest result, labelled with its verdict.", tests,
+        out);
+}
+
+// Per node, from its latest result (by completion time, of any validation): the figures with
+// their bounds, the test verdicts per device, the figures lagging their peers (the HTML
+// report's and `perfgate summary`'s rule), the consistency digests that differ from their
+// peers' (fleet::FindDigestOutliers), when it completed and how long it ran.
+void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
+  const std::vector<fleet::NodeReport> reports = LatestReports(results);
+  RenderNodeRuns(reports, out);
+  std::string figures, bounds, lagging, digests;
   const std::vector<fleet::Figure> all = fleet::Figures(reports);
   auto figure_labels = [](const fleet::Figure& f) {
     return Labels({{"node", f.node},
@@ -267,13 +286,6 @@ void RenderNodeResults(const std::vector<Json>& results, std::string* out) {
                Labels({{"node", d.node}, {"test", d.test}, {"computation", d.computation}}) +
                " 1\n";
   }
-  Gauge("perfgate_node_last_validated_timestamp_seconds",
-        "When the node's latest result completed.", times, out);
-  Gauge("perfgate_node_run_seconds", "How long the node's latest run took, start to completion.",
-        durations, out);
-  Gauge("perfgate_node_test_verdict",
-        "1 for each test and device of the node's latest result, labelled with its verdict.", tests,
-        out);
   Gauge("perfgate_node_figure",
         "A thresholded figure of the node's latest result: the statistic's observed value.",
         figures, out);
