@@ -140,6 +140,9 @@ Json ConditionSchema() {
             {"lastTransitionTime", {{"type", "string"}, {"format", "date-time"}}}}}};
 }
 
+// A count in the status: a whole number, never negative.
+Json Counts() { return {{"type", "integer"}, {"minimum", 0}}; }
+
 // A status list of objects with `properties`, at most 20 (what the operator writes at most).
 Json BoundedList(Json properties) {
   return {{"type", "array"},
@@ -147,8 +150,107 @@ Json BoundedList(Json properties) {
           {"items", {{"type", "object"}, {"properties", std::move(properties)}}}};
 }
 
+// spec.disruption.policy yield: per node, how often its worker gave way in this run, and the
+// last time (the pod's uid, so that one pod counts once).
+Json YieldsSchema() {
+  const Json counts = Counts();
+  return {{"type", "object"},
+          {"additionalProperties",
+           {{"type", "object"},
+            {"properties",
+             {{"count", counts},
+              {"lastPod", {{"type", "string"}}},
+              {"lastReason", {{"type", "string"}}},
+              {"lastTime", {{"type", "string"}, {"format", "date-time"}}},
+              // GPU seconds its yielding workers had measured, discarded with their samples.
+              {"lostGpuSeconds", {{"type", "number"}, {"minimum", 0}}},
+              // The longest a customer's pod waited for a yielding worker to go.
+              {"longestWaitSeconds", {{"type", "number"}, {"minimum", 0}}}}}}}};
+}
+
+// spec.rolling (operator/rolling.h): per node, when its last verdict in this validation came
+// in, when it falls due again, and that verdict; and how many nodes are overdue.
+Json RollingSchema() {
+  const Json counts = Counts();
+  return {{"type", "object"},
+          {"properties",
+           {{"period", {{"type", "string"}}},
+            {"currentNodes", counts},
+            {"overdueNodes", counts},
+            {"nodes",
+             {{"type", "object"},
+              {"additionalProperties",
+               {{"type", "object"},
+                {"properties",
+                 {{"result", {{"type", "string"}}},
+                  {"lastValidated", {{"type", "string"}, {"format", "date-time"}}},
+                  {"nextDue", {{"type", "string"}, {"format", "date-time"}}},
+                  {"lastVerdict", {{"type", "string"}}}}}}}}}}}};
+}
+
+// The validation's latest runs, newest first.
+Json HistorySchema() {
+  const Json counts = Counts();
+  return {{"type", "array"},
+          {"maxItems", 10},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"run", {{"type", "string"}}},
+              {"trigger", {{"type", "string"}}},
+              {"scheduledTime", {{"type", "string"}, {"format", "date-time"}}},
+              {"startTime", {{"type", "string"}, {"format", "date-time"}}},
+              {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
+              {"verdict", {{"type", "string"}}},
+              {"nodes", counts},
+              {"passed", counts},
+              {"failed", counts},
+              {"inconclusive", counts},
+              {"errors", counts}}}}}};
+}
+
+// The brake on mass quarantine (operator/quarantine.h) while it holds FAILs back.
+Json QuarantineSchema() {
+  const Json counts = Counts();
+  return {{"type", "object"},
+          {"properties",
+           {{"cap", counts},
+            {"quarantined", counts},
+            {"held", counts},
+            {"heldNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
+            {"shared", {{"type", "string"}}}}}};
+}
+
+// The nodes that did not pass, with what failed and the action recommended.
+Json FailingNodesSchema() {
+  return BoundedList({{"node", {{"type", "string"}}},
+                      {"verdict", {{"type", "string"}}},
+                      {"test", {{"type", "string"}}},
+                      {"figure", {{"type", "string"}}},
+                      {"reason", {{"type", "string"}}},
+                      {"action", {{"type", "string"}}},
+                      {"taintedDevices", {{"type", "string"}}},
+                      {"deviceTaintRehearsal", {{"type", "string"}}}});
+}
+
+// Figures that regressed against the node's history or its peers (operator/regressions.h).
+Json RegressionsSchema() {
+  const Json counts = Counts();
+  return BoundedList({{"node", {{"type", "string"}}},
+                      {"against", {{"type", "string"}, {"enum", {"history", "peers"}}}},
+                      {"test", {{"type", "string"}}},
+                      {"device", {{"type", "string"}}},
+                      {"metric", {{"type", "string"}}},
+                      {"ratio", {{"type", "number"}}},
+                      {"low", {{"type", "number"}}},
+                      {"high", {{"type", "number"}}},
+                      {"compared", counts},
+                      {"metrics", counts},
+                      {"message", {{"type", "string"}}}});
+}
+
 Json ValidationStatus() {
-  Json counts = {{"type", "integer"}, {"minimum", 0}};
+  const Json counts = Counts();
   return {
       {"type", "object"},
       {"properties",
@@ -184,21 +286,7 @@ Json ValidationStatus() {
         // taken, and how often a changed node was tested again in this run.
         {"nodeIdentities", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
         {"retests", {{"type", "object"}, {"additionalProperties", counts}}},
-        // spec.disruption.policy yield: per node, how often its worker gave way in this run,
-        // and the last time (the pod's uid, so that one pod counts once).
-        {"yields",
-         {{"type", "object"},
-          {"additionalProperties",
-           {{"type", "object"},
-            {"properties",
-             {{"count", counts},
-              {"lastPod", {{"type", "string"}}},
-              {"lastReason", {{"type", "string"}}},
-              {"lastTime", {{"type", "string"}, {"format", "date-time"}}},
-              // GPU seconds its yielding workers had measured, discarded with their samples.
-              {"lostGpuSeconds", {{"type", "number"}, {"minimum", 0}}},
-              // The longest a customer's pod waited for a yielding worker to go.
-              {"longestWaitSeconds", {{"type", "number"}, {"minimum", 0}}}}}}}}},
+        {"yields", YieldsSchema()},
         // A node tested again because its last result's driver was not its labels' (the
         // labels' identity then), and GPUs a result shows swapped (operator/identity.h).
         {"identityRetests", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
@@ -207,23 +295,7 @@ Json ValidationStatus() {
         {"nodeSignals",
          {{"type", "object"},
           {"additionalProperties", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
-        // spec.rolling (operator/rolling.h): per node, when its last verdict in this validation
-        // came in, when it falls due again, and that verdict; and how many nodes are overdue.
-        {"rolling",
-         {{"type", "object"},
-          {"properties",
-           {{"period", {{"type", "string"}}},
-            {"currentNodes", counts},
-            {"overdueNodes", counts},
-            {"nodes",
-             {{"type", "object"},
-              {"additionalProperties",
-               {{"type", "object"},
-                {"properties",
-                 {{"result", {{"type", "string"}}},
-                  {"lastValidated", {{"type", "string"}, {"format", "date-time"}}},
-                  {"nextDue", {{"type", "string"}, {"format", "date-time"}}},
-                  {"lastVerdict", {{"type", "string"}}}}}}}}}}}}},
+        {"rolling", RollingSchema()},
         {"gpuChanges", BoundedList({{"node", {{"type", "string"}}},
                                     {"result", {{"type", "string"}}},
                                     {"previousResult", {{"type", "string"}}},
@@ -231,59 +303,17 @@ Json ValidationStatus() {
         {"repeatedFailures",
          BoundedList(
              {{"node", {{"type", "string"}}}, {"failures", counts}, {"validations", counts}})},
-        {"history",
-         {{"type", "array"},
-          {"maxItems", 10},
-          {"items",
-           {{"type", "object"},
-            {"properties",
-             {{"run", {{"type", "string"}}},
-              {"trigger", {{"type", "string"}}},
-              {"scheduledTime", {{"type", "string"}, {"format", "date-time"}}},
-              {"startTime", {{"type", "string"}, {"format", "date-time"}}},
-              {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
-              {"verdict", {{"type", "string"}}},
-              {"nodes", counts},
-              {"passed", counts},
-              {"failed", counts},
-              {"inconclusive", counts},
-              {"errors", counts}}}}}}},
+        {"history", HistorySchema()},
         {"conditions",
          {{"type", "array"},
           {"items", ConditionSchema()},
           {"x-kubernetes-list-type", "map"},
           {"x-kubernetes-list-map-keys", {"type"}}}},
-        // The brake on mass quarantine (operator/quarantine.h) while it holds FAILs back.
-        {"quarantine",
-         {{"type", "object"},
-          {"properties",
-           {{"cap", counts},
-            {"quarantined", counts},
-            {"held", counts},
-            {"heldNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
-            {"shared", {{"type", "string"}}}}}}},
+        {"quarantine", QuarantineSchema()},
         {"gangs", counts},
         {"suspectNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
-        {"failingNodes", BoundedList({{"node", {{"type", "string"}}},
-                                      {"verdict", {{"type", "string"}}},
-                                      {"test", {{"type", "string"}}},
-                                      {"figure", {{"type", "string"}}},
-                                      {"reason", {{"type", "string"}}},
-                                      {"action", {{"type", "string"}}},
-                                      {"taintedDevices", {{"type", "string"}}},
-                                      {"deviceTaintRehearsal", {{"type", "string"}}}})},
-        {"regressions",
-         BoundedList({{"node", {{"type", "string"}}},
-                      {"against", {{"type", "string"}, {"enum", {"history", "peers"}}}},
-                      {"test", {{"type", "string"}}},
-                      {"device", {{"type", "string"}}},
-                      {"metric", {{"type", "string"}}},
-                      {"ratio", {{"type", "number"}}},
-                      {"low", {{"type", "number"}}},
-                      {"high", {{"type", "number"}}},
-                      {"compared", counts},
-                      {"metrics", counts},
-                      {"message", {{"type", "string"}}}})}}}};
+        {"failingNodes", FailingNodesSchema()},
+        {"regressions", RegressionsSchema()}}}};
 }
 
 Json Crd(const std::string& kind, const std::string& plural, const std::string& scope,
