@@ -21,6 +21,7 @@
 #include "common/exit_codes.h"
 #include "common/report.h"
 #include "common/spec.h"
+#include "common/strings.h"
 #include "core/plan.h"
 #include "kernels/registry.h"
 #include "worker/cluster.h"
@@ -248,17 +249,120 @@ perfgate::worker::Bundle GatherDiagnosis(const Capture& capture,
   return bundle;
 }
 
+// Keeps the tests of `plan` named (or of a type named) in `only`; false when none is.
+bool KeepOnly(const std::vector<std::string>& only, perfgate::worker::Plan* plan) {
+  if (only.empty()) return true;
+  std::set<std::string> wanted(only.begin(), only.end());
+  std::vector<perfgate::worker::PlannedTest> kept;
+  for (auto& t : plan->tests) {
+    if (wanted.count(t.name) || wanted.count(t.type)) kept.push_back(std::move(t));
+  }
+  if (kept.empty()) return false;
+  plan->tests = std::move(kept);
+  return true;
+}
+
+// "perfgate: running NAME (N tests, profile P V)", and what spec.gang means on one machine.
+void SayWhatRuns(const RunArgs& args, const perfgate::worker::Plan& plan,
+                 const perfgate::v1alpha1::PerfValidationSpec& spec) {
+  std::cerr << args.program << ": running " << plan.validation << " (" << plan.tests.size()
+            << " tests"
+            << (plan.profile.empty() ? ""
+                                     : ", profile " + plan.profile + " " + plan.profile_version)
+            << ")\n";
+  // spec.gang is the operator's: a local run (no PERFGATE_GANG_SIZE) is one node.
+  if (!spec.gang().shape().empty() && perfgate::EnvVar("PERFGATE_GANG_SIZE").empty()) {
+    std::cerr << args.program
+              << ": spec.gang applies when the operator runs this spec across "
+                 "nodes; here the NCCL tests run over this machine's GPUs only\n";
+  }
+}
+
+// The diagnosis bundle of a run that asks for one (spec.diagnostics), into the report; empty
+// when it does not.
+perfgate::worker::Bundle Diagnose(const RunArgs& args, const Capture& capture,
+                                  const perfgate::v1alpha1::Diagnostics& diagnostics,
+                                  const std::string& spec_path,
+                                  const perfgate::worker::ClusterTarget& cluster,
+                                  const perfgate::worker::Plan& plan,
+                                  perfgate::v1alpha1::Report* report) {
+  if (!perfgate::worker::ShouldCapture(diagnostics, *report)) return {};
+  const bool in_cluster = !cluster.result_name.empty();
+  std::string dir = args.diagnostics_dir;
+  if (dir.empty()) dir = perfgate::EnvVar("PERFGATE_DIAGNOSTICS_DIR");
+  // One folder per result (cluster) or per run (local).
+  if (!dir.empty()) {
+    dir += "/" + (in_cluster ? cluster.result_name : plan.validation + "-" + report->starttime());
+  }
+  const std::string config_map =
+      in_cluster
+          ? cluster.name_space + "/" + perfgate::worker::DiagnosisConfigMapName(cluster.result_name)
+          : "";
+  perfgate::worker::Bundle bundle =
+      GatherDiagnosis(capture, diagnostics, spec_path, args.fixtures, dir, config_map, report);
+  if (!args.quiet) {
+    std::cerr << args.program << ": diagnosis gathered (" << report->diagnosis().bytes()
+              << " bytes)";
+    for (const auto& where : report->diagnosis().locations()) std::cerr << "; " << where;
+    std::cerr << "\n";
+  }
+  return bundle;
+}
+
+// --report-json and --junit; an error names the file that could not be written.
+Status WriteReportFiles(const RunArgs& args, const perfgate::v1alpha1::Report& report) {
+  if (!args.report_json.empty()) {
+    auto json = perfgate::report::ToJson(report);
+    Status st =
+        json.ok() ? perfgate::report::WriteFileAtomic(args.report_json, *json) : json.status();
+    if (!st.ok()) return perfgate::Internal("cannot write the JSON report: " + st.message());
+  }
+  if (!args.junit.empty()) {
+    Status st = perfgate::report::WriteFileAtomic(args.junit, perfgate::report::ToJUnit(report));
+    if (!st.ok()) return perfgate::Internal("cannot write the JUnit report: " + st.message());
+  }
+  return Status::Ok();
+}
+
+// In a cluster: the verdict in the termination message, the PerfResult, and the diagnosis
+// bundle's ConfigMap when there is one. Exit code 0 once the result is written.
+int WriteClusterResult(const RunArgs& args, perfgate::worker::ClusterTarget cluster,
+                       const perfgate::worker::Plan& plan, const perfgate::v1alpha1::Report& report,
+                       const perfgate::worker::Bundle* bundle) {
+  if (cluster.validation_name.empty()) cluster.validation_name = plan.validation;
+  // The verdict goes to the termination message first, so that it survives even if the API
+  // stays down past the write's retries or the pod is killed while retrying.
+  perfgate::worker::WriteTerminationMessage(
+      perfgate::worker::TerminationResult(cluster, report, ""));
+  std::string result_uid;
+  Status st = perfgate::worker::WritePerfResult(cluster, report, &result_uid);
+  if (!st.ok()) {
+    const std::string message = "cannot write the PerfResult: " + st.message();
+    perfgate::worker::WriteTerminationMessage(
+        perfgate::worker::TerminationResult(cluster, report, message));
+    std::cerr << args.program << ": " << message << "\n";
+    return exit_code::kError;
+  }
+  if (bundle == nullptr) return 0;
+  std::map<std::string, std::string> files;
+  for (const auto& f : bundle->files) files[f.name] = f.content;
+  files["summary.json"] = perfgate::worker::DiagnosisJson(report.diagnosis());
+  auto object = perfgate::worker::DiagnosisConfigMapJson(cluster, files, result_uid);
+  Status written =
+      object.ok() ? perfgate::worker::WriteDiagnosisConfigMap(cluster, *object) : object.status();
+  // The result stands without its bundle: say so, and exit 0 as the result was written.
+  if (!written.ok()) {
+    std::cerr << args.program
+              << ": cannot write the diagnosis bundle's ConfigMap: " << written.message() << "\n";
+  }
+  return 0;
+}
+
 int RunSpec(const RunArgs& args) {
   std::string spec_path = args.spec;
-  std::string diagnostics_dir = args.diagnostics_dir;
-  const std::vector<std::string>& only = args.only;
-  const std::vector<std::string>& profile_dirs = args.profile_dirs;
-  const bool quiet = args.quiet;
-  const bool fixtures = args.fixtures;
   perfgate::worker::HistoryOptions history;
   history.store_url = args.store_url;
   history.record = args.record;
-  const std::string& result_name = args.result;
   auto Fail = [&](int code, const std::string& message) {
     std::cerr << args.program << ": " << message << "\n";
     return code;
@@ -266,117 +370,37 @@ int RunSpec(const RunArgs& args) {
 
   // Cluster mode: the operator reads a failed worker's termination message.
   perfgate::worker::ClusterTarget cluster;
-  cluster.result_name = result_name;
+  cluster.result_name = args.result;
   perfgate::worker::ClusterTargetFromEnv(&cluster);
   const bool in_cluster = !cluster.result_name.empty();
-  auto fail = [&](int code, const std::string& message) {
-    if (in_cluster) perfgate::worker::WriteTerminationMessage(message);
-    return Fail(code, message);
-  };
   if (in_cluster) spec_path = perfgate::worker::PodPath(spec_path);
 
   auto loaded = perfgate::spec::LoadValidation(spec_path);
-  auto plan = PlanSpec(loaded, spec_path, profile_dirs, fixtures, history.store_url);
-  if (!plan.ok()) return fail(exit_code::kInvalid, plan.status().message());
-  if (!only.empty()) {
-    std::set<std::string> wanted(only.begin(), only.end());
-    std::vector<perfgate::worker::PlannedTest> kept;
-    for (auto& t : plan->tests) {
-      if (wanted.count(t.name) || wanted.count(t.type)) kept.push_back(std::move(t));
-    }
-    if (kept.empty()) return Fail(exit_code::kInvalid, "--only matched no test in " + spec_path);
-    plan->tests = std::move(kept);
+  auto plan = PlanSpec(loaded, spec_path, args.profile_dirs, args.fixtures, history.store_url);
+  if (!plan.ok()) {
+    if (in_cluster) perfgate::worker::WriteTerminationMessage(plan.status().message());
+    return Fail(exit_code::kInvalid, plan.status().message());
   }
-
+  if (!KeepOnly(args.only, &*plan)) {
+    return Fail(exit_code::kInvalid, "--only matched no test in " + spec_path);
+  }
   perfgate::worker::RunOptions run_options;
-  run_options.progress = quiet ? nullptr : &std::cerr;
+  run_options.progress = args.quiet ? nullptr : &std::cerr;
   run_options.progress_columns = TerminalColumns(STDERR_FILENO);
-  if (!quiet) {
-    std::cerr << args.program << ": running " << plan->validation << " (" << plan->tests.size()
-              << " tests"
-              << (plan->profile.empty()
-                      ? ""
-                      : ", profile " + plan->profile + " " + plan->profile_version)
-              << ")\n";
-    // spec.gang is the operator's: a local run (no PERFGATE_GANG_SIZE) is one node.
-    if (!loaded->doc.spec().gang().shape().empty() &&
-        std::getenv("PERFGATE_GANG_SIZE") == nullptr) {
-      std::cerr << args.program
-                << ": spec.gang applies when the operator runs this spec across "
-                   "nodes; here the NCCL tests run over this machine's GPUs only\n";
-    }
-  }
+  if (!args.quiet) SayWhatRuns(args, *plan, loaded->doc.spec());
   const perfgate::v1alpha1::Diagnostics& diagnostics = loaded->doc.spec().diagnostics();
   Capture capture = StartCapture(diagnostics);
   run_options.timeline = capture.timeline.get();
   perfgate::v1alpha1::Report report = perfgate::worker::RunPlan(*plan, run_options);
-  perfgate::worker::Bundle bundle;
   const bool captured = perfgate::worker::ShouldCapture(diagnostics, report);
-  if (captured) {
-    if (diagnostics_dir.empty()) {
-      const char* env = std::getenv("PERFGATE_DIAGNOSTICS_DIR");  // NOLINT(concurrency-mt-unsafe)
-      if (env != nullptr) diagnostics_dir = env;
-    }
-    // One folder per result (cluster) or per run (local).
-    if (!diagnostics_dir.empty()) {
-      diagnostics_dir +=
-          "/" + (in_cluster ? cluster.result_name : plan->validation + "-" + report.starttime());
-    }
-    const std::string config_map =
-        in_cluster ? cluster.name_space + "/" +
-                         perfgate::worker::DiagnosisConfigMapName(cluster.result_name)
-                   : "";
-    bundle = GatherDiagnosis(capture, diagnostics, spec_path, fixtures, diagnostics_dir, config_map,
-                             &report);
-    if (!quiet) {
-      std::cerr << args.program << ": diagnosis gathered (" << report.diagnosis().bytes()
-                << " bytes)";
-      for (const auto& where : report.diagnosis().locations()) std::cerr << "; " << where;
-      std::cerr << "\n";
-    }
-  }
+  const perfgate::worker::Bundle bundle =
+      Diagnose(args, capture, diagnostics, spec_path, cluster, *plan, &report);
   std::cout << "\n" << perfgate::report::FormatTable(report);
-
-  if (!args.report_json.empty()) {
-    auto json = perfgate::report::ToJson(report);
-    Status st =
-        json.ok() ? perfgate::report::WriteFileAtomic(args.report_json, *json) : json.status();
-    if (!st.ok()) return Fail(exit_code::kError, "cannot write the JSON report: " + st.message());
+  if (Status st = WriteReportFiles(args, report); !st.ok()) {
+    return Fail(exit_code::kError, st.message());
   }
-  if (!args.junit.empty()) {
-    Status st = perfgate::report::WriteFileAtomic(args.junit, perfgate::report::ToJUnit(report));
-    if (!st.ok()) return Fail(exit_code::kError, "cannot write the JUnit report: " + st.message());
-  }
-  if (in_cluster) {
-    if (cluster.validation_name.empty()) cluster.validation_name = plan->validation;
-    // The verdict goes to the termination message first, so that it survives even if the API
-    // stays down past the write's retries or the pod is killed while retrying.
-    perfgate::worker::WriteTerminationMessage(
-        perfgate::worker::TerminationResult(cluster, report, ""));
-    std::string result_uid;
-    Status st = perfgate::worker::WritePerfResult(cluster, report, &result_uid);
-    if (!st.ok()) {
-      const std::string message = "cannot write the PerfResult: " + st.message();
-      perfgate::worker::WriteTerminationMessage(
-          perfgate::worker::TerminationResult(cluster, report, message));
-      return Fail(exit_code::kError, message);
-    }
-    if (captured) {
-      std::map<std::string, std::string> files;
-      for (const auto& f : bundle.files) files[f.name] = f.content;
-      files["summary.json"] = perfgate::worker::DiagnosisJson(report.diagnosis());
-      auto object = perfgate::worker::DiagnosisConfigMapJson(cluster, files, result_uid);
-      Status written = object.ok() ? perfgate::worker::WriteDiagnosisConfigMap(cluster, *object)
-                                   : object.status();
-      // The result stands without its bundle: say so, and exit 0 as the result was written.
-      if (!written.ok()) {
-        std::cerr << args.program
-                  << ": cannot write the diagnosis bundle's ConfigMap: " << written.message()
-                  << "\n";
-      }
-    }
-    return 0;
-  }
+  if (in_cluster)
+    return WriteClusterResult(args, cluster, *plan, report, captured ? &bundle : nullptr);
   perfgate::worker::RecordLocalRun(report, history, std::cout, std::cerr);
   return perfgate::worker::ExitCode(report);
 }
