@@ -172,136 +172,147 @@ LocalBaselineLookup(const std::string& store_url) {
   };
 }
 
-int Baseline(const BaselineArgs& args, std::ostream& out, std::ostream& err) {
-  constexpr int kInvalid = exit_code::kInvalid, kError = exit_code::kError;
-  const std::string& verb = args.verb;
-  const std::string& name = args.name;
-  const std::string& url = args.store_url;
-  const std::string& from = args.from;
-  const std::string& nodes = args.nodes;
-  const std::string& output = args.output;
-  const bool any_verdict = args.any_verdict;
+// The results `baseline create` takes: --from KEY=VALUE,... (validation, run, cluster, since,
+// until), --nodes, PASS results unless --any-verdict. An error says which part is wrong.
+Result<store::ResultQuery> BaselineSelection(const BaselineArgs& args) {
   store::ResultQuery query;
-  if (verb == "create") {
-    if (from.empty()) {
-      err << "perfgate: baseline create needs --from\n";
-      return kInvalid;
-    }
-    std::stringstream parts(from);
-    std::string part;
-    while (std::getline(parts, part, ',')) {
-      const auto eq = part.find('=');
-      const std::string key = part.substr(0, eq);
-      const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
-      if (value.empty()) {
-        err << "perfgate: --from: \"" << part << "\" is not KEY=VALUE\n";
-        return kInvalid;
+  if (args.from.empty()) return InvalidArgument("baseline create needs --from");
+  std::stringstream parts(args.from);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    const auto eq = part.find('=');
+    const std::string key = part.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : part.substr(eq + 1);
+    if (value.empty()) return InvalidArgument("--from: \"" + part + "\" is not KEY=VALUE");
+    if (key == "validation") {
+      query.validation = value;
+    } else if (key == "run") {
+      query.run = value;
+    } else if (key == "cluster") {
+      query.cluster = value;
+    } else if (key == "since" || key == "until") {
+      auto t = ParseRfc3339(value);
+      if (!t) {
+        return InvalidArgument("--from: " + key + "=" + value +
+                               " is not an RFC 3339 time (2026-06-01T00:00:00Z)");
       }
-      if (key == "validation") {
-        query.validation = value;
-      } else if (key == "run") {
-        query.run = value;
-      } else if (key == "cluster") {
-        query.cluster = value;
-      } else if (key == "since" || key == "until") {
-        auto t = ParseRfc3339(value);
-        if (!t) {
-          err << "perfgate: --from: " << key << "=" << value
-              << " is not an RFC 3339 time (2026-06-01T00:00:00Z)\n";
-          return kInvalid;
-        }
-        const int64_t ms =
-            std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
-        (key == "since" ? query.since_ms : query.until_ms) = ms;
-      } else {
-        err << "perfgate: --from: unknown selection " << key << "\n";
-        return kInvalid;
-      }
+      const int64_t ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+      (key == "since" ? query.since_ms : query.until_ms) = ms;
+    } else {
+      return InvalidArgument("--from: unknown selection " + key);
     }
-    std::stringstream list(nodes);
-    for (std::string node; std::getline(list, node, ',');) {
-      if (!node.empty()) query.nodes.push_back(node);
-    }
-    if (!any_verdict) query.verdict = "PASS";
   }
+  std::stringstream list(args.nodes);
+  for (std::string node; std::getline(list, node, ',');) {
+    if (!node.empty()) query.nodes.push_back(node);
+  }
+  if (!args.any_verdict) query.verdict = "PASS";
+  return query;
+}
 
-  auto opened = store::Open(LocalStoreUrl(url));
-  if (!opened.ok()) {
-    err << "perfgate: " << opened.status().message() << "\n";
-    return kError;
-  }
-  store::Store& store = **opened;
-  if (verb == "list") {
+// `baseline list` and `baseline delete NAME`.
+int ListOrDeleteBaseline(const BaselineArgs& args, store::Store& store, std::ostream& out,
+                         std::ostream& err) {
+  if (args.verb == "list") {
     auto names = store.ListBaselines();
     if (!names.ok()) {
       err << "perfgate: " << names.status().message() << "\n";
-      return kError;
+      return exit_code::kError;
     }
     for (const auto& n : *names) out << n << "\n";
     return 0;
   }
-  if (verb == "delete") {
-    auto deleted = store.DeleteBaseline(name);
-    if (!deleted.ok()) {
-      err << "perfgate: " << deleted.status().message() << "\n";
-      return kError;
-    }
-    if (!*deleted) {
-      err << "perfgate: no baseline \"" << name << "\" in " << store.Describe() << "\n";
-      return kInvalid;
-    }
-    out << "deleted baseline " << name << "\n";
-    return 0;
+  auto deleted = store.DeleteBaseline(args.name);
+  if (!deleted.ok()) {
+    err << "perfgate: " << deleted.status().message() << "\n";
+    return exit_code::kError;
   }
-  Result<store::Baseline> b = Status(Code::kUnknown, "");
-  if (verb == "create") {
-    std::string source = "--from " + from + (nodes.empty() ? "" : " --nodes " + nodes) +
-                         (any_verdict ? "" : " (PASS results)");
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    b = store.CreateBaseline(name, query, source, now);
-  } else {
-    b = store.GetBaseline(name);
+  if (!*deleted) {
+    err << "perfgate: no baseline \"" << args.name << "\" in " << store.Describe() << "\n";
+    return exit_code::kInvalid;
   }
-  if (!b.ok()) {
-    err << "perfgate: " << b.status().message() << "\n";
-    return b.status().code() == Code::kUnavailable || b.status().code() == Code::kInternal
-               ? kError
-               : kInvalid;
+  out << "deleted baseline " << args.name << "\n";
+  return 0;
+}
+
+// A baseline as a PerfBaseline object (-o json|yaml) for kubectl apply -f -, alone on `out`.
+int PrintBaselineObject(const BaselineArgs& args, const store::Baseline& b,
+                        const store::Store& store, std::ostream& out, std::ostream& err) {
+  std::string text;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = false;
+  if (!google::protobuf::util::MessageToJsonString(
+           store::BaselineObject(b, store::SelectionOfSource(b.source)), &text, o)
+           .ok()) {
+    err << "perfgate: cannot write baseline " << b.name << " as JSON\n";
+    return exit_code::kError;
   }
-  if (!output.empty()) {
-    // The PerfBaseline object alone on stdout, for kubectl apply -f -.
-    std::string text;
-    google::protobuf::util::JsonPrintOptions o;
-    o.preserve_proto_field_names = false;
-    if (!google::protobuf::util::MessageToJsonString(
-             store::BaselineObject(*b, store::SelectionOfSource(b->source)), &text, o)
-             .ok()) {
-      err << "perfgate: cannot write baseline " << b->name << " as JSON\n";
-      return kError;
-    }
-    const nlohmann::json object = nlohmann::json::parse(text);
-    out << (output == "json" ? object.dump(2) : yaml::EmitYaml(object)) << "\n";
-    if (verb == "create") {
-      err << "baseline " << b->name << " created in " << store.Describe() << " ("
-          << b->values.size() << " figures)\n";
-    }
-    return 0;
+  const nlohmann::json object = nlohmann::json::parse(text);
+  out << (args.output == "json" ? object.dump(2) : yaml::EmitYaml(object)) << "\n";
+  if (args.verb == "create") {
+    err << "baseline " << b.name << " created in " << store.Describe() << " (" << b.values.size()
+        << " figures)\n";
   }
-  out << "baseline " << b->name << " (" << b->source << ", created "
+  return 0;
+}
+
+// A baseline as a table: where it came from, then its figures.
+void PrintBaselineTable(const store::Baseline& b, const store::Store& store, std::ostream& out) {
+  out << "baseline " << b.name << " (" << b.source << ", created "
       << FormatRfc3339(
-             std::chrono::system_clock::time_point(std::chrono::milliseconds(b->created_ms)))
+             std::chrono::system_clock::time_point(std::chrono::milliseconds(b.created_ms)))
       << ", in " << store.Describe() << ")\n";
   std::vector<std::vector<std::string>> table = {
       {"GPU MODEL", "PROFILE", "TEST", "METRIC", "STATISTIC", "VALUE", "N", "LOWEST", "HIGHEST"}};
-  for (const auto& v : b->values) {
+  for (const auto& v : b.values) {
     table.push_back({v.gpu_model.empty() ? "-" : v.gpu_model,
                      v.profile_version.empty() ? "-" : v.profile_version, v.test, v.metric,
                      v.statistic, report::FormatFigure(v.value), std::to_string(v.count),
                      report::FormatFigure(v.low), report::FormatFigure(v.high)});
   }
   out << report::FormatColumns(table);
+}
+
+int Baseline(const BaselineArgs& args, std::ostream& out, std::ostream& err) {
+  store::ResultQuery query;
+  if (args.verb == "create") {
+    Result<store::ResultQuery> selected = BaselineSelection(args);
+    if (!selected.ok()) {
+      err << "perfgate: " << selected.status().message() << "\n";
+      return exit_code::kInvalid;
+    }
+    query = std::move(selected).value();
+  }
+  auto opened = store::Open(LocalStoreUrl(args.store_url));
+  if (!opened.ok()) {
+    err << "perfgate: " << opened.status().message() << "\n";
+    return exit_code::kError;
+  }
+  store::Store& store = **opened;
+  if (args.verb == "list" || args.verb == "delete") {
+    return ListOrDeleteBaseline(args, store, out, err);
+  }
+  Result<store::Baseline> b = Status(Code::kUnknown, "");
+  if (args.verb == "create") {
+    std::string source = "--from " + args.from +
+                         (args.nodes.empty() ? "" : " --nodes " + args.nodes) +
+                         (args.any_verdict ? "" : " (PASS results)");
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    b = store.CreateBaseline(args.name, query, source, now);
+  } else {
+    b = store.GetBaseline(args.name);
+  }
+  if (!b.ok()) {
+    err << "perfgate: " << b.status().message() << "\n";
+    return b.status().code() == Code::kUnavailable || b.status().code() == Code::kInternal
+               ? exit_code::kError
+               : exit_code::kInvalid;
+  }
+  if (!args.output.empty()) return PrintBaselineObject(args, *b, store, out, err);
+  PrintBaselineTable(*b, store, out);
   return 0;
 }
 
