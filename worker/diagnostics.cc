@@ -394,6 +394,69 @@ ProfileOutcome RunNsys(const std::vector<std::string>& command, const std::strin
 
 // --- The bundle -----------------------------------------------------------------------------
 
+namespace {
+
+// The part of `report` a vendor needs: the identity, the verdict and the recommended action with
+// its evidence (what an RMA asks for), the failing tests whole (samples, thresholds, parameters,
+// details) and those of GPUs that pass but lag their siblings; named in `summary` too.
+v1alpha1::Report FailingPart(const v1alpha1::Report& report, v1alpha1::Diagnosis* summary) {
+  v1alpha1::Report failing;
+  failing.set_validation(report.validation());
+  failing.set_profile(report.profile());
+  failing.set_profileversion(report.profileversion());
+  *failing.mutable_identity() = report.identity();
+  failing.set_verdict(report.verdict());
+  failing.set_reason(report.reason());
+  *failing.mutable_action() = report.action();
+  for (const auto& t : report.tests()) {
+    if (t.verdict() != v1alpha1::FAIL) continue;
+    *failing.add_tests() = t;
+    summary->add_failures(t.name() + " [" + t.device() + "]: " + t.reason());
+  }
+  const std::vector<LaggingDevice> lagging = LaggingDevices(report);
+  for (const auto& t : report.tests()) {
+    const bool lags = std::any_of(lagging.begin(), lagging.end(), [&](const LaggingDevice& l) {
+      return l.test == t.name() && l.device == t.device();
+    });
+    if (lags) *failing.add_tests() = t;
+  }
+  for (const auto& l : lagging) summary->add_lagging(l.what);
+  return failing;
+}
+
+// The GPU telemetry sampled during each test of `failing`, by test and GPU; what the samples
+// hint at goes into `summary`.
+Json TimelinesOf(const v1alpha1::Report& failing,
+                 const std::map<std::string, TestTimeline>& timelines,
+                 v1alpha1::Diagnosis* summary) {
+  Json timeline = Json::object();
+  std::set<std::string> tests;
+  for (const auto& t : failing.tests()) tests.insert(t.name());
+  for (const auto& name : tests) {
+    auto it = timelines.find(name);
+    if (it == timelines.end()) {
+      timeline[name] = {{"note", "not sampled: a host test, or no GPU to sample"}};
+      continue;
+    }
+    for (auto& h : TimelineHints(name, it->second)) summary->add_hints(std::move(h));
+    Json t = {{"intervalSeconds", it->second.interval_seconds}};
+    if (!it->second.note.empty()) t["note"] = it->second.note;
+    for (const auto& [ordinal, points] : it->second.points) {
+      Json series = Json::array();
+      for (const auto& p : points) {
+        Json j = TelemetryJson(p.telemetry);
+        j["t"] = p.seconds;
+        series.push_back(std::move(j));
+      }
+      t["gpus"]["gpu" + std::to_string(ordinal)] = std::move(series);
+    }
+    timeline[name] = std::move(t);
+  }
+  return timeline;
+}
+
+}  // namespace
+
 Bundle AssembleBundle(const DiagnosisInputs& in, std::size_t part_bytes, std::size_t total_bytes) {
   Bundle bundle;
   v1alpha1::Diagnosis& summary = bundle.summary;
@@ -428,59 +491,11 @@ Bundle AssembleBundle(const DiagnosisInputs& in, std::size_t part_bytes, std::si
   };
 
   // The failing tests, whole (samples, thresholds, parameters, details).
-  v1alpha1::Report failing;
-  if (in.report != nullptr) {
-    failing.set_validation(in.report->validation());
-    failing.set_profile(in.report->profile());
-    failing.set_profileversion(in.report->profileversion());
-    *failing.mutable_identity() = in.report->identity();
-    failing.set_verdict(in.report->verdict());
-    failing.set_reason(in.report->reason());
-    // What to do, with its evidence, next to the identity (serials, VBIOS, driver): what a
-    // vendor asks for in an RMA.
-    *failing.mutable_action() = in.report->action();
-    for (const auto& t : in.report->tests()) {
-      if (t.verdict() != v1alpha1::FAIL) continue;
-      *failing.add_tests() = t;
-      summary.add_failures(t.name() + " [" + t.device() + "]: " + t.reason());
-    }
-    // And the tests of GPUs that pass but lag their siblings.
-    const std::vector<LaggingDevice> lagging = LaggingDevices(*in.report);
-    for (const auto& t : in.report->tests()) {
-      const bool lags = std::any_of(lagging.begin(), lagging.end(), [&](const LaggingDevice& l) {
-        return l.test == t.name() && l.device == t.device();
-      });
-      if (lags) *failing.add_tests() = t;
-    }
-    for (const auto& l : lagging) summary.add_lagging(l.what);
-  }
+  const v1alpha1::Report failing =
+      in.report != nullptr ? FailingPart(*in.report, &summary) : v1alpha1::Report();
   add("failures.json", report::ToJson(failing));
 
-  // The timeline of each failing test.
-  Json timeline = Json::object();
-  std::set<std::string> tests;
-  for (const auto& t : failing.tests()) tests.insert(t.name());
-  for (const auto& name : tests) {
-    auto it = in.timelines.find(name);
-    if (it == in.timelines.end()) {
-      timeline[name] = {{"note", "not sampled: a host test, or no GPU to sample"}};
-      continue;
-    }
-    for (auto& h : TimelineHints(name, it->second)) summary.add_hints(std::move(h));
-    Json t = {{"intervalSeconds", it->second.interval_seconds}};
-    if (!it->second.note.empty()) t["note"] = it->second.note;
-    for (const auto& [ordinal, points] : it->second.points) {
-      Json series = Json::array();
-      for (const auto& p : points) {
-        Json j = TelemetryJson(p.telemetry);
-        j["t"] = p.seconds;
-        series.push_back(std::move(j));
-      }
-      t["gpus"]["gpu" + std::to_string(ordinal)] = std::move(series);
-    }
-    timeline[name] = std::move(t);
-  }
-  add("timeline.json", timeline.dump(1));
+  add("timeline.json", TimelinesOf(failing, in.timelines, &summary).dump(1));
 
   if (in.nvml.ok()) {
     for (const auto& h : in.nvml->hints) summary.add_hints(h);
