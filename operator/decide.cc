@@ -303,14 +303,75 @@ struct NodeStates {
   std::vector<std::pair<std::string, std::string>> yielded;
 };
 
+// The operator's ERROR result for `node` (no worker result: `reason`), and its outcome.
+void RecordError(const RunContext& ctx, const std::string& node, const std::string& pod_name,
+                 const std::string& reason, Decision* d) {
+  d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->name_space, ctx.run, node,
+                                            pod_name, reason, FormatRfc3339(ctx.now)),
+                        ""});
+  const verdict::Judgement j = verdict::NoResult(reason);
+  d->outcomes.push_back({node, j.verdict, "", "", j.reason, true});
+}
+
+// A worker that ended, without a result in the cache: its result on its way (look again soon),
+// the verdict its termination message recovered, a yield, or an ERROR saying why it has none.
+void ClassifyEndedPod(const RunContext& ctx, const std::string& node, const PodView& pod,
+                      const std::string& yield_reason, NodeStates* st, Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  const std::string pod_name = WorkerName(s, node);
+  if (pod.result_in_api) {
+    st->requeue = std::chrono::milliseconds(200);
+    d->outcomes.push_back({node, std::nullopt, "", "", ""});
+    return;
+  }
+  // A worker that measured but could not write its result (the API server down past its
+  // retries) left the verdict in its termination message: that is the node's result.
+  if (auto decoded = termination::Decode(pod.termination_message);
+      decoded.ok() && decoded->node_name == node && decoded->run == s.run) {
+    Json result =
+        BuildRecoveredResult(ctx.owner, ctx.config->name_space, s.run, node, pod_name, *decoded);
+    d->outcomes.push_back(OutcomeOfResult(node, result));
+    d->results.push_back({std::move(result), ""});
+    return;
+  }
+  if (!yield_reason.empty()) {
+    st->yielded.emplace_back(node, yield_reason);
+    d->outcomes.push_back({node, std::nullopt, "", "", ""});
+    return;
+  }
+  RecordError(ctx, node, pod_name, WhyNoResult(pod, ctx.timeout_seconds), d);
+}
+
+// A worker pod not scheduled yet: why it is an ERROR once it waited past the scheduling
+// timeout; before that "", with when to look again in `st` and why it waits in `d`.
+std::string UnscheduledTooLong(const RunContext& ctx, const std::string& node, const PodView& pod,
+                               NodeStates* st, Decision* d) {
+  const ReconcilerConfig& config = *ctx.config;
+  auto created = ParseRfc3339(Str(pod.object, "/metadata/creationTimestamp"_json_pointer));
+  Clock::duration age = created ? ctx.now - *created : Clock::duration(0);
+  std::string why;
+  for (const auto& c :
+       pod.object.value("status", Json::object()).value("conditions", Json::array())) {
+    if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+  }
+  if (age >= config.scheduling_timeout) {
+    return "worker pod not scheduled within " + std::to_string(config.scheduling_timeout.count()) +
+           "s" + (why.empty() ? "" : ": " + why);
+  }
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.scheduling_timeout - age);
+  RequeueSooner(&st->requeue, left + std::chrono::milliseconds(100));
+  // Reported, not fought over: e.g. "Insufficient nvidia.com/gpu" while other pods hold them.
+  if (!why.empty()) d->waiting.push_back(node + " (unscheduled: " + why + ")");
+  return "";
+}
+
 // Each selected node's outcome from its result, else from its pod (the operator's ERROR for a
 // missing node, too few GPUs, a worker that ended without a result, a pod unscheduled past
 // the timeout), into d->outcomes in selected order.
 NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& selected,
                          const std::map<std::string, const PodView*>& pods, Decision* d) {
   const Snapshot& s = *ctx.snapshot;
-  const ReconcilerConfig& config = *ctx.config;
-  const std::string now = FormatRfc3339(ctx.now);
   std::map<std::string, const Json*> results;  // this run's, by node
   for (const auto& r : s.results) {
     if (Label(r, kRunLabel) != s.run) continue;
@@ -321,14 +382,6 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
   NodeStates st;
   const bool yielding = ctx.spec->disruption().policy() == "yield";
   std::vector<NodeOutcome>& outcomes = d->outcomes;
-  auto record_error = [&](const std::string& node, const std::string& pod_name,
-                          const std::string& reason) {
-    d->results.push_back(
-        {BuildOperatorResult(ctx.owner, config.name_space, s.run, node, pod_name, reason, now),
-         ""});
-    const verdict::Judgement j = verdict::NoResult(reason);
-    outcomes.push_back({node, j.verdict, "", "", j.reason, true});
-  };
   for (const auto& node : selected) {
     const std::string pod_name = WorkerName(s, node);
     if (auto it = results.find(node); it != results.end()) {
@@ -337,15 +390,16 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
     }
     auto node_it = s.nodes.find(node);
     if (node_it == s.nodes.end()) {
-      record_error(node, pod_name, "node " + node + " does not exist");
+      RecordError(ctx, node, pod_name, "node " + node + " does not exist", d);
       continue;
     }
     const int have = NodeGpus(node_it->second);
     if (ctx.spec_gpus > 0 && have < ctx.spec_gpus) {
-      record_error(node, pod_name,
-                   "expected " + std::to_string(ctx.spec_gpus) +
-                       " GPUs (spec.gpusPerNode), node has " + std::to_string(have) +
-                       " allocatable nvidia.com/gpu");
+      RecordError(ctx, node, pod_name,
+                  "expected " + std::to_string(ctx.spec_gpus) +
+                      " GPUs (spec.gpusPerNode), node has " + std::to_string(have) +
+                      " allocatable nvidia.com/gpu",
+                  d);
       continue;
     }
     auto pod_it = pods.find(node);
@@ -371,51 +425,16 @@ NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& 
       continue;
     }
     if (pod.terminal) {
-      if (pod.result_in_api) {
-        st.requeue = std::chrono::milliseconds(200);
-        outcomes.push_back({node, std::nullopt, "", "", ""});
-        continue;
-      }
-      // A worker that measured but could not write its result (the API server down past its
-      // retries) left the verdict in its termination message: that is the node's result.
-      if (auto decoded = termination::Decode(pod.termination_message);
-          decoded.ok() && decoded->node_name == node && decoded->run == s.run) {
-        Json result =
-            BuildRecoveredResult(ctx.owner, config.name_space, s.run, node, pod_name, *decoded);
-        outcomes.push_back(OutcomeOfResult(node, result));
-        d->results.push_back({std::move(result), ""});
-        continue;
-      }
-      if (!yield_reason.empty()) {
-        st.yielded.emplace_back(node, yield_reason);
-        outcomes.push_back({node, std::nullopt, "", "", ""});
-        continue;
-      }
-      record_error(node, pod_name, WhyNoResult(pod, ctx.timeout_seconds));
+      ClassifyEndedPod(ctx, node, pod, yield_reason, &st, d);
       continue;
     }
     // Not finished: never scheduled for too long is an ERROR (a scheduling problem, not a bad GPU).
     if (!pod.scheduled) {
-      auto created = ParseRfc3339(Str(pod.object, "/metadata/creationTimestamp"_json_pointer));
-      Clock::duration age = created ? ctx.now - *created : Clock::duration(0);
-      std::string why;
-      for (const auto& c :
-           pod.object.value("status", Json::object()).value("conditions", Json::array())) {
-        if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
-      }
-      if (age >= config.scheduling_timeout) {
-        record_error(node, pod_name,
-                     "worker pod not scheduled within " +
-                         std::to_string(config.scheduling_timeout.count()) + "s" +
-                         (why.empty() ? "" : ": " + why));
+      if (const std::string late = UnscheduledTooLong(ctx, node, pod, &st, d); !late.empty()) {
+        RecordError(ctx, node, pod_name, late, d);
         d->delete_pods_after_results.push_back(pod_name);
         continue;
       }
-      auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(config.scheduling_timeout - age);
-      RequeueSooner(&st.requeue, left + std::chrono::milliseconds(100));
-      // Reported, not fought over: e.g. "Insufficient nvidia.com/gpu" while other pods hold them.
-      if (!why.empty()) d->waiting.push_back(node + " (unscheduled: " + why + ")");
     }
     st.active++;
     outcomes.push_back({node, std::nullopt, "", "", ""});
@@ -547,222 +566,229 @@ void DecideYields(const RunContext& ctx, const std::map<std::string, const PodVi
   }
 }
 
-// The run's nodes, pods and results: what each node has, what to start, and the status.
-void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
-               const ResolvedPlan& plan, const std::vector<std::string>& selected,
-               const DisruptionSettings& disruption, const Json& old_status, Json status,
-               Decision* d) {
-  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
-  const std::string now = FormatRfc3339(now_tp);
-  const RunContext ctx = ContextOf(s, config, now_tp);
-  d->plan_config_map =
-      BuildPlanConfigMap(ctx.owner, config.name_space, s.run, ctx.config_map, plan.text);
-  const std::map<std::string, const PodView*> pods = PodsOfRun(s);
-  std::set<std::string> nodes_with_pods;
-  for (const auto& [node, pod] : pods) nodes_with_pods.insert(node);
-  NodeStates st = ClassifyNodes(ctx, selected, pods, d);
-  std::vector<NodeOutcome>& outcomes = d->outcomes;
-  DecideYields(ctx, pods, st.yielded, &status, d);
-  // The nodes with a live worker of this run: under test.
-  std::set<std::string> live;
+// What DecideRun works from once the nodes are classified: the run's context, its pods, where
+// the nodes stand, and (for gangs) the gangs and their members.
+struct RunState {
+  RunContext ctx;
+  std::map<std::string, const PodView*> pods;  // the run's, by node
+  NodeStates st;
+  std::set<std::string> live;  // nodes with a live worker of this run: under test
   size_t live_pods = 0;
+  int disruption_waits = 0;
+  bool draining = false;
+  int parallelism = 0;
+  std::vector<std::vector<std::string>> gangs;  // rank order is the sorted node order
+  std::map<std::string, GangMember> members;
+  std::map<std::string, size_t> outcome_of;  // node -> index in d->outcomes
+};
+
+// The nodes with a live worker of this run, less those whose worker is exiting with its verdict.
+void FindLive(const Snapshot& s, const std::vector<NodeOutcome>& outcomes, RunState* r) {
   for (const auto& p : s.pods) {
     if (!p.terminal && BaseRun(p.run) == s.run) {
-      live.insert(p.node);
-      live_pods++;
+      r->live.insert(p.node);
+      r->live_pods++;
     }
   }
   for (const auto& o : outcomes) {
-    if (o.verdict) live.erase(o.node);  // its worker is exiting
+    if (o.verdict) r->live.erase(o.node);
   }
-  // Safe disruption (single-node runs): nodes other pods' GPUs keep busy wait, are cordoned or
-  // drained; at most maxUnavailable of the selected nodes under test.
-  int disruption_waits = 0;
-  bool draining = false;
-  if (!plan.gang && !ctx.suspended) {
-    // spec.rolling: the node validated longest ago (or never) has the first turn.
-    if (IsRolling(spec)) OrderOldestFirst(old_status, &st.to_start);
-    DisruptionPlan dp = PlanDisruption(s, disruption, selected, st.to_start, live, now_tp);
-    st.to_start = dp.start;
-    disruption_waits = static_cast<int>(dp.waiting.size());
-    draining = !dp.evictions.empty();
-    for (auto& w : dp.waiting) d->waiting.push_back(std::move(w));
-    for (const auto& [node, reason] : dp.timed_out) {
-      d->results.push_back({BuildOperatorResult(ctx.owner, config.name_space, s.run, node,
-                                                WorkerName(s, node), reason, now),
-                            ""});
-      for (auto& o : outcomes) {
-        if (o.node == node) {
-          const verdict::Judgement j = verdict::NoResult(reason);
-          o = {node, j.verdict, "", "", j.reason, true};
-        }
-      }
-    }
-    // The refusal, budget named, as an event too: once per pod and run.
-    for (const auto& r : dp.refused) {
-      d->events.push_back({"Warning", "EvictionRefused",
-                           r.node + ": eviction of pod " + r.pod + " refused: " + r.message, false,
-                           s.name + "/" + s.run + "/eviction-refused/" + r.pod});
-    }
-    d->disrupt_nodes = std::move(dp.disrupt);
-    d->evictions = std::move(dp.evictions);
-    d->under_test = std::move(dp.held);
-  }
-  int parallelism = spec.policy().parallelism();
-  if (parallelism <= 0) parallelism = static_cast<int>(selected.size());
-  if (auto rolling = RollingOf(spec)) {
-    // spec.rolling: at most maxConcurrent workers at once, an exiting one (its result in)
-    // counted until its pod ends.
-    parallelism = std::min(parallelism, rolling->max_concurrent);
-    st.active = std::max(st.active, static_cast<int>(live_pods));
-  }
+}
 
-  // Gangs: rank order is the sorted node order; one verdict per gang.
-  std::map<std::string, GangMember> members;
-  std::vector<std::vector<std::string>> gangs;
-  std::map<std::string, size_t> outcome_of;
-  for (size_t i = 0; i < outcomes.size(); ++i) outcome_of[outcomes[i].node] = i;
-  const std::string& shape = spec.gang().shape();
-  if (plan.gang) {
-    gangs = GangsOf(selected, shape);
-    for (size_t g = 0; g < gangs.size(); ++g) {
-      const std::string id = ObjectName({s.name, s.run, "gang" + std::to_string(g)});
-      // Pods already made carry the gang's address: a later reconcile must not move it.
-      std::string comm;
-      for (const auto& n : gangs[g]) {
-        if (auto it = pods.find(n); it != pods.end() && comm.empty()) {
-          comm = CommIdOf(it->second->object);
-        }
-      }
-      for (size_t r = 0; r < gangs[g].size(); ++r) {
-        members[gangs[g][r]] = MemberOf(ctx, id, static_cast<int>(r), gangs[g], comm);
+// Safe disruption (single-node runs): nodes other pods' GPUs keep busy wait, are cordoned or
+// drained; at most maxUnavailable of the selected nodes under test.
+void PlanSingleNodeDisruption(const DisruptionSettings& disruption,
+                              const std::vector<std::string>& selected, const Json& old_status,
+                              RunState* r, Decision* d) {
+  const Snapshot& s = *r->ctx.snapshot;
+  const ReconcilerConfig& config = *r->ctx.config;
+  const std::string now = FormatRfc3339(r->ctx.now);
+  // spec.rolling: the node validated longest ago (or never) has the first turn.
+  if (IsRolling(*r->ctx.spec)) OrderOldestFirst(old_status, &r->st.to_start);
+  DisruptionPlan dp = PlanDisruption(s, disruption, selected, r->st.to_start, r->live, r->ctx.now);
+  r->st.to_start = dp.start;
+  r->disruption_waits = static_cast<int>(dp.waiting.size());
+  r->draining = !dp.evictions.empty();
+  for (auto& w : dp.waiting) d->waiting.push_back(std::move(w));
+  for (const auto& [node, reason] : dp.timed_out) {
+    d->results.push_back({BuildOperatorResult(r->ctx.owner, config.name_space, s.run, node,
+                                              WorkerName(s, node), reason, now),
+                          ""});
+    for (auto& o : d->outcomes) {
+      if (o.node == node) {
+        const verdict::Judgement j = verdict::NoResult(reason);
+        o = {node, j.verdict, "", "", j.reason, true};
       }
     }
-    BlameGangs(ctx, gangs, nodes_with_pods, outcome_of, &outcomes, d);
-    status["gangs"] = static_cast<int>(gangs.size());
   }
+  // The refusal, budget named, as an event too: once per pod and run.
+  for (const auto& ref : dp.refused) {
+    d->events.push_back({"Warning", "EvictionRefused",
+                         ref.node + ": eviction of pod " + ref.pod + " refused: " + ref.message,
+                         false, s.name + "/" + s.run + "/eviction-refused/" + ref.pod});
+  }
+  d->disrupt_nodes = std::move(dp.disrupt);
+  d->evictions = std::move(dp.evictions);
+  d->under_test = std::move(dp.held);
+}
 
-  if (!ctx.suspended) {
-    std::set<std::string> starting(st.to_start.begin(), st.to_start.end());
-    std::set<std::string> services;
-    // Gangs under spec.disruption.maxUnavailable: a gang none of whose members started yet
-    // starts only when all its nodes fit beside the selected nodes under test.
-    GangTurns turns;
+// The gangs of the selected nodes and each node's place in its gang; a gang's verdict is its
+// worst member's (BlameGangs).
+void FormGangs(const std::vector<std::string>& selected, RunState* r, Decision* d) {
+  const Snapshot& s = *r->ctx.snapshot;
+  std::set<std::string> nodes_with_pods;
+  for (const auto& [node, pod] : r->pods) nodes_with_pods.insert(node);
+  r->gangs = GangsOf(selected, r->ctx.spec->gang().shape());
+  for (size_t g = 0; g < r->gangs.size(); ++g) {
+    const std::string id = ObjectName({s.name, s.run, "gang" + std::to_string(g)});
+    // Pods already made carry the gang's address: a later reconcile must not move it.
+    std::string comm;
+    for (const auto& n : r->gangs[g]) {
+      if (auto it = r->pods.find(n); it != r->pods.end() && comm.empty()) {
+        comm = CommIdOf(it->second->object);
+      }
+    }
+    for (size_t rank = 0; rank < r->gangs[g].size(); ++rank) {
+      r->members[r->gangs[g][rank]] =
+          MemberOf(r->ctx, id, static_cast<int>(rank), r->gangs[g], comm);
+    }
+  }
+  BlameGangs(r->ctx, r->gangs, nodes_with_pods, r->outcome_of, &d->outcomes, d);
+}
+
+// Gangs under spec.disruption.maxUnavailable: a gang none of whose members started yet starts
+// only when all its nodes fit beside the selected nodes under test.
+GangTurns GangTurnsOf(const std::vector<std::string>& selected,
+                      const DisruptionSettings& disruption, const std::set<std::string>& starting,
+                      RunState* r, Decision* d) {
+  const Snapshot& s = *r->ctx.snapshot;
+  std::set<std::string> in_use = r->live;
+  for (const auto& node : selected) {
+    auto it = s.nodes.find(node);
+    if (it == s.nodes.end()) continue;
+    const std::string holder = Label(it->second, kUnderTestLabel);
+    if (!holder.empty() && holder != LabelValue(s.name)) in_use.insert(node);
+  }
+  std::vector<bool> ready(r->gangs.size(), false);
+  for (size_t g = 0; g < r->gangs.size(); ++g) {
+    bool fresh = true;
+    for (const auto& peer : r->gangs[g]) {
+      fresh &= !d->outcomes[r->outcome_of[peer]].verdict && starting.contains(peer) &&
+               !r->pods.contains(peer);
+    }
+    ready[g] = fresh;
+  }
+  GangTurns turns = GangsInTurn(r->gangs, ready, in_use, disruption.max_unavailable);
+  r->disruption_waits += static_cast<int>(turns.waiting.size());
+  for (auto& w : turns.waiting) d->waiting.push_back(std::move(w));
+  return turns;
+}
+
+// Whether gang member `node` is to start now: its gang starts whole (every member still to run
+// and free, a busy one waits), and one not started yet only in its turn.
+bool GangMemberStarts(const std::string& node, const std::set<std::string>& starting,
+                      const GangTurns& turns, const RunState& r, const Decision& d) {
+  if (d.outcomes[r.outcome_of.at(node)].verdict) return false;
+  bool whole = true;
+  bool started = false;
+  for (const auto& g : r.gangs) {
+    if (std::find(g.begin(), g.end(), node) == g.end()) continue;
+    for (const auto& peer : g) {
+      whole &= !d.outcomes[r.outcome_of.at(peer)].verdict &&
+               (starting.contains(peer) || r.pods.contains(peer));
+      started |= r.pods.contains(peer);
+    }
+  }
+  return whole && (started || turns.start.contains(node));
+}
+
+// The worker pods to create now (and the gangs' Services).
+void StartWorkers(const ResolvedPlan& plan, const std::vector<std::string>& selected,
+                  const DisruptionSettings& disruption, RunState* r, Decision* d) {
+  const Snapshot& s = *r->ctx.snapshot;
+  std::set<std::string> starting(r->st.to_start.begin(), r->st.to_start.end());
+  std::set<std::string> services;
+  GangTurns turns;
+  if (plan.gang) turns = GangTurnsOf(selected, disruption, starting, r, d);
+  for (const auto& node : r->st.to_start) {
+    const std::string pod_name = WorkerName(s, node);
     if (plan.gang) {
-      std::set<std::string> in_use = live;
-      for (const auto& node : selected) {
-        auto it = s.nodes.find(node);
-        if (it == s.nodes.end()) continue;
-        const std::string holder = Label(it->second, kUnderTestLabel);
-        if (!holder.empty() && holder != LabelValue(s.name)) in_use.insert(node);
-      }
-      std::vector<bool> ready(gangs.size(), false);
-      for (size_t g = 0; g < gangs.size(); ++g) {
-        bool fresh = true;
-        for (const auto& peer : gangs[g]) {
-          fresh &= !outcomes[outcome_of[peer]].verdict && starting.contains(peer) &&
-                   !pods.contains(peer);
-        }
-        ready[g] = fresh;
-      }
-      turns = GangsInTurn(gangs, ready, in_use, disruption.max_unavailable);
-      disruption_waits += static_cast<int>(turns.waiting.size());
-      for (auto& w : turns.waiting) d->waiting.push_back(std::move(w));
+      if (!GangMemberStarts(node, starting, turns, *r, *d)) continue;
+      const GangMember& m = r->members[node];
+      if (m.headless_service) services.insert(m.gang_id);
+      d->pods.push_back(GangPod(r->ctx, s.run, node, pod_name, m));
+      continue;
     }
-    for (const auto& node : st.to_start) {
-      const std::string pod_name = WorkerName(s, node);
-      if (plan.gang) {
-        if (outcomes[outcome_of[node]].verdict) continue;
-        // A gang starts whole: every member is still to run and free (a busy one waits).
-        bool whole = true;
-        bool started = false;
-        for (const auto& g : gangs) {
-          if (std::find(g.begin(), g.end(), node) == g.end()) continue;
-          for (const auto& peer : g) {
-            whole &= !outcomes[outcome_of[peer]].verdict &&
-                     (starting.contains(peer) || pods.contains(peer));
-            started |= pods.contains(peer);
-          }
-        }
-        if (!whole) continue;
-        // Not started yet: its turn under maxUnavailable.
-        if (!started && !turns.start.contains(node)) continue;
-        const GangMember& m = members[node];
-        if (m.headless_service) services.insert(m.gang_id);
-        d->pods.push_back(GangPod(ctx, s.run, node, pod_name, m));
-        continue;
-      }
-      if (st.active >= parallelism) break;
-      const PodParams p{
-          s.run, node, pod_name, ctx.config_map, PodGpus(ctx, node), ctx.timeout_seconds};
-      d->pods.push_back({BuildPod(ctx.owner, spec, config, p), ""});
-      st.active++;
-    }
-    // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
-    // worker is Ready before the rendezvous.
-    for (const auto& id : services) {
-      d->services.push_back(BuildGangService(ctx.owner, config.name_space, s.run, id, ctx.port));
-    }
+    if (r->st.active >= r->parallelism) break;
+    const PodParams p{
+        s.run, node, pod_name, r->ctx.config_map, PodGpus(r->ctx, node), r->ctx.timeout_seconds};
+    d->pods.push_back({BuildPod(r->ctx.owner, *r->ctx.spec, *r->ctx.config, p), ""});
+    r->st.active++;
   }
-  // Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
-  // again in smaller gangs until the suspects are named.
-  const bool all_decided = std::all_of(outcomes.begin(), outcomes.end(),
-                                       [](const NodeOutcome& o) { return o.verdict.has_value(); });
-  if (plan.gang && all_decided) {
-    std::map<std::string, verdict::Verdict> verdict_of;
-    for (const auto& o : outcomes) verdict_of[o.node] = *o.verdict;
-    const std::string mode = spec.gang().narrow().empty() ? "pairs" : spec.gang().narrow();
-    const Narrowing narrowing =
-        Narrow(ctx, gangs, verdict_of, shape, mode, disruption.max_unavailable, d);
-    Json suspects = Json::array();
-    status.erase("suspectNodes");  // an earlier round's candidates may have been cleared since
-    for (const auto& n : narrowing.suspects) {
-      if (suspects.size() < 20) suspects.push_back(n);  // the CRD's maxItems
-    }
-    if (!suspects.empty()) status["suspectNodes"] = suspects;
-    if (!narrowing.running.empty()) {
-      d->status =
-          RunningStatus(status, old_status, ctx.suspended, narrowing.running, s.generation, now);
-      d->requeue_after = std::chrono::seconds(1);
-      return;
-    }
+  // Rank 0's name must resolve before it is Ready (publishNotReadyAddresses), since no
+  // worker is Ready before the rendezvous.
+  for (const auto& id : services) {
+    d->services.push_back(
+        BuildGangService(r->ctx.owner, r->ctx.config->name_space, s.run, id, r->ctx.port));
   }
+}
 
-  // Every node decided: the passing ones against their history and their peers.
-  RegressionCheck regressions;
-  if (all_decided) {
-    regressions = FindRegressions(s, outcomes);
-    if (spec.policy().failonregression()) FailRegressed(regressions, &outcomes);
-    status.erase("regressions");
-    if (!regressions.found.empty()) status["regressions"] = RegressionsJson(regressions);
+// Narrowing (docs/nccl.md): once every gang has its verdict, the nodes of failing gangs run
+// again in smaller gangs until the suspects are named. True while a round runs (the status
+// says so).
+bool DecideNarrowing(const DisruptionSettings& disruption, const Json& old_status,
+                     const RunState& r, Json* status, Decision* d) {
+  const Snapshot& s = *r.ctx.snapshot;
+  std::map<std::string, verdict::Verdict> verdict_of;
+  for (const auto& o : d->outcomes) verdict_of[o.node] = *o.verdict;
+  const std::string& shape = r.ctx.spec->gang().shape();
+  const std::string mode =
+      r.ctx.spec->gang().narrow().empty() ? "pairs" : r.ctx.spec->gang().narrow();
+  const Narrowing narrowing =
+      Narrow(r.ctx, r.gangs, verdict_of, shape, mode, disruption.max_unavailable, d);
+  Json suspects = Json::array();
+  status->erase("suspectNodes");  // an earlier round's candidates may have been cleared since
+  for (const auto& n : narrowing.suspects) {
+    if (suspects.size() < 20) suspects.push_back(n);  // the CRD's maxItems
   }
-  const int pending = CountOutcomes(outcomes, &status);
-  if (pending == 0) {
-    status.erase("timeLeft");
-    DecideCompletion(s, old_status, std::move(status), now, regressions, d);
-    return;
-  }
-  SetTimeLeft(plan, pods, outcomes, plan.gang ? static_cast<int>(selected.size()) : parallelism,
-              ctx.suspended, now_tp, &status);
+  if (!suspects.empty()) (*status)["suspectNodes"] = suspects;
+  if (narrowing.running.empty()) return false;
+  d->status = RunningStatus(*status, old_status, r.ctx.suspended, narrowing.running, s.generation,
+                            FormatRfc3339(r.ctx.now));
+  d->requeue_after = std::chrono::seconds(1);
+  return true;
+}
+
+// A run still going: its message ("3 of 8 nodes done; waiting for ..."), time left, the
+// Waiting reason where it waits on others, and when to look again.
+void DecideRunning(const ResolvedPlan& plan, const std::vector<std::string>& selected,
+                   const Json& old_status, int pending, RunState* r, Json status, Decision* d) {
+  const Snapshot& s = *r->ctx.snapshot;
+  const bool suspended = r->ctx.suspended;
+  const std::vector<NodeOutcome>& outcomes = d->outcomes;
+  SetTimeLeft(plan, r->pods, outcomes,
+              plan.gang ? static_cast<int>(selected.size()) : r->parallelism, suspended, r->ctx.now,
+              &status);
   std::string msg = std::to_string(outcomes.size() - static_cast<size_t>(pending)) + " of " +
                     std::to_string(outcomes.size()) + " nodes done";
+  NodeStates& st = r->st;
   if (!d->waiting.empty()) {
     msg += "; waiting for " + d->waiting.front() +
            (d->waiting.size() > 1 ? " and " + std::to_string(d->waiting.size() - 1) + " more" : "");
     RequeueSooner(&st.requeue, std::chrono::seconds(5));
   }
-  d->status = RunningStatus(status, old_status, ctx.suspended,
-                            ctx.suspended ? "suspended: " + msg : msg, s.generation, now);
-  if (st.claim_waits > 0 && !ctx.suspended) {
+  d->status = RunningStatus(status, old_status, suspended, suspended ? "suspended: " + msg : msg,
+                            s.generation, FormatRfc3339(r->ctx.now));
+  if (st.claim_waits > 0 && !suspended) {
     // A released claim wakes nobody: look again soon.
     RequeueSooner(&st.requeue, std::chrono::seconds(2));
   }
-  if (draining) {
+  if (r->draining) {
     // A refused eviction (a PodDisruptionBudget) is asked again, as kubectl drain does.
     RequeueSooner(&st.requeue, kEvictionRetry);
   }
   const int yield_waits = static_cast<int>(st.yielded.size());
-  if (st.claim_waits + st.busy_waits + disruption_waits + yield_waits > 0 && !ctx.suspended) {
+  if (st.claim_waits + st.busy_waits + r->disruption_waits + yield_waits > 0 && !suspended) {
     // Waiting for nodes other validations hold (their claim, or their worker still running
     // there), for other pods to give up a node's GPUs, for a node's turn under maxUnavailable,
     // or for a worker that yielded its node: not an error, not yet running everywhere.
@@ -773,6 +799,58 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     }
   }
   d->requeue_after = st.requeue;
+}
+
+// The run's nodes, pods and results: what each node has, what to start, and the status.
+void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_point now_tp,
+               const ResolvedPlan& plan, const std::vector<std::string>& selected,
+               const DisruptionSettings& disruption, const Json& old_status, Json status,
+               Decision* d) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  RunState r;
+  r.ctx = ContextOf(s, config, now_tp);
+  d->plan_config_map =
+      BuildPlanConfigMap(r.ctx.owner, config.name_space, s.run, r.ctx.config_map, plan.text);
+  r.pods = PodsOfRun(s);
+  r.st = ClassifyNodes(r.ctx, selected, r.pods, d);
+  DecideYields(r.ctx, r.pods, r.st.yielded, &status, d);
+  FindLive(s, d->outcomes, &r);
+  if (!plan.gang && !r.ctx.suspended) {
+    PlanSingleNodeDisruption(disruption, selected, old_status, &r, d);
+  }
+  r.parallelism = spec.policy().parallelism();
+  if (r.parallelism <= 0) r.parallelism = static_cast<int>(selected.size());
+  if (auto rolling = RollingOf(spec)) {
+    // spec.rolling: at most maxConcurrent workers at once, an exiting one (its result in)
+    // counted until its pod ends.
+    r.parallelism = std::min(r.parallelism, rolling->max_concurrent);
+    r.st.active = std::max(r.st.active, static_cast<int>(r.live_pods));
+  }
+  for (size_t i = 0; i < d->outcomes.size(); ++i) r.outcome_of[d->outcomes[i].node] = i;
+  if (plan.gang) {
+    FormGangs(selected, &r, d);
+    status["gangs"] = static_cast<int>(r.gangs.size());
+  }
+  if (!r.ctx.suspended) StartWorkers(plan, selected, disruption, &r, d);
+  const bool all_decided = std::all_of(d->outcomes.begin(), d->outcomes.end(),
+                                       [](const NodeOutcome& o) { return o.verdict.has_value(); });
+  if (plan.gang && all_decided && DecideNarrowing(disruption, old_status, r, &status, d)) return;
+
+  // Every node decided: the passing ones against their history and their peers.
+  RegressionCheck regressions;
+  if (all_decided) {
+    regressions = FindRegressions(s, d->outcomes);
+    if (spec.policy().failonregression()) FailRegressed(regressions, &d->outcomes);
+    status.erase("regressions");
+    if (!regressions.found.empty()) status["regressions"] = RegressionsJson(regressions);
+  }
+  const int pending = CountOutcomes(d->outcomes, &status);
+  if (pending == 0) {
+    status.erase("timeLeft");
+    DecideCompletion(s, old_status, std::move(status), FormatRfc3339(now_tp), regressions, d);
+    return;
+  }
+  DecideRunning(plan, selected, old_status, pending, &r, std::move(status), d);
 }
 
 // The results store's condition on the status, the event when it changes, and a look again
@@ -800,6 +878,54 @@ void DecideStore(const Snapshot& s, const ReconcilerConfig& config, const std::s
   d->status = std::move(status);
 }
 
+// Which model each node has and how it was read (GFD's label or the cloud's), in the status and
+// (once per run, or when it changes) an event; an invalid spec's status keeps it too, to show
+// what the message is about.
+void NoteModels(const Snapshot& s, const SelectedModels& models, const Json& old_status,
+                Json* status, Decision* d) {
+  if (models.known.empty()) return;
+  const std::string described = Cut(DescribeModels(models.known), 1000);
+  (*status)["gpuModels"] = described;
+  if (old_status.value("run", "") != s.run || old_status.value("gpuModels", "") != described) {
+    d->events.push_back({"Normal", "GpuModels", described, false, ""});
+  }
+}
+
+// The spec refused: the run stops as InvalidSpec with `msg`, and a Warning event says it.
+void RefuseSpec(const Snapshot& s, const Json& status, const Json& old_status,
+                const std::string& msg, const std::string& now, Decision* d) {
+  d->status =
+      StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
+  d->events.push_back({"Warning", "InvalidSpec", msg, true, ""});
+}
+
+// The spec's sections the plan does not check: schedule, rolling, watchNodes, quarantine.
+Status CheckSpecSections(const v1alpha1::PerfValidationSpec& spec) {
+  for (const auto& check : {CheckSchedule, CheckRolling, CheckWatchNodes, CheckQuarantine}) {
+    RETURN_IF_ERROR(check(spec));
+  }
+  return Status::Ok();
+}
+
+// spec.disruption for the selected nodes; refused where it cannot be: a value that does not
+// parse, yield with a gang (a gang's workers do not yield), a gang larger than maxUnavailable
+// (it would never start).
+Result<DisruptionSettings> DisruptionFor(const v1alpha1::PerfValidationSpec& spec,
+                                         const ResolvedPlan& plan,
+                                         const std::vector<std::string>& selected) {
+  ASSIGN_OR_RETURN(DisruptionSettings disruption,
+                   ParseDisruption(spec.disruption(), selected.size()));
+  if (!plan.gang) return disruption;
+  if (disruption.policy == "yield") {
+    return InvalidArgument(
+        "spec.disruption.policy: yield is not supported with spec.gang (a gang's workers do not "
+        "yield to other pods); use wait");
+  }
+  RETURN_IF_ERROR(CheckGangsFit(GangsOf(selected, spec.gang().shape()),
+                                spec.disruption().maxunavailable(), disruption.max_unavailable));
+  return disruption;
+}
+
 Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
                           Clock::time_point now_tp) {
   Decision d;
@@ -824,14 +950,8 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
   }
 
   if (s.spec) {
-    Status bad = CheckSchedule(s.spec->doc.spec());
-    if (bad.ok()) bad = CheckRolling(s.spec->doc.spec());
-    if (bad.ok()) bad = CheckWatchNodes(s.spec->doc.spec());
-    if (bad.ok()) bad = CheckQuarantine(s.spec->doc.spec());
-    if (!bad.ok()) {
-      d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", bad.message(),
-                               s.generation, now);
-      d.events.push_back({"Warning", "InvalidSpec", bad.message(), true, ""});
+    if (Status bad = CheckSpecSections(s.spec->doc.spec()); !bad.ok()) {
+      RefuseSpec(s, status, old_status, bad.message(), now, &d);
       return d;
     }
   }
@@ -846,27 +966,13 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
       s.spec ? ResolvePlan(*s.spec, s.profiles, config.enable_fixtures, selected, s.nodes, models,
                            s.store ? &*s.store : nullptr, &s.baselines)
              : Result<ResolvedPlan>(s.spec_error);
-  {
-    // Which model each node has and how it was read (GFD's label or the cloud's), once per run;
-    // an invalid spec's status keeps it too, to show what the message is about.
-    if (!models.known.empty()) {
-      status["gpuModels"] = Cut(DescribeModels(models.known), 1000);
-      if (old_status.value("run", "") != s.run ||
-          old_status.value("gpuModels", "") != status["gpuModels"].get<std::string>()) {
-        d.events.push_back(
-            {"Normal", "GpuModels", status["gpuModels"].get<std::string>(), false, ""});
-      }
-    }
-  }
+  NoteModels(s, models, old_status, &status, &d);
   if (!plan.ok()) {
     if (plan.status().code() != Code::kInvalidArgument && plan.status().code() != Code::kNotFound) {
       d.retry = plan.status();
       return d;
     }
-    const std::string msg = plan.status().message();
-    d.status =
-        StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
-    d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
+    RefuseSpec(s, status, old_status, plan.status().message(), now, &d);
     return d;
   }
   if (!plan->profile.empty()) {
@@ -884,35 +990,10 @@ Decision DecideValidation(const Snapshot& s, const ReconcilerConfig& config,
     d.events.push_back({"Warning", "NoNodesSelected", msg, true, ""});
     return d;
   }
-  Result<DisruptionSettings> disruption =
-      ParseDisruption(s.spec->doc.spec().disruption(), selected.size());
+  Result<DisruptionSettings> disruption = DisruptionFor(s.spec->doc.spec(), *plan, selected);
   if (!disruption.ok()) {
-    const std::string msg = disruption.status().message();
-    d.status =
-        StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
-    d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
+    RefuseSpec(s, status, old_status, disruption.status().message(), now, &d);
     return d;
-  }
-  if (plan->gang && disruption->policy == "yield") {
-    const std::string msg =
-        "spec.disruption.policy: yield is not supported with spec.gang (a gang's workers do not "
-        "yield to other pods); use wait";
-    d.status =
-        StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
-    d.events.push_back({"Warning", "InvalidSpec", msg, true, ""});
-    return d;
-  }
-  if (plan->gang) {
-    // A gang needs all its nodes at once: one larger than maxUnavailable never starts.
-    const std::string& value = s.spec->doc.spec().disruption().maxunavailable();
-    Status fit = CheckGangsFit(GangsOf(selected, s.spec->doc.spec().gang().shape()), value,
-                               disruption->max_unavailable);
-    if (!fit.ok()) {
-      d.status = StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", fit.message(),
-                               s.generation, now);
-      d.events.push_back({"Warning", "InvalidSpec", fit.message(), true, ""});
-      return d;
-    }
   }
   DecideRun(s, config, now_tp, *plan, selected, *disruption, old_status, status, &d);
   DecideClaims(s, config, now_tp, plan->gang, &d);
