@@ -52,7 +52,7 @@ Fn Find(const char* name) {
 // A cublasStatus_t function: forwarded, or CUBLAS_STATUS_NOT_INITIALIZED without the library.
 #define PERFGATE_LT_FORWARD(name, params, args)                     \
   cublasStatus_t name params {                                      \
-    static const auto fn = Find<decltype(&name)>(#name);            \
+    static const auto fn = Find<decltype(&(name))>(#name);          \
     return fn != nullptr ? fn args : CUBLAS_STATUS_NOT_INITIALIZED; \
   }
 
@@ -82,21 +82,24 @@ PERFGATE_LT_FORWARD(cublasLtMatmulAlgoConfigGetAttribute,
                     (const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr,
                      void* buf, size_t size, size_t* written),
                     (algo, attr, buf, size, written))
+// The two below keep cublasLt.h's parameter names, which its declarations spell out.
 PERFGATE_LT_FORWARD(cublasLtMatmulAlgoGetHeuristic,
-                    (cublasLtHandle_t handle, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
-                     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
-                     cublasLtMatmulPreference_t pref, int requested,
-                     cublasLtMatmulHeuristicResult_t results[], int* returned),
-                    (handle, op, a, b, c, d, pref, requested, results, returned))
+                    (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
+                     cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                     cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                     cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+                     cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount),
+                    (lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference,
+                     requestedAlgoCount, heuristicResultsArray, returnAlgoCount))
 PERFGATE_LT_FORWARD(cublasLtMatmul,
-                    (cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha,
-                     const void* a, cublasLtMatrixLayout_t a_desc, const void* b,
-                     cublasLtMatrixLayout_t b_desc, const void* beta, const void* c,
-                     cublasLtMatrixLayout_t c_desc, void* d, cublasLtMatrixLayout_t d_desc,
-                     const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                    (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+                     const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
+                     cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
+                     cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
+                     const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspaceSizeInBytes,
                      cudaStream_t stream),
-                    (handle, op, alpha, a, a_desc, b, b_desc, beta, c, c_desc, d, d_desc, algo,
-                     workspace, workspace_bytes, stream))
+                    (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc,
+                     algo, workspace, workspaceSizeInBytes, stream))
 
 #undef PERFGATE_LT_FORWARD
 
