@@ -329,11 +329,14 @@ std::function<std::chrono::system_clock::time_point()> ClockOf(const Flags& flag
   };
 }
 
+// Whether --store names a results store.
+bool StoreEnabled(const Flags& flags) { return flags.store != "off" && !flags.store.empty(); }
+
 // Gives the reconciler its results store (--store), or says there is none. False (and logged)
 // when the store's URL is missing.
 bool SetUpStore(const Flags& flags, const op::ReconcilerConfig& rc, op::Reconciler* reconciler) {
   auto log = op::Logger();
-  if (flags.store == "off" || flags.store.empty()) {
+  if (!StoreEnabled(flags)) {
     log->warn(
         "no results store (--store=off): completed results are not kept beyond the PerfResults "
         "and nodes are not checked for regressions; --store=sqlite://... on a volume or "
@@ -409,7 +412,6 @@ struct Endpoints {
   op::Reconciler& reconciler;
   const op::Controller& controller;
   const std::atomic<bool>& leading;
-  bool store_enabled;
 
   op::HttpReply operator()(const std::string& path) const {
     if (path == "/healthz") return {200, "text/plain", "ok\n"};
@@ -426,7 +428,7 @@ struct Endpoints {
     snapshot.results_written_by_operator = m.results_written_by_operator.load();
     snapshot.queue_depth = controller.QueueDepth();
     snapshot.leading = leading;
-    snapshot.store_enabled = store_enabled;
+    snapshot.store_enabled = StoreEnabled(flags);
     snapshot.validations = informers.validations->List();
     snapshot.nodes = informers.nodes->List();
     snapshot.per_node = flags.metrics_per_node;
@@ -529,7 +531,6 @@ int main(int argc, char** argv) {
   const op::ReconcilerConfig rc = ReconcilerConfigOf(flags);
   op::Reconciler reconciler(client, informers.Caches(), rc, ClockOf(flags));
   if (!SetUpStore(flags, rc, &reconciler)) return 2;
-  const bool store_enabled = flags.store != "off" && !flags.store.empty();
 
   op::ControllerOptions co;
   co.workers = flags.workers;
@@ -539,8 +540,7 @@ int main(int argc, char** argv) {
       controller, {informers.validations, informers.pods, informers.results, informers.nodes});
   std::atomic<bool> leading{!flags.leader_elect};
   std::vector<std::unique_ptr<op::HttpServer>> servers;
-  if (!Serve(flags, Endpoints{flags, informers, reconciler, controller, leading, store_enabled},
-             &servers)) {
+  if (!Serve(flags, Endpoints{flags, informers, reconciler, controller, leading}, &servers)) {
     return 1;
   }
 

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -278,15 +279,15 @@ void SayWhatRuns(const RunArgs& args, const perfgate::worker::Plan& plan,
   }
 }
 
-// The diagnosis bundle of a run that asks for one (spec.diagnostics), into the report; empty
+// The diagnosis bundle of a run that asks for one (spec.diagnostics), into the report; none
 // when it does not.
-perfgate::worker::Bundle Diagnose(const RunArgs& args, const Capture& capture,
-                                  const perfgate::v1alpha1::Diagnostics& diagnostics,
-                                  const std::string& spec_path,
-                                  const perfgate::worker::ClusterTarget& cluster,
-                                  const perfgate::worker::Plan& plan,
-                                  perfgate::v1alpha1::Report* report) {
-  if (!perfgate::worker::ShouldCapture(diagnostics, *report)) return {};
+std::optional<perfgate::worker::Bundle> Diagnose(const RunArgs& args, const Capture& capture,
+                                                 const perfgate::v1alpha1::Diagnostics& diagnostics,
+                                                 const std::string& spec_path,
+                                                 const perfgate::worker::ClusterTarget& cluster,
+                                                 const perfgate::worker::Plan& plan,
+                                                 perfgate::v1alpha1::Report* report) {
+  if (!perfgate::worker::ShouldCapture(diagnostics, *report)) return std::nullopt;
   const bool in_cluster = !cluster.result_name.empty();
   std::string dir = args.diagnostics_dir;
   if (dir.empty()) dir = perfgate::EnvVar("PERFGATE_DIAGNOSTICS_DIR");
@@ -392,15 +393,14 @@ int RunSpec(const RunArgs& args) {
   Capture capture = StartCapture(diagnostics);
   run_options.timeline = capture.timeline.get();
   perfgate::v1alpha1::Report report = perfgate::worker::RunPlan(*plan, run_options);
-  const bool captured = perfgate::worker::ShouldCapture(diagnostics, report);
-  const perfgate::worker::Bundle bundle =
+  const std::optional<perfgate::worker::Bundle> bundle =
       Diagnose(args, capture, diagnostics, spec_path, cluster, *plan, &report);
   std::cout << "\n" << perfgate::report::FormatTable(report);
   if (Status st = WriteReportFiles(args, report); !st.ok()) {
     return Fail(exit_code::kError, st.message());
   }
   if (in_cluster)
-    return WriteClusterResult(args, cluster, *plan, report, captured ? &bundle : nullptr);
+    return WriteClusterResult(args, cluster, *plan, report, bundle ? &*bundle : nullptr);
   perfgate::worker::RecordLocalRun(report, history, std::cout, std::cerr);
   return perfgate::worker::ExitCode(report);
 }
