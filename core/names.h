@@ -13,6 +13,10 @@
 namespace perfgate::op {
 
 inline constexpr const char* kFinalizer = "perfgate.io/finalizer";
+// On a worker pod under spec.disruption.policy yield: keeps the pod, once preempted or
+// evicted, until the operator has recorded the yield (as the Job controller's tracking
+// finalizer keeps a Job's pods until it has counted them).
+inline constexpr const char* kYieldFinalizer = "perfgate.io/yield-record";
 inline constexpr const char* kRerunAnnotation = "perfgate.io/rerun";
 inline constexpr const char* kFailedTaint = "perfgate.io/failed";
 inline constexpr const char* kVerdictLabel = "perfgate.io/verdict";

@@ -85,6 +85,16 @@ Result<Json> Actor::SetFinalizers(const Snapshot& s, const Json& obj, const Json
 }
 
 Status Actor::DeleteDropped(const Snapshot& s, const Decision& d) {
+  // Let go first, as read (deleting a pod changes it), then deleted.
+  for (const auto& r : d.release_pods) {
+    auto patched = client_->Patch(
+        kube::PodsResource(), config_.name_space, r.name, kube::PatchType::kMerge,
+        {{"metadata", {{"finalizers", r.finalizers}, {"resourceVersion", r.resource_version}}}});
+    // Changed since it was read: the change brings another reconcile, unless this one removes
+    // the validation's finalizer (nothing would look again), which must then be retried.
+    if (patched.status().code() == Code::kAborted && !d.remove_finalizer) continue;
+    if (!Ignorable(patched.status(), Code::kNotFound)) return patched.status();
+  }
   for (const auto& pod : d.delete_pods) RETURN_IF_ERROR(Delete(kube::PodsResource(), pod));
   for (const auto& r : d.delete_results) RETURN_IF_ERROR(Delete(ResultsResource(), r));
   if (d.delete_plan.empty()) return Status::Ok();

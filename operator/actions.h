@@ -124,6 +124,13 @@ struct EventAction {
   std::string once_key;
 };
 
+// A worker pod whose yield finalizer (kYieldFinalizer) goes: nothing is left to record about it.
+struct PodRelease {
+  std::string name;
+  std::string resource_version;  // as read: a pod changed since is looked at again
+  Json finalizers;               // the pod's others, kept
+};
+
 struct Decision {
   // Metadata.
   bool add_finalizer = false;
@@ -134,6 +141,8 @@ struct Decision {
   std::vector<std::string> delete_pods;
   std::vector<std::string> delete_results;
   std::string delete_plan;
+  // After the deletions: the worker pods let go (a deleted one is gone once its container ends).
+  std::vector<PodRelease> release_pods;
 
   // The run's plan ConfigMap (created once; an existing one is kept).
   std::optional<Json> plan_config_map;

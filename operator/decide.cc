@@ -110,10 +110,41 @@ void DecideClaims(const Snapshot& s, const ReconcilerConfig& config, Clock::time
   RequeueSooner(&d->requeue_after, every);
 }
 
+// Worker pods holding the yield finalizer let go of once nothing is left to record about them:
+// their node's outcome is decided this reconcile, their yield is in the status as read (by
+// their pod's uid: written by an earlier reconcile, so a failed status write loses nothing),
+// they belong to another run, or (`all`) the validation is being deleted.
+void ReleaseRecordedPods(const Snapshot& s, bool all, Decision* d) {
+  std::set<std::string> decided;
+  for (const auto& o : d->outcomes) {
+    if (o.verdict) decided.insert(o.node);
+  }
+  const Json yields = s.validation.value("status", Json::object()).value("yields", Json::object());
+  for (const auto& p : s.pods) {
+    const Json finalizers =
+        p.object.value("metadata", Json::object()).value("finalizers", Json::array());
+    if (std::find(finalizers.begin(), finalizers.end(), kYieldFinalizer) == finalizers.end()) {
+      continue;
+    }
+    const auto yield = yields.find(p.node);
+    const bool yield_recorded =
+        yield != yields.end() && yield->is_object() &&
+        yield->value("lastPod", "") == Str(p.object, "/metadata/uid"_json_pointer);
+    if (!all && p.run == s.run && !decided.contains(p.node) && !yield_recorded) continue;
+    Json kept = Json::array();
+    for (const auto& f : finalizers) {
+      if (f != kYieldFinalizer) kept.push_back(f);
+    }
+    d->release_pods.push_back(
+        {p.name, Str(p.object, "/metadata/resourceVersion"_json_pointer), std::move(kept)});
+  }
+}
+
 // The validation is being deleted: its pods go, the verdict labels it set go (its taints
 // stay), its node claims go, then the finalizer.
 Decision DecideDeletion(const Snapshot& s) {
   Decision d;
+  ReleaseRecordedPods(s, /*all=*/true, &d);
   if (!s.has_finalizer) return d;
   for (const auto& p : s.pods) d.delete_pods.push_back(p.name);
   d.release_nodes = NodesToRelease(s.nodes, s.name);
@@ -532,8 +563,8 @@ void DecideYields(const RunContext& ctx, const std::map<std::string, const PodVi
     Json& entry = (*status)["yields"][node];
     if (!entry.is_object()) entry = Json::object();
     // The customer's wait behind this worker: from the moment it was asked to go (its
-    // DisruptionTarget condition, else when it was first seen yielding) until it is gone, as
-    // far as the operator has seen it go.
+    // DisruptionTarget condition, else when it was first seen yielding) until its container
+    // ended (the yield finalizer keeps the pod for this reconcile to see).
     const std::string asked = YieldSince(pod);
     const auto since = ParseRfc3339(asked.empty() ? entry.value("lastTime", "") : asked);
     if (entry.value("lastPod", "") != uid) {
@@ -555,7 +586,10 @@ void DecideYields(const RunContext& ctx, const std::map<std::string, const PodVi
                            false, s.name + "/" + s.run + "/yield/" + uid});
     }
     if (since) {
-      const double wait = std::max(0.0, std::chrono::duration<double>(ctx.now - *since).count());
+      // Until its container ended (the GPUs free), else until now.
+      Clock::time_point until = ctx.now;
+      if (const auto ended = ParseRfc3339(pod.terminated.value("finishedAt", ""))) until = *ended;
+      const double wait = std::max(0.0, std::chrono::duration<double>(until - *since).count());
       entry["longestWaitSeconds"] = std::max(entry.value("longestWaitSeconds", 0.0), wait);
     }
     if (Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) {
@@ -1066,6 +1100,7 @@ Decision Decide(const Snapshot& s, const ReconcilerConfig& config, Clock::time_p
     }
     d.restore_nodes = NodesToGiveBack(s.nodes, s.name, d.under_test, keep_cordon);
   }
+  ReleaseRecordedPods(s, /*all=*/false, &d);
   if (s.store && d.retry.ok()) DecideStore(s, config, FormatRfc3339(now_tp), &d);
   if (!s.store && d.status) {
     SetStoreOffCondition(&*d.status, s.validation.value("status", Json::object()), s.generation,

@@ -141,9 +141,11 @@ Json BuildPod(const Owner& owner, const v1alpha1::PerfValidationSpec& spec,
   pod_spec["activeDeadlineSeconds"] = p.timeout_seconds;
   pod_spec["terminationGracePeriodSeconds"] = 10;
   pod_spec["affinity"] = PinToNode(p.node);
-  // yield: below every customer's pod, so the scheduler preempts the worker for theirs.
+  // yield: below every customer's pod, so the scheduler preempts the worker for theirs; kept
+  // once it has gone until its yield is recorded (a reconcile may come after the pod is gone).
   if (spec.disruption().policy() == "yield") {
     pod_spec["priorityClassName"] = config.yield_priority_class;
+    metadata["finalizers"] = Json::array({kYieldFinalizer});
   }
   pod_spec["tolerations"] = Tolerations(spec);
   pod_spec["securityContext"] = std::move(security);

@@ -418,6 +418,7 @@ python3 "$(dirname "$0")/rbac_check.py" "$WORK_DIR/audit.log" "$WORK_DIR/rbac.js
   "$WORK_DIR/rbac-used.txt" perfgate-operator perfgate-worker \
   --unused-ok "perfgate-operator get \"\" pods/log read only for a worker pod that failed with neither a result nor a termination message (kube-sim's kubelet always leaves the log tail as its message)" \
   --unused-ok "perfgate-operator create \"\" pods/eviction only spec.disruption.policy drain evicts, and no validation of this walk drains a node (tests/e2e/disruption_e2e_test.cc does)" \
+  --unused-ok "perfgate-operator patch \"\" pods only a worker under spec.disruption.policy yield carries the finalizer the operator removes once its yield is recorded (tests/e2e/disruption_e2e_test.cc does)" \
   --unused-ok "perfgate-operator list resource.k8s.io resourceslices only a FAIL confined to some GPUs with policy.deviceTaint set reads DRA devices (tests/operator/device_taints_test.cc does)" \
   --unused-ok "perfgate-operator list resource.k8s.io devicetaintrules only a PASS of a node whose GPUs perfgate tainted lists its rules (tests/operator/device_taints_test.cc does)" \
   --unused-ok "perfgate-operator create resource.k8s.io devicetaintrules only a FAIL confined to some GPUs with policy.deviceTaint set taints devices (tests/operator/device_taints_test.cc does)" \

@@ -209,6 +209,8 @@ preemptionPolicy: Never
   Json pod = *sim_->Get("", "pods", kNs, worker);
   EXPECT_EQ(pod["spec"].value("priorityClassName", ""), "perfgate-yield");
   EXPECT_EQ(pod["spec"].value("priority", 0), -1000);
+  EXPECT_EQ(pod["metadata"].value("finalizers", Json::array()),
+            Json::array({"perfgate.io/yield-record"}));
   const int grace = pod["spec"].value("terminationGracePeriodSeconds", 30);
   // Measuring by now, for at least 1 s of its 6: Kubernetes times are whole seconds, so the GPU
   // time it loses reads as at least 1 s on its 8 GPUs.
@@ -220,7 +222,13 @@ preemptionPolicy: Never
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
   EXPECT_LT(waited, grace) << "the customer's pod waited past the worker's grace period";
-  EXPECT_FALSE(sim_->Get("", "pods", kNs, worker).ok()) << "the preempted worker is still there";
+  // The worker has ended; its pod stays (its yield finalizer) only until the yield is recorded.
+  if (auto ended = sim_->Get("", "pods", kNs, worker); ended.ok()) {
+    const std::string phase = (*ended)["status"].value("phase", "");
+    EXPECT_TRUE(phase == "Failed" || phase == "Succeeded") << "the preempted worker still runs";
+  }
+  EXPECT_TRUE(Eventually([&] { return !sim_->Get("", "pods", kNs, worker).ok(); }, 10))
+      << "the preempted worker's pod was never let go";
   bool preempted = false;
   for (const auto& e : sim_->List("", "events", kNs)) {
     preempted |=
@@ -263,6 +271,12 @@ preemptionPolicy: Never
   EXPECT_EQ(results[0]["spec"]["report"].value("verdict", ""), "PASS");
   EXPECT_EQ(Phase("customer"), "Succeeded");
   EXPECT_EQ(UnderTest(Node("node-1")), "");
+  // Its result is in: the worker that passed is let go of too.
+  EXPECT_TRUE(Eventually([&] {
+    auto p = sim_->Get("", "pods", kNs, worker);
+    return !p.ok() ||
+           p->value("metadata", Json::object()).value("finalizers", Json::array()).empty();
+  })) << "the passing worker still holds the yield finalizer";
 }
 
 }  // namespace

@@ -824,6 +824,21 @@ void KubeSim::Impl::SetPodStatusLocked(const std::string& ns, const std::string&
   Emit(t, "MODIFIED", *pod, prev);
 }
 
+void KubeSim::Impl::FinishPodDeletionLocked(const ResourceType& t, const std::string& ns,
+                                            const std::string& name) {
+  Json* pod = FindObject(t, ns, name);
+  if (pod == nullptr) return;
+  if (Field(*pod, "metadata").value("finalizers", Json::array()).empty()) {
+    RemoveLocked(t, ns, name);
+    return;
+  }
+  Json prev = *pod;
+  (*pod)["metadata"]["deletionGracePeriodSeconds"] = 0;
+  ++rv;
+  (*pod)["metadata"]["resourceVersion"] = std::to_string(rv);
+  Emit(t, "MODIFIED", *pod, prev);
+}
+
 void KubeSim::Impl::KubeletLocked() {
   ResourceType podType = *FindType("", "pods");
   const ResourceType& nodeType = *FindType("", "nodes");
@@ -1217,11 +1232,9 @@ void KubeSim::Impl::ReapPodsLocked() {
       forget.push_back(uid);
       continue;
     }
-    if ((*pod)["metadata"].contains("deletionTimestamp")) {
-      RemoveLocked(podType, ns, name);
-      forget.push_back(uid);
-      continue;
-    }
+    // Deleted: the kubelet records how the container ended (a terminal phase), then deletes
+    // the pod with no grace left; a finalizer keeps it until whoever set it lets go.
+    const bool deleted = (*pod)["metadata"].contains("deletionTimestamp");
     int exitCode = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
     Json status = (*pod)["status"];
     const Json container = (*pod)["spec"]["containers"][0];
@@ -1248,8 +1261,8 @@ void KubeSim::Impl::ReapPodsLocked() {
     cs["ready"] = false;
     cs["started"] = false;
     cs["state"] = {{"terminated", term}};
-    bool restart =
-        !run.deadlineKilled && (policy == "Always" || (policy == "OnFailure" && exitCode != 0));
+    bool restart = !deleted && !run.deadlineKilled &&
+                   (policy == "Always" || (policy == "OnFailure" && exitCode != 0));
     if (restart) {
       // Restarts re-run the pod's process through KubeletLocked on the next pass.
       cs["lastState"] = cs["state"];
@@ -1284,6 +1297,10 @@ void KubeSim::Impl::ReapPodsLocked() {
     }
     status["conditions"] = conds;
     SetPodStatusLocked(ns, name, status);
+    if (deleted) {
+      FinishPodDeletionLocked(podType, ns, name);
+      forget.push_back(uid);
+    }
   }
   for (const auto& uid : forget) {
     // A restarting pod keeps its root and log; only forget the process.

@@ -134,6 +134,10 @@ struct KubeSim::Impl {
   void ReapPodsLocked();
   void KillAllPods();
   void SetPodStatusLocked(const std::string& ns, const std::string& name, const Json& status);
+  // The kubelet's last step for a deleted pod whose containers ended: gone, or kept with no
+  // grace left while a finalizer holds it.
+  void FinishPodDeletionLocked(const ResourceType& t, const std::string& ns,
+                               const std::string& name);
   void RecordEventLocked(const Json& involved, const std::string& type, const std::string& reason,
                          const std::string& message);
   Status AddNodeLocked(const NodeSpec& spec);

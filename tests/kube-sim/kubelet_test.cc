@@ -259,6 +259,49 @@ TEST_F(KubeletTest, DeletingARunningPodKillsItsProcess) {
       << "process " << pid << " survived";
 }
 
+// A finalizer holds a deleted pod after its container ended: the kubelet records the terminal
+// phase and the API server keeps the pod (no grace left) until the finalizer goes, as the Job
+// controller's tracking finalizer relies on.
+TEST_F(KubeletTest, AFinalizerHoldsADeletedPodInItsTerminalPhase) {
+  Json held =
+      Pod("t", "held", "trap 'sleep 3; exit 143' TERM; echo ready; while :; do sleep 0.1; done");
+  held["metadata"]["finalizers"] = {"example.com/record"};
+  held["spec"]["terminationGracePeriodSeconds"] = 10;
+  ASSERT_TRUE(sim_->Create("", "pods", held).ok());
+  // Deleted once its shell has set the trap.
+  auto trapped = [&](const std::string& name) {
+    return Kubectl(*sim_, {"logs", "-n", "t", name}).out.find("ready") != std::string::npos;
+  };
+  ASSERT_TRUE(Eventually([&] { return trapped("held"); }));
+  ASSERT_TRUE(sim_->Delete("", "pods", "t", "held").ok());
+  // The finalizer removed while the container still runs its grace period: the pod stays
+  // until its container has ended.
+  auto r = Kubectl(*sim_, {"patch", "pod", "-n", "t", "held", "--type=merge", "-p",
+                           R"({"metadata":{"finalizers":null}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto during = sim_->Get("", "pods", "t", "held");
+  ASSERT_TRUE(during.ok()) << "deleted while its container was still stopping";
+  EXPECT_EQ((*during)["metadata"].value("deletionGracePeriodSeconds", 0), 10);
+  EXPECT_TRUE(Eventually([&] { return Phase(*sim_, "t", "held") == "<gone>"; }, 10));
+
+  // Held: terminal, kept with no grace left, gone once the finalizer is.
+  held["metadata"]["name"] = "held2";
+  ASSERT_TRUE(sim_->Create("", "pods", held).ok());
+  ASSERT_TRUE(Eventually([&] { return trapped("held2"); }));
+  ASSERT_TRUE(sim_->Delete("", "pods", "t", "held2").ok());
+  ASSERT_TRUE(Eventually([&] { return Phase(*sim_, "t", "held2") == "Failed"; }, 10));
+  auto ended = sim_->Get("", "pods", "t", "held2");
+  ASSERT_TRUE(ended.ok());
+  EXPECT_TRUE((*ended)["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ((*ended)["metadata"].value("deletionGracePeriodSeconds", -1), 0);
+  EXPECT_EQ((*ended)["status"]["containerStatuses"][0]["state"]["terminated"].value("exitCode", 0),
+            143);
+  r = Kubectl(*sim_, {"patch", "pod", "-n", "t", "held2", "--type=merge", "-p",
+                      R"({"metadata":{"finalizers":null}})"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(Phase(*sim_, "t", "held2"), "<gone>");
+}
+
 TEST_F(KubeletTest, KilledPodsMarkedForOomReportOomKilled) {
   Json pod = Pod("t", "hog", "sleep 60");
   pod["metadata"]["annotations"] = {{"kube-sim.perfgate.io/oom-on-kill", "true"}};

@@ -498,8 +498,11 @@ Outcome KubeSim::Impl::ReplaceLocked(const ResourceType& t, const std::string& n
   }
   ++rv;
   merged["metadata"]["resourceVersion"] = std::to_string(rv);
+  // The last finalizer gone from an object being deleted deletes it, unless it is a pod whose
+  // graceful deletion is still under way (its kubelet deletes it once its containers ended).
   if (merged["metadata"].contains("deletionTimestamp") &&
-      merged["metadata"].value("finalizers", Json::array()).empty()) {
+      merged["metadata"].value("finalizers", Json::array()).empty() &&
+      oldMd.value("deletionGracePeriodSeconds", 0L) == 0) {
     objects[t.key()].erase(ns + "/" + name);
     Emit(t, "DELETED", merged, prev);
     if (t.key() == "apiextensions.k8s.io/customresourcedefinitions") UnregisterCrd(merged);

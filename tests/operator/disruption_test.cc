@@ -486,6 +486,74 @@ TEST(Yield, APreemptedWorkerIsNeitherErrorNorFailAndItsNodeIsTestedAgainWhenIdle
   EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
 }
 
+std::vector<std::string> Released(const Decision& d) {
+  std::vector<std::string> names;
+  for (const auto& r : d.release_pods) names.push_back(r.name);
+  return names;
+}
+
+// A yielding worker carries the yield finalizer, so a preemption the operator sees only after
+// the pod ended is still counted: the finalizer goes once the status as read holds the yield,
+// or the node's result is in, or the validation is deleted; never before.
+TEST(Yield, AWorkerIsKeptUntilItsYieldOrResultIsRecorded) {
+  World w(3);
+  w.spec["disruption"] = {{"policy", "yield"}};
+  w.Apply(w.Decide());
+  ASSERT_EQ(w.pods.size(), 3u);
+  for (auto& p : w.pods) {
+    EXPECT_EQ(p["metadata"].value("finalizers", Json::array()), Json::array({kYieldFinalizer}));
+    p["metadata"]["resourceVersion"] = "7";
+  }
+  Json* worker = PodOn(w.pods, "node-0");
+  (*worker)["metadata"]["uid"] = "pod-uid-1";
+  // Preempted, and already ended when the operator first looks (a kubelet's terminal phase).
+  (*worker)["status"] = {
+      {"phase", "Failed"},
+      {"conditions",
+       {{{"type", "DisruptionTarget"},
+         {"status", "True"},
+         {"reason", "PreemptionByScheduler"},
+         {"lastTransitionTime", FormatRfc3339(w.now - std::chrono::seconds(4))}}}},
+      {"containerStatuses",
+       {{{"state",
+          {{"terminated",
+            {{"exitCode", 143},
+             {"finishedAt", FormatRfc3339(w.now - std::chrono::seconds(1))}}}}}}}}};
+  (*worker)["metadata"]["deletionTimestamp"] = FormatRfc3339(w.now - std::chrono::seconds(4));
+  w.Result("node-1", "PASS");
+  Decision d = w.Decide();
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  // The customer waited from the preemption until the worker's container ended.
+  EXPECT_DOUBLE_EQ(Yields(d, "node-0").value("longestWaitSeconds", -1.0), 3.0);
+  // node-1's result is in: its worker goes; node-0's yield is not in the status yet: it stays.
+  EXPECT_EQ(Released(d), std::vector<std::string>{ViewOfPod(*PodOn(w.pods, "node-1")).name});
+  ASSERT_EQ(d.release_pods.size(), 1u);
+  EXPECT_EQ(d.release_pods[0].resource_version, "7");
+  EXPECT_EQ(d.release_pods[0].finalizers, Json::array());
+
+  // The status write failed: the yield is decided again, once, and the pod is still kept.
+  d = w.Decide();
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  EXPECT_EQ(Released(d), std::vector<std::string>{ViewOfPod(*PodOn(w.pods, "node-1")).name});
+
+  // Written: the next reconcile lets node-0's worker go (and still counts it once).
+  w.validation_status = *d.status;
+  d = w.Decide();
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  const std::vector<std::string> both = {ViewOfPod(*PodOn(w.pods, "node-0")).name,
+                                         ViewOfPod(*PodOn(w.pods, "node-1")).name};
+  EXPECT_EQ(Released(d), both);
+
+  // node-2's worker still measures: kept, until the validation is deleted.
+  EXPECT_FALSE(std::ranges::any_of(d.release_pods, [&](const PodRelease& r) {
+    return r.name == ViewOfPod(*PodOn(w.pods, "node-2")).name;
+  }));
+  w.deleting = true;
+  d = w.Decide();
+  EXPECT_EQ(d.release_pods.size(), 3u);
+  EXPECT_EQ(d.delete_pods.size(), 3u);
+}
+
 TEST(Yield, AWorkerDeletedBySomeoneElseOrNeverScheduledYieldsToo) {
   World w(2);
   w.spec["disruption"] = {{"policy", "yield"}};
