@@ -12,7 +12,9 @@
 #                              (a regression against its peers: the operator keeps a SQLite store).
 #                              The series a user graphs hold the right values, the alerts for the
 #                              failed node, the failed validation and the lagging node fire, every
-#                              rule is healthy, and every dashboard panel's query returns data.
+#                              rule is healthy. A validation under disruption policy yield gives
+#                              node-0 to a customer's pod, and its cost shows in the yield series;
+#                              every dashboard panel's query returns data.
 #                              Then a second validation fails 6 of the 8 nodes with a brake of
 #                              25%: 4 are held back untainted and PerfgateSystemicFailure fires
 #                              (CTest label e2e)
@@ -173,6 +175,53 @@ YAML
   # The recommended action of node-2's first FAIL of a host figure: test again.
   want 'perfgate_nodes_by_action' '{__name__="perfgate_nodes_by_action",action="retest",instance="127.0.0.1:'"$metrics_port"'",job="perfgate"} 1'
   want 'count by (node, action) (perfgate_node_recommended_action)' '{action="retest",node="node-2"} 1'
+
+  # Yielding: a validation under disruption policy yield measures node-0 (6 samples of 1 s) when
+  # a customer's pod asks for its 8 GPUs; the scheduler preempts the worker, the customer runs,
+  # and what that cost shows in the yield series (and so in the dashboard's yield panels). When
+  # the customer is done, node-0 is validated.
+  kubectl create namespace ml >/dev/null || fail "create namespace ml"
+  synthetic_spec yielding synthetic "" 100 0.01 1 "  disruption:
+    policy: yield" none \
+    | sed -e 's/^  nodeSelector:$/  nodes: [node-0]/' -e '/nvidia.com\/gpu.present/d' \
+    | kubectl apply -f - >/dev/null || fail "apply the yielding validation"
+  for i in $(seq 150); do
+    [ "$(kubectl get pods -A -l perfgate.io/validation=yielding -o 'jsonpath={.items[*].status.phase}')" = Running ] && break
+    sleep 0.2
+  done
+  [ "$(kubectl get pods -A -l perfgate.io/validation=yielding -o 'jsonpath={.items[*].status.phase}')" = Running ] \
+    || fail "the yielding validation's worker is not running on node-0"
+  sleep 1.5  # measuring: the GPU time it gives up reads as at least 1 s
+  kubectl apply -f - >/dev/null <<YAML || fail "apply the customer's pod"
+apiVersion: v1
+kind: Pod
+metadata: {name: customer, namespace: ml}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  nodeSelector: {kubernetes.io/hostname: node-0}
+  containers:
+    - name: train
+      image: example.com/train:1
+      command: [/bin/sh, -c, "while [ ! -e $WORK_DIR/customer.done ]; do sleep 0.1; done"]
+      resources: {limits: {nvidia.com/gpu: "8"}}
+YAML
+  want 'perfgate_validation_yields{validation="yielding"}' \
+    '{__name__="perfgate_validation_yields",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="yielding"} 1'
+  want 'count(perfgate_validation_yield_lost_gpu_seconds{validation="yielding"} >= 8)' '{} 1'
+  # The customer waited for the worker to go, within the worker pod's 10 s grace period.
+  want 'count(perfgate_validation_yield_longest_wait_seconds{validation="yielding"} < 10)' '{} 1'
+  want 'perfgate_node_yields{node="node-0"}' \
+    '{__name__="perfgate_node_yields",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",node="node-0",validation="yielding"} 1'
+  [ "$(kubectl -n ml get pod customer -o 'jsonpath={.status.phase}')" = Running ] \
+    || fail "the customer's pod is not running after the worker yielded"
+  touch "$WORK_DIR/customer.done"
+  for i in $(seq 300); do
+    [ -n "$(kubectl get pval yielding -o 'jsonpath={.status.completionTime}')" ] && break
+    sleep 0.2
+  done
+  [ "$(kubectl get pval yielding -o 'jsonpath={.status.verdict}')" = Passed ] \
+    || { kubectl get pval yielding -o yaml >&2; fail "yielding: node-0 not validated after the customer"; }
 
   # The alerts this scenario must raise, every rule loaded and healthy, every expression parsed.
   for i in $(seq 60); do
