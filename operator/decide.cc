@@ -126,9 +126,11 @@ void ReleaseRecordedPods(const Snapshot& s, bool all, Decision* d) {
     if (std::find(finalizers.begin(), finalizers.end(), kYieldFinalizer) == finalizers.end()) {
       continue;
     }
+    // A yielded worker once it has ended too: a worker still stopping could write a result
+    // after its pod went (a gang's next attempt would take it for its own).
     const auto yield = yields.find(p.node);
     const bool yield_recorded =
-        yield != yields.end() && yield->is_object() &&
+        (p.terminal || !p.scheduled) && yield != yields.end() && yield->is_object() &&
         yield->value("lastPod", "") == Str(p.object, "/metadata/uid"_json_pointer);
     if (!all && p.run == s.run && !decided.contains(p.node) && !yield_recorded) continue;
     Json kept = Json::array();
@@ -269,29 +271,6 @@ int PodGpus(const Json& pod) {
     }
   }
   return gpus;
-}
-
-// Why a worker under spec.disruption.policy yield gave its node away: the condition's reason
-// when the scheduler preempted it or it was evicted (DisruptionTarget), "Deleted" when someone
-// else deleted it, "GpusTaken" when it was never scheduled because other pods took the GPUs
-// first; "" when it did not.
-std::string YieldReason(const PodView& pod) {
-  const Json status = pod.object.value("status", Json::object());
-  for (const auto& c : status.value("conditions", Json::array())) {
-    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") {
-      return c.value("reason", "DisruptionTarget");
-    }
-  }
-  if (!Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) return "Deleted";
-  if (!pod.scheduled && !pod.terminal) {
-    for (const auto& c : status.value("conditions", Json::array())) {
-      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
-          c.value("message", "").find("Insufficient nvidia.com/gpu") != std::string::npos) {
-        return "GpusTaken";
-      }
-    }
-  }
-  return "";
 }
 
 // What every pod of the run shares.
@@ -600,6 +579,65 @@ void DecideYields(const RunContext& ctx, const std::map<std::string, const PodVi
   }
 }
 
+// spec.disruption.policy yield with spec.gang: a gang yields as a whole. Once a member's worker
+// gave way without a result, the gang's attempt is void: every member's result of it goes (a
+// peer may have finished alone, or failed on the rank that went), every member's worker goes,
+// and every member waits as yielded (the peers' reason GangYielded); the gang starts again,
+// whole, once all its workers are gone and its nodes idle (GangTurnsOf). The yields, which let
+// the pods go (ReleaseRecordedPods), are recorded only once none of the attempt's results is
+// left in the cache, so no result of it can be taken for the next attempt's.
+void YieldGangs(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
+                const std::map<std::string, const PodView*>& pods, NodeStates* st, Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  std::set<std::string> with_result;  // nodes with this run's result, as cached
+  for (const auto& r : s.results) {
+    if (Label(r, kRunLabel) == s.run && Name(r) == WorkerName(s, ResultNode(r))) {
+      with_result.insert(ResultNode(r));
+    }
+  }
+  for (const auto& gang : gangs) {
+    std::string cause;  // the member that gave way
+    for (const auto& n : gang) {
+      auto it = pods.find(n);
+      if (it != pods.end() && !with_result.contains(n) && !YieldReason(*it->second).empty()) {
+        cause = n;
+        break;
+      }
+    }
+    if (cause.empty()) continue;
+    const std::set<std::string> members(gang.begin(), gang.end());
+    std::erase_if(d->results,
+                  [&](const ResultWrite& w) { return members.contains(ResultNode(w.result)); });
+    for (auto& o : d->outcomes) {
+      if (members.contains(o.node)) o = {o.node, std::nullopt, "", "", ""};
+    }
+    std::erase_if(st->yielded, [&](const auto& y) { return members.contains(y.first); });
+    bool results_left = false;
+    for (const auto& n : gang) {
+      if (!with_result.contains(n)) continue;
+      d->delete_results.push_back(WorkerName(s, n));
+      results_left = true;
+    }
+    for (const auto& n : gang) {
+      auto it = pods.find(n);
+      if (it == pods.end()) continue;
+      const PodView& pod = *it->second;
+      if (!results_left) {
+        const std::string own = YieldReason(pod);
+        st->yielded.emplace_back(
+            n, n == cause || (!own.empty() && own != "Deleted") ? own : "GangYielded");
+      } else if (Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+        d->delete_pods.push_back(pod.name);
+      }
+    }
+    if (results_left) {
+      d->waiting.push_back("gang of " + std::to_string(gang.size()) + " nodes with " + cause +
+                           " (yielded: its attempt's results are being deleted)");
+      RequeueSooner(&st->requeue, std::chrono::milliseconds(200));
+    }
+  }
+}
+
 // What DecideRun works from once the nodes are classified: the run's context, its pods, where
 // the nodes stand, and (for gangs) the gangs and their members.
 struct RunState {
@@ -706,11 +744,21 @@ GangTurns GangTurnsOf(const std::vector<std::string>& selected,
   std::vector<bool> ready(r->gangs.size(), false);
   for (size_t g = 0; g < r->gangs.size(); ++g) {
     bool fresh = true;
+    std::string held;  // yield: a member whose GPUs other pods hold (the gang waits, whole)
     for (const auto& peer : r->gangs[g]) {
       fresh &= !d->outcomes[r->outcome_of[peer]].verdict && starting.contains(peer) &&
                !r->pods.contains(peer);
+      if (const std::string by = GpusHeldBy(s, peer);
+          disruption.policy == "yield" && held.empty() && !by.empty()) {
+        held = peer + "'s GPUs are held by pod " + by;
+      }
     }
-    ready[g] = fresh;
+    ready[g] = fresh && held.empty();
+    if (fresh && !held.empty()) {
+      d->waiting.push_back("gang of " + std::to_string(r->gangs[g].size()) + " nodes (" + held +
+                           ")");
+      r->disruption_waits++;
+    }
   }
   GangTurns turns = GangsInTurn(r->gangs, ready, in_use, disruption.max_unavailable);
   r->disruption_waits += static_cast<int>(turns.waiting.size());
@@ -847,6 +895,9 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
       BuildPlanConfigMap(r.ctx.owner, config.name_space, s.run, r.ctx.config_map, plan.text);
   r.pods = PodsOfRun(s);
   r.st = ClassifyNodes(r.ctx, selected, r.pods, d);
+  if (plan.gang && disruption.policy == "yield") {
+    YieldGangs(r.ctx, GangsOf(selected, spec.gang().shape()), r.pods, &r.st, d);
+  }
   DecideYields(r.ctx, r.pods, r.st.yielded, &status, d);
   FindLive(s, d->outcomes, &r);
   if (!plan.gang && !r.ctx.suspended) {
@@ -942,19 +993,13 @@ Status CheckSpecSections(const v1alpha1::PerfValidationSpec& spec) {
 }
 
 // spec.disruption for the selected nodes; refused where it cannot be: a value that does not
-// parse, yield with a gang (a gang's workers do not yield), a gang larger than maxUnavailable
-// (it would never start).
+// parse, a gang larger than maxUnavailable (it would never start).
 Result<DisruptionSettings> DisruptionFor(const v1alpha1::PerfValidationSpec& spec,
                                          const ResolvedPlan& plan,
                                          const std::vector<std::string>& selected) {
   ASSIGN_OR_RETURN(DisruptionSettings disruption,
                    ParseDisruption(spec.disruption(), selected.size()));
   if (!plan.gang) return disruption;
-  if (disruption.policy == "yield") {
-    return InvalidArgument(
-        "spec.disruption.policy: yield is not supported with spec.gang (a gang's workers do not "
-        "yield to other pods); use wait");
-  }
   RETURN_IF_ERROR(CheckGangsFit(GangsOf(selected, spec.gang().shape()),
                                 spec.disruption().maxunavailable(), disruption.max_unavailable));
   return disruption;

@@ -57,6 +57,30 @@ Result<int> NodeCount(const std::string& value, size_t selected, const std::stri
   return std::max(1, static_cast<int>(selected * static_cast<size_t>(n) / 100));
 }
 
+std::string YieldReason(const PodView& pod) {
+  const Json status = pod.object.value("status", Json::object());
+  for (const auto& c : status.value("conditions", Json::array())) {
+    if (c.value("type", "") == "DisruptionTarget" && c.value("status", "") == "True") {
+      return c.value("reason", "DisruptionTarget");
+    }
+  }
+  if (!Str(pod.object, "/metadata/deletionTimestamp"_json_pointer).empty()) return "Deleted";
+  if (!pod.scheduled && !pod.terminal) {
+    for (const auto& c : status.value("conditions", Json::array())) {
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
+          c.value("message", "").find("Insufficient nvidia.com/gpu") != std::string::npos) {
+        return "GpusTaken";
+      }
+    }
+  }
+  return "";
+}
+
+std::string GpusHeldBy(const Snapshot& s, const std::string& node) {
+  auto it = s.gpu_pods.find(node);
+  return it == s.gpu_pods.end() ? "" : PodList(it->second);
+}
+
 Result<DisruptionSettings> ParseDisruption(const v1alpha1::Disruption& spec, size_t selected) {
   DisruptionSettings out;
   if (!spec.policy().empty()) out.policy = spec.policy();

@@ -35,6 +35,16 @@ Result<int> MaxUnavailable(const std::string& value, size_t selected);
 // The same count or percentage for the spec field `field` (its name in the error).
 Result<int> NodeCount(const std::string& value, size_t selected, const std::string& field);
 
+// Why a worker under spec.disruption.policy yield gave its node away: the condition's reason
+// when the scheduler preempted it or it was evicted (DisruptionTarget), "Deleted" when someone
+// else deleted it, "GpusTaken" when it was never scheduled because other pods took the GPUs
+// first; "" when it did not.
+std::string YieldReason(const PodView& pod);
+
+// The other pods holding `node`'s GPUs or nominated to it, as the status names them
+// ("ns/a, ns/b"); "" when its GPUs are idle (or were not looked at).
+std::string GpusHeldBy(const Snapshot& s, const std::string& node);
+
 // spec.disruption checked for `selected` nodes; kInvalidArgument naming the field.
 Result<DisruptionSettings> ParseDisruption(const v1alpha1::Disruption& spec, size_t selected);
 

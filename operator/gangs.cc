@@ -7,14 +7,54 @@
 #include "common/time.h"
 #include "core/names.h"
 #include "core/selection.h"
+#include "operator/disruption.h"
 
 namespace perfgate::op {
 namespace {
+
+// Under spec.disruption.policy yield, whether a narrowing round's attempt at `group` is void:
+// a member's worker gave way without a result, or is gone without one while its peers are not.
+// Then what is left of the attempt goes (its results, its workers), and the round starts
+// again, whole, once none is left and the members' GPUs are idle.
+bool VoidYieldedAttempt(const std::vector<std::string>& group, const std::string& id,
+                        const std::map<std::string, const Json*>& results,
+                        const std::map<std::string, const PodView*>& pods, Decision* d) {
+  size_t gone = 0;
+  size_t left = 0;
+  bool yielded = false;
+  for (const auto& n : group) {
+    const std::string pod_name = ObjectName({id, n});
+    const bool result = results.contains(pod_name);
+    auto pod = pods.find(pod_name);
+    left += result || pod != pods.end() ? 1 : 0;
+    if (result) continue;
+    if (pod == pods.end()) {
+      gone++;
+    } else if (!YieldReason(*pod->second).empty()) {
+      yielded = true;
+    }
+  }
+  if (!yielded && (gone == 0 || left == 0)) return false;
+  for (const auto& n : group) {
+    const std::string pod_name = ObjectName({id, n});
+    if (results.contains(pod_name)) d->delete_results.push_back(pod_name);
+    auto pod = pods.find(pod_name);
+    if (pod != pods.end() &&
+        Str(pod->second->object, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+      d->delete_pods.push_back(pod_name);
+    }
+  }
+  d->waiting.push_back("narrowing gang of " + std::to_string(group.size()) + " nodes " +
+                       group.front() + ", ... (yielded: starting again once its nodes are idle)");
+  return true;
+}
 
 // Runs `groups` as gangs of their own in round `stage` (pods and results of run
 // "<run>-<stage>"): decides what is missing and returns each group's verdict, "" while it
 // runs: PASS when every member passed, FAIL when one failed, else ERROR (a pod that crashed
 // or was not scheduled in time: recorded as the operator's results, so it is not retried).
+// Under spec.disruption.policy yield an attempt a worker gave way in is void instead
+// (VoidYieldedAttempt) and the round's workers start only on idle nodes.
 std::vector<std::optional<verdict::Verdict>> NarrowingRound(
     const RunContext& ctx, const std::string& stage,
     const std::vector<std::vector<std::string>>& groups, Decision* d) {
@@ -30,11 +70,13 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
   }
   const std::string now = FormatRfc3339(ctx.now);
   const auto timeout = ctx.config->scheduling_timeout;
+  const bool yielding = ctx.spec->disruption().policy() == "yield";
   std::vector<std::optional<verdict::Verdict>> verdicts(groups.size());
   std::set<std::string> services;
   for (size_t i = 0; i < groups.size(); ++i) {
     const std::vector<std::string>& group = groups[i];
     const std::string id = ObjectName({ctx.owner.name, ctx.run, stage + std::to_string(i)});
+    if (yielding && VoidYieldedAttempt(group, id, results, pods, d)) continue;
     std::vector<std::optional<verdict::Verdict>> members;  // nullopt: no result yet
     std::string comm;
     std::string error;  // why the round of this group ended without a worker's result
@@ -98,15 +140,20 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
     }
     if (ctx.suspended || missing.empty()) continue;
     // A round starts whole, on nodes no other validation is using (as the main run does).
-    const bool busy = std::any_of(group.begin(), group.end(),
-                                  [&](const std::string& n) { return s.busy_with.contains(n); });
+    const bool busy = std::any_of(group.begin(), group.end(), [&](const std::string& n) {
+      return s.busy_with.contains(n) || (yielding && !GpusHeldBy(s, n).empty());
+    });
     if (busy && missing.size() == group.size()) continue;
     // Every member at once (a create that failed last time is made now, at the same address).
     for (size_t r = 0; r < group.size(); ++r) {
       if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
       const GangMember m = MemberOf(ctx, id, static_cast<int>(r), group, comm);
       if (m.headless_service) services.insert(id);
-      d->pods.push_back(GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m));
+      PodCreate pod = GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m);
+      // A round's voided attempt is seen by what is left of it (VoidYieldedAttempt): its
+      // workers need no yield finalizer.
+      pod.pod["metadata"].erase("finalizers");
+      d->pods.push_back(std::move(pod));
     }
   }
   for (const auto& id : services) {

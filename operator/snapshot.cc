@@ -261,13 +261,15 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
   // Which nodes may still get a pod: those without one of this run (with gangs, every node:
   // narrowing rounds run again on nodes whose pod finished).
   const bool gang = !spec.gang().shape().empty();
+  // A gang that yields starts (and narrows) only where every member's GPUs are idle.
+  const bool yielding_gang = gang && spec.disruption().policy() == "yield";
   const std::string own = LabelValue(name);
   std::vector<std::string> free_nodes;  // where other pods' GPUs are looked up
   for (const auto& node : selected) {
     if (!gang && (nodes_with_pods.contains(node) || nodes_with_results.contains(node))) {
       continue;
     }
-    if (!gang && !spec.suspend()) free_nodes.push_back(node);
+    if ((!gang || yielding_gang) && !spec.suspend()) free_nodes.push_back(node);
     for (const auto& p : caches.pods_on(node)) {
       const std::string v = Label(p, kValidationLabel);
       const std::string phase = Str(p, "/status/phase"_json_pointer);

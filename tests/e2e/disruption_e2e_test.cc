@@ -279,5 +279,92 @@ preemptionPolicy: Never
   })) << "the passing worker still holds the yield finalizer";
 }
 
+// yield with a gang: a pair measures node-0 and node-1 together when a customer's pod needs
+// node-0's GPUs. The scheduler preempts rank 0 and the operator takes rank 1 down with it: the
+// attempt is void and nothing of it is kept, both nodes count a yield, neither is ERROR or FAIL.
+// Once the customer is done the pair runs again, whole, and passes.
+TEST_F(Disruption, AGangYieldsAsAWholeThenPassesWhenIdle) {
+  Apply(R"(apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: perfgate-yield}
+value: -1000
+preemptionPolicy: Never
+)");
+  // 6 samples of 1 s of the synthetic test first, then the pair's NCCL stand-in.
+  Apply(SpecHead("gang-yield") +
+        "  nodes: [node-0, node-1]\n"
+        "  gang:\n"
+        "    shape: pairs\n"
+        "  disruption:\n"
+        "    policy: yield\n"
+        "  sampling:\n"
+        "    warmup: 1\n"
+        "    minRepeats: 2\n"
+        "    maxRepeats: 6\n"
+        "  policy:\n"
+        "    nodeTimeoutSeconds: 60\n"
+        "  tests:\n"
+        "    - type: synthetic\n"
+        "      parameters: {mean: 100, cv: 0.01, sampleSeconds: 1}\n"
+        "      thresholds:\n"
+        "        - {metric: bandwidthGBps, statistic: median, op: \">=\", value: 90}\n"
+        "    - type: nccl-cpu-loopback\n"
+        "      parameters: {collective: all_reduce, maxBytes: 65536, stepFactor: 16, "
+        "initTimeoutSeconds: 30}\n");
+  std::map<std::string, std::string> first;  // node -> its first worker's uid
+  ASSERT_TRUE(Eventually([&] {
+    first.clear();
+    for (const auto& p : Pods("gang-yield")) {
+      if (p.value("status", Json::object()).value("phase", "") == "Running") {
+        first[p["spec"].value("nodeName", "")] = p["metadata"].value("uid", "");
+      }
+    }
+    return first.size() == 2;
+  })) << Validation("gang-yield").dump(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+
+  const std::string done = StartGpuPod("customer", "node-0", 8);
+  ASSERT_EQ(Phase("customer"), "Running");
+  // Neither rank is left, neither node is ERROR or FAIL: both wait, counted as yielded.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const auto& p : Pods("gang-yield")) {
+          if (first[p["spec"].value("nodeName", "")] == p["metadata"].value("uid", "")) {
+            return false;
+          }
+        }
+        return true;
+      },
+      20))
+      << "a rank of the yielded attempt is still there";
+  ASSERT_TRUE(StatusSays("gang-yield", "node-0's GPUs are held by pod ml/customer"))
+      << Validation("gang-yield").dump(2);
+  Json v = Validation("gang-yield");
+  EXPECT_TRUE(Results("gang-yield").empty()) << Results("gang-yield")[0].dump(2);
+  EXPECT_EQ(v["status"]["yields"]["node-0"].value("count", 0), 1) << v.dump(2);
+  EXPECT_EQ(v["status"]["yields"]["node-0"].value("lastReason", ""), "PreemptionByScheduler");
+  EXPECT_EQ(v["status"]["yields"]["node-1"].value("count", 0), 1) << v.dump(2);
+  EXPECT_EQ(v["status"]["yields"]["node-1"].value("lastReason", ""), "GangYielded");
+  EXPECT_EQ(v["status"].value("errors", 0), 0);
+  EXPECT_EQ(v["status"].value("failed", 0), 0);
+  EXPECT_TRUE(Pods("gang-yield").empty()) << "the pair started again on a busy node";
+
+  // The customer is done: the pair runs again, whole, and passes.
+  std::ofstream(done) << "";
+  ASSERT_TRUE(WaitComplete("gang-yield", 90)) << Validation("gang-yield").dump(2);
+  v = Validation("gang-yield");
+  EXPECT_EQ(v["status"].value("verdict", ""), "Passed") << v.dump(2);
+  EXPECT_EQ(v["status"].value("passedNodes", ""), "2/2");
+  EXPECT_EQ(v["status"]["yields"]["node-0"].value("count", 0), 1);
+  EXPECT_EQ(v["status"]["yields"]["node-1"].value("count", 0), 1);
+  const std::vector<Json> results = Results("gang-yield");
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& r : results) {
+    EXPECT_EQ(r["spec"]["report"].value("verdict", ""), "PASS") << r.dump(2);
+    EXPECT_NE(r["spec"].value("writtenBy", ""), "operator") << r.dump(2);
+  }
+  EXPECT_EQ(Phase("customer"), "Succeeded");
+}
+
 }  // namespace
 }  // namespace perfgate::e2e

@@ -593,20 +593,91 @@ TEST(Yield, UnderAnotherPolicyAPreemptedWorkerStaysAnError) {
   EXPECT_FALSE(d.status->contains("yields"));
 }
 
-TEST(Yield, GangsCannotYieldSoTheSpecIsRefused) {
-  World w;
+bool Has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A gang yields as a whole: one rank preempted voids the attempt (the peer's PASS of it is
+// deleted, not kept), every member waits as yielded and is counted, the workers are let go of
+// only once no result of the attempt is left, and the gang starts again, whole, on idle nodes.
+TEST(Yield, AGangYieldsAsAWholeAndStartsAgainWholeOnIdleNodes) {
+  World w;  // pairs: (node-0, node-1), (node-2, node-3)
   w.spec = Json::parse(R"({
     "nodeSelector": {"nvidia.com/gpu.present": "true"},
     "sampling": {"warmup": 1, "minRepeats": 2, "maxRepeats": 3},
     "tests": [{"type": "nccl-all-reduce", "parameters": {"maxBytes": 65536}}],
     "gang": {"shape": "pairs"},
     "disruption": {"policy": "yield"}})");
-  const Decision d = w.Decide();
-  EXPECT_TRUE(d.pods.empty());
-  EXPECT_EQ(d.status->value("verdict", ""), "InvalidSpec");
-  EXPECT_NE(d.status->value("message", "").find("yield is not supported with spec.gang"),
+  // A customer holds node-3: its pair waits, whole; the other pair starts.
+  w.gpuPods["node-3"] = {{"ml", "customer", 8, false}};
+  Decision d = w.Decide();
+  ASSERT_NE(d.status->value("verdict", ""), "InvalidSpec") << d.status->dump();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1"}));
+  EXPECT_NE(d.status->value("message", "").find("node-3's GPUs are held by pod ml/customer"),
             std::string::npos)
-      << d.status->dump();
+      << d.status->value("message", "");
+  w.Apply(d);
+  for (auto& p : w.pods) {
+    EXPECT_EQ(p["spec"].value("priorityClassName", ""), "perfgate-yield");
+    p["metadata"]["uid"] = "uid-" + ViewOfPod(p).node;
+  }
+  const std::string pod0 = ViewOfPod(*PodOn(w.pods, "node-0")).name;
+  const std::string pod1 = ViewOfPod(*PodOn(w.pods, "node-1")).name;
+
+  // Rank 0 is preempted; rank 1 had finished and passed alone.
+  Json* rank0 = PodOn(w.pods, "node-0");
+  (*rank0)["status"]["conditions"] = {
+      {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "PreemptionByScheduler"}}};
+  (*rank0)["metadata"]["deletionTimestamp"] = FormatRfc3339(w.now);
+  w.Result("node-1", "PASS");
+  d = w.Decide();
+  EXPECT_TRUE(d.results.empty()) << "no ERROR for a gang that yielded";
+  for (const auto& o : d.outcomes) {
+    if (o.node == "node-0" || o.node == "node-1") {
+      EXPECT_FALSE(o.verdict) << o.node;
+    }
+  }
+  EXPECT_EQ(d.delete_results, std::vector<std::string>{Name(w.results[0])});
+  EXPECT_TRUE(Has(d.delete_pods, pod1));
+  EXPECT_TRUE(d.release_pods.empty());
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 0)
+      << "counted once the attempt's results are gone";
+  EXPECT_NE(d.status->value("message", "").find("its attempt's results are being deleted"),
+            std::string::npos)
+      << d.status->value("message", "");
+
+  // The result is gone, rank 1 is being deleted: both yields are counted, once each.
+  w.results.clear();
+  (*PodOn(w.pods, "node-1"))["metadata"]["deletionTimestamp"] = FormatRfc3339(w.now);
+  d = w.Decide();
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  EXPECT_EQ(Yields(d, "node-0").value("lastReason", ""), "PreemptionByScheduler");
+  EXPECT_EQ(Yields(d, "node-1").value("count", 0), 1);
+  EXPECT_EQ(Yields(d, "node-1").value("lastReason", ""), "GangYielded");
+  EXPECT_TRUE(d.release_pods.empty());
+  EXPECT_TRUE(d.pods.empty());
+
+  // Recorded; rank 0 has ended too: both are let go of, still nothing starts.
+  w.validation_status = *d.status;
+  (*rank0)["status"]["phase"] = "Failed";
+  d = w.Decide();
+  EXPECT_EQ(Released(d), (std::vector<std::string>{pod0, pod1}));
+  EXPECT_TRUE(d.pods.empty());
+  EXPECT_EQ(Yields(d, "node-1").value("count", 0), 1);
+
+  // Gone, and the customer is done: both pairs start, whole; every PASS completes the run.
+  w.validation_status = *d.status;
+  w.pods.clear();
+  w.gpuPods.clear();
+  d = w.Decide();
+  EXPECT_EQ(PodNodes(d), (std::set<std::string>{"node-0", "node-1", "node-2", "node-3"}));
+  w.Apply(d);
+  w.validation_status = *d.status;
+  for (const auto* n : {"node-0", "node-1", "node-2", "node-3"}) w.Result(n, "PASS");
+  d = w.Decide();
+  EXPECT_EQ(d.status->value("verdict", ""), "Passed") << d.status->dump();
+  EXPECT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  EXPECT_EQ(Yields(d, "node-1").value("count", 0), 1);
 }
 
 TEST(Yield, DrainNeverEvictsAPodThatIsOnlyNominated) {
