@@ -49,6 +49,25 @@ bool VoidYieldedAttempt(const std::vector<std::string>& group, const std::string
   return true;
 }
 
+// Why narrowing-round member `n`, whose pod is `pod`, will give no result: its pod ended
+// without one, or was not scheduled within the scheduling timeout; "" while it may.
+std::string RoundMemberError(const RunContext& ctx, const std::string& n, const PodView& pod) {
+  if (pod.terminal) {
+    return pod.result_in_api ? "" : "pod on " + n + " ended (" + pod.phase + ") without a result";
+  }
+  if (pod.scheduled) return "";
+  const auto timeout = ctx.config->scheduling_timeout;
+  const auto created = ParseRfc3339(Str(pod.object, "/metadata/creationTimestamp"_json_pointer));
+  if (!created || ctx.now - *created < timeout) return "";
+  std::string why;
+  for (const auto& c :
+       pod.object.value("status", Json::object()).value("conditions", Json::array())) {
+    if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
+  }
+  return "pod on " + n + " not scheduled within " + std::to_string(timeout.count()) + "s" +
+         (why.empty() ? "" : ": " + why);
+}
+
 // Runs `groups` as gangs of their own in round `stage` (pods and results of run
 // "<run>-<stage>"): decides what is missing and returns each group's verdict, "" while it
 // runs: PASS when every member passed, FAIL when one failed, else ERROR (a pod that crashed
@@ -68,8 +87,6 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
   for (const auto& p : s.pods) {
     if (p.run == stage_run) pods[p.name] = &p;
   }
-  const std::string now = FormatRfc3339(ctx.now);
-  const auto timeout = ctx.config->scheduling_timeout;
   const bool yielding = ctx.spec->disruption().policy() == "yield";
   std::vector<std::optional<verdict::Verdict>> verdicts(groups.size());
   std::set<std::string> services;
@@ -97,22 +114,8 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
       pending = true;
       if (pod == pods.end()) {
         missing.push_back(n);
-      } else if (pod->second->terminal) {
-        if (!pod->second->result_in_api) {
-          error = "pod on " + n + " ended (" + pod->second->phase + ") without a result";
-        }
-      } else if (!pod->second->scheduled) {
-        const Json& obj = pod->second->object;
-        auto created = ParseRfc3339(Str(obj, "/metadata/creationTimestamp"_json_pointer));
-        if (created && ctx.now - *created >= timeout) {
-          std::string why;
-          for (const auto& c :
-               obj.value("status", Json::object()).value("conditions", Json::array())) {
-            if (c.value("type", "") == "PodScheduled") why = c.value("message", "");
-          }
-          error = "pod on " + n + " not scheduled within " + std::to_string(timeout.count()) + "s" +
-                  (why.empty() ? "" : ": " + why);
-        }
+      } else if (std::string why = RoundMemberError(ctx, n, *pod->second); !why.empty()) {
+        error = std::move(why);
       }
     }
     if (!error.empty()) {
@@ -123,7 +126,7 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
         const std::string pod_name = ObjectName({id, n});
         if (results.contains(pod_name)) continue;
         d->results.push_back({BuildOperatorResult(ctx.owner, ctx.config->name_space, stage_run, n,
-                                                  pod_name, reason, now),
+                                                  pod_name, reason, FormatRfc3339(ctx.now)),
                               pods.contains(pod_name) ? pod_name : ""});
       }
       // The members without a result get the operator's (rule 3), and the gang stands as its
