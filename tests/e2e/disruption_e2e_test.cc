@@ -28,6 +28,15 @@ class Disruption : public E2E {
         },
         seconds);
   }
+  // The workers' PriorityClass under policy yield, as the chart ships it.
+  void ApplyYieldPriorityClass() {
+    Apply(R"(apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: perfgate-yield}
+value: -1000
+preemptionPolicy: Never
+)");
+  }
   static bool Cordoned(const Json& node) {
     return node.value("spec", Json::object()).value("unschedulable", false);
   }
@@ -181,12 +190,7 @@ TEST_F(Disruption, NeverMoreThanMaxUnavailableNodesUnderTest) {
 // customer's pod then runs); the node is neither ERROR nor FAIL but waits, counted as yielded,
 // and once the customer's pod ends it is validated (PASS).
 TEST_F(Disruption, YieldGivesTheNodeToACustomerPodThenValidatesItWhenIdle) {
-  Apply(R"(apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: perfgate-yield}
-value: -1000
-preemptionPolicy: Never
-)");
+  ApplyYieldPriorityClass();
   // node-1 only, with samples slow enough that the worker is still measuring when the
   // customer comes: 6 samples of 1 s, of which the customer's arrival and the preemption leave
   // 4.5 s (a worker starts in milliseconds; 3 s of samples left too little on a busy machine).
@@ -284,12 +288,7 @@ preemptionPolicy: Never
 // attempt is void and nothing of it is kept, both nodes count a yield, neither is ERROR or FAIL.
 // Once the customer is done the pair runs again, whole, and passes.
 TEST_F(Disruption, AGangYieldsAsAWholeThenPassesWhenIdle) {
-  Apply(R"(apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: perfgate-yield}
-value: -1000
-preemptionPolicy: Never
-)");
+  ApplyYieldPriorityClass();
   // 6 samples of 1 s of the synthetic test first, then the pair's NCCL stand-in.
   Apply(SpecHead("gang-yield") +
         "  nodes: [node-0, node-1]\n"
