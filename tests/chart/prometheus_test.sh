@@ -14,7 +14,8 @@
 #                              failed node, the failed validation and the lagging node fire, every
 #                              rule is healthy. A validation under disruption policy yield gives
 #                              node-0 to a customer's pod, and its cost shows in the yield series;
-#                              every dashboard panel's query returns data.
+#                              a rolling validation's node held busy when due shows as overdue and
+#                              its alert is pending; every dashboard panel's query returns data.
 #                              Then a second validation fails 6 of the 8 nodes with a brake of
 #                              25%: 4 are held back untainted and PerfgateSystemicFailure fires
 #                              (CTest label e2e)
@@ -222,6 +223,46 @@ YAML
   done
   [ "$(kubectl get pval yielding -o 'jsonpath={.status.verdict}')" = Passed ] \
     || { kubectl get pval yielding -o yaml >&2; fail "yielding: node-0 not validated after the customer"; }
+
+  # Rolling re-validation: node-1 validated again every 5 s, one node at a time. A customer's
+  # pod holds its GPUs when it falls due, so it is overdue: the series says so, and the alert
+  # (which speaks after 30 minutes of it) is pending on the real series.
+  synthetic_spec weekly synthetic "" 100 0.01 0 "  rolling:
+    period: 5s
+    maxConcurrent: 1" none \
+    | sed -e 's/^  nodeSelector:$/  nodes: [node-1]/' -e '/nvidia.com\/gpu.present/d' \
+    | kubectl apply -f - >/dev/null || fail "apply the rolling validation"
+  for i in $(seq 300); do
+    [ -n "$(kubectl get pval weekly -o 'jsonpath={.status.completionTime}')" ] && break
+    sleep 0.2
+  done
+  [ "$(kubectl get pval weekly -o 'jsonpath={.status.verdict}')" = Passed ] \
+    || { kubectl get pval weekly -o yaml >&2; fail "weekly: node-1 not validated"; }
+  kubectl apply -f - >/dev/null <<YAML || fail "apply the customer's pod on node-1"
+apiVersion: v1
+kind: Pod
+metadata: {name: customer-1, namespace: ml}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  nodeSelector: {kubernetes.io/hostname: node-1}
+  containers:
+    - name: train
+      image: example.com/train:1
+      command: [/bin/sh, -c, "while [ ! -e $WORK_DIR/customer-1.done ]; do sleep 0.1; done"]
+      resources: {limits: {nvidia.com/gpu: "8"}}
+YAML
+  want 'perfgate_validation_overdue_nodes{validation="weekly"}' \
+    '{__name__="perfgate_validation_overdue_nodes",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="weekly"} 1'
+  for i in $(seq 60); do
+    $PROMQL "$url" rules "$RULES" PerfgateNodesOverdue:validation=weekly@pending \
+      >"$WORK_DIR/rules.out" 2>&1 && break
+    sleep 0.5
+  done
+  cat "$WORK_DIR/rules.out"
+  grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "the overdue alert (above)"
+  touch "$WORK_DIR/customer-1.done"
+  kubectl delete pval weekly --wait=false >/dev/null || fail "delete the rolling validation"
 
   # The alerts this scenario must raise, every rule loaded and healthy, every expression parsed.
   for i in $(seq 60); do

@@ -6,6 +6,9 @@
                                            dashboard must parse and return data
   promql.py URL rules RULES.YAML ALERT...  every rule of the file is loaded, healthy, and its
                                            expression parses; the named alerts are firing
+                                           (ALERT or ALERT:label=value; a suffix @pending asks
+                                           only that it is active: its expression holds and
+                                           its `for` has not run out yet)
   promql.py chart RENDERED.YAML RULES.YAML DASHBOARD.JSON
                                            the rendered chart's PrometheusRule and dashboard
                                            ConfigMap carry exactly the files; writes the rules
@@ -133,17 +136,22 @@ def cmd_rules(url, path, firing):
         except ValueError as e:
             failed.append("%s: %s" % (name, e))
     active = {}
+    pending = {}
     for a in api(url, "/api/v1/alerts")["alerts"]:
-        if a["state"] == "firing":
-            active.setdefault(a["labels"]["alertname"], []).append(a["labels"])
-    for spec in firing:  # ALERT or ALERT:label=value
+        into = active if a["state"] == "firing" else pending
+        into.setdefault(a["labels"]["alertname"], []).append(a["labels"])
+    for spec in firing:  # ALERT or ALERT:label=value, then @pending for pending or firing
+        spec, _, state = spec.partition("@")
         name, _, sel = spec.partition(":")
         k, _, v = sel.partition("=")
-        if not any(not k or labels.get(k) == v for labels in active.get(name, [])):
-            failed.append("%s not firing (firing: %s)" % (spec, json.dumps(active)))
+        seen = active.get(name, []) + (pending.get(name, []) if state == "pending" else [])
+        if not any(not k or labels.get(k) == v for labels in seen):
+            failed.append("%s not %s (firing: %s; pending: %s)" %
+                          (spec, state or "firing", json.dumps(active), json.dumps(pending)))
     if failed:
         fail("rules %s:\n  %s" % (path, "\n  ".join(failed)))
-    print("rules: %d loaded and healthy; firing: %s" % (len(want), ", ".join(sorted(active))))
+    print("rules: %d loaded and healthy; firing: %s; pending: %s" %
+          (len(want), ", ".join(sorted(active)), ", ".join(sorted(pending))))
 
 
 def cmd_chart(rendered, rules_path, dashboard_path):
