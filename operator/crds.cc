@@ -263,6 +263,8 @@ Json ValidationStatus() {
         {"passedNodes", {{"type", "string"}}},
         {"progress", {{"type", "string"}}},
         {"timeLeft", {{"type", "string"}}},
+        // GPU seconds this run's workers measured to the end (decide.cc, SetGpuSeconds).
+        {"gpuSeconds", {{"type", "number"}, {"minimum", 0}}},
         {"message", {{"type", "string"}}},
         {"profile", {{"type", "string"}}},
         {"profileVersion", {{"type", "string"}}},

@@ -638,6 +638,30 @@ void YieldGangs(const RunContext& ctx, const std::vector<std::vector<std::string
   }
 }
 
+// status.gpuSeconds: the GPU time this run's workers measured to the end (narrowing rounds and
+// nodes tested again included): each worker's result from its start to its completion, times
+// the GPUs its worker held. Beside status.yields' lostGpuSeconds it says what testing cost; the
+// operator's own results measured nothing.
+void SetGpuSeconds(const RunContext& ctx, Json* status) {
+  const Snapshot& s = *ctx.snapshot;
+  double seconds = 0;
+  for (const auto& r : s.results) {
+    if (BaseRun(Label(r, kRunLabel)) != s.run) continue;
+    const Json spec = r.value("spec", Json::object());
+    if (spec.value("writtenBy", "") == "operator") continue;
+    const Json report = spec.value("report", Json::object());
+    const auto start = ParseRfc3339(report.value("startTime", ""));
+    const auto end = ParseRfc3339(report.value("completionTime", ""));
+    if (!start || !end || *end < *start) continue;
+    seconds += std::chrono::duration<double>(*end - *start).count() * PodGpus(ctx, ResultNode(r));
+  }
+  if (seconds > 0) {
+    (*status)["gpuSeconds"] = seconds;
+  } else {
+    status->erase("gpuSeconds");
+  }
+}
+
 // What DecideRun works from once the nodes are classified: the run's context, its pods, where
 // the nodes stand, and (for gangs) the gangs and their members.
 struct RunState {
@@ -899,6 +923,7 @@ void DecideRun(const Snapshot& s, const ReconcilerConfig& config, Clock::time_po
     YieldGangs(r.ctx, GangsOf(selected, spec.gang().shape()), r.pods, &r.st, d);
   }
   DecideYields(r.ctx, r.pods, r.st.yielded, &status, d);
+  SetGpuSeconds(r.ctx, &status);
   FindLive(s, d->outcomes, &r);
   if (!plan.gang && !r.ctx.suspended) {
     PlanSingleNodeDisruption(disruption, selected, old_status, &r, d);

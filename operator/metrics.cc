@@ -48,6 +48,46 @@ void Gauge(const char* name, const char* help, const std::string& samples, std::
   *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + samples;
 }
 
+// spec.disruption.policy yield: what giving way to customers cost (status.yields), per
+// validation (its nodes summed, the longest wait the longest of theirs) and per node.
+struct YieldSeries {
+  std::string yields, lost, waits, node_yields;
+
+  void Add(const std::string& name, const Json& by_node) {
+    if (!by_node.is_object() || by_node.empty()) return;
+    int64_t count = 0;
+    double lost_seconds = 0;
+    double longest = 0;
+    for (const auto& [node, y] : by_node.items()) {
+      if (!y.is_object()) continue;
+      count += y.value("count", int64_t{0});
+      lost_seconds += y.value("lostGpuSeconds", 0.0);
+      longest = std::max(longest, y.value("longestWaitSeconds", 0.0));
+      node_yields += "perfgate_node_yields" + Labels({{"validation", name}, {"node", node}}) + " " +
+                     std::to_string(y.value("count", int64_t{0})) + "\n";
+    }
+    yields += "perfgate_validation_yields" + Labels({{"validation", name}}) + " " +
+              std::to_string(count) + "\n";
+    lost += "perfgate_validation_yield_lost_gpu_seconds" + Labels({{"validation", name}}) + " " +
+            Value(lost_seconds) + "\n";
+    waits += "perfgate_validation_yield_longest_wait_seconds" + Labels({{"validation", name}}) +
+             " " + Value(longest) + "\n";
+  }
+
+  void Render(std::string* out) const {
+    Gauge("perfgate_validation_yields",
+          "How often a yield validation's workers gave their GPUs to customers in its current run.",
+          yields, out);
+    Gauge("perfgate_validation_yield_lost_gpu_seconds",
+          "GPU seconds a yield validation's workers had measured before they gave way, discarded.",
+          lost, out);
+    Gauge("perfgate_validation_yield_longest_wait_seconds",
+          "The longest a customer's pod waited for a yielding worker to go.", waits, out);
+    Gauge("perfgate_node_yields", "How often each node's worker gave way, per yield validation.",
+          node_yields, out);
+  }
+};
+
 // Per validation: its nodes by state (progress), its verdict as one series per possible verdict
 // (0 or 1, so a change never leaves a stale series behind), and its run's start and completion.
 void RenderValidations(const std::vector<Json>& validations, std::string* out) {
@@ -58,33 +98,19 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
                                                                 {"inconclusive", "inconclusive"},
                                                                 {"error", "errors"},
                                                                 {"pending", "pending"}};
-  std::string nodes, verdicts, starts, completions, held, yields, lost, waits, node_yields;
+  std::string nodes, verdicts, starts, completions, held, used;
+  YieldSeries yield_series;
   for (const Json& v : validations) {
     const std::string name = Name(v);
     if (name.empty()) continue;
     held += "perfgate_validation_quarantine_held_nodes" + Labels({{"validation", name}}) + " " +
             std::to_string(Int(v, "/status/quarantine/held"_json_pointer)) + "\n";
-    // spec.disruption.policy yield: what giving way to customers cost (status.yields).
-    const Json by_node = v.value("status", Json::object()).value("yields", Json::object());
-    if (by_node.is_object() && !by_node.empty()) {
-      int64_t count = 0;
-      double lost_seconds = 0;
-      double longest = 0;
-      for (const auto& [node, y] : by_node.items()) {
-        if (!y.is_object()) continue;
-        count += y.value("count", int64_t{0});
-        lost_seconds += y.value("lostGpuSeconds", 0.0);
-        longest = std::max(longest, y.value("longestWaitSeconds", 0.0));
-        node_yields += "perfgate_node_yields" + Labels({{"validation", name}, {"node", node}}) +
-                       " " + std::to_string(y.value("count", int64_t{0})) + "\n";
-      }
-      yields += "perfgate_validation_yields" + Labels({{"validation", name}}) + " " +
-                std::to_string(count) + "\n";
-      lost += "perfgate_validation_yield_lost_gpu_seconds" + Labels({{"validation", name}}) + " " +
-              Value(lost_seconds) + "\n";
-      waits += "perfgate_validation_yield_longest_wait_seconds" + Labels({{"validation", name}}) +
-               " " + Value(longest) + "\n";
+    if (const Json gpu_seconds = v.value("status", Json::object()).value("gpuSeconds", Json());
+        gpu_seconds.is_number()) {
+      used += "perfgate_validation_gpu_seconds" + Labels({{"validation", name}}) + " " +
+              Value(gpu_seconds.get<double>()) + "\n";
     }
+    yield_series.Add(name, v.value("status", Json::object()).value("yields", Json::object()));
     std::string verdict = Str(v, "/status/verdict"_json_pointer);
     if (verdict.empty()) verdict = "Running";
     for (const char* word : kVerdicts) {
@@ -119,16 +145,11 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
         held, out);
   Gauge("perfgate_validation_completion_timestamp_seconds",
         "When a validation's current run completed (absent while it runs).", completions, out);
-  Gauge("perfgate_validation_yields",
-        "How often a yield validation's workers gave their GPUs to customers in its current run.",
-        yields, out);
-  Gauge("perfgate_validation_yield_lost_gpu_seconds",
-        "GPU seconds a yield validation's workers had measured before they gave way, discarded.",
-        lost, out);
-  Gauge("perfgate_validation_yield_longest_wait_seconds",
-        "The longest a customer's pod waited for a yielding worker to go.", waits, out);
-  Gauge("perfgate_node_yields", "How often each node's worker gave way, per yield validation.",
-        node_yields, out);
+  Gauge("perfgate_validation_gpu_seconds",
+        "GPU seconds a validation's workers measured to the end in its current run (each result's "
+        "start to completion, times the worker's GPUs).",
+        used, out);
+  yield_series.Render(out);
 }
 
 // Per rolling validation (spec.rolling, status.rolling): how many of its nodes are overdue, and

@@ -223,6 +223,9 @@ YAML
   done
   [ "$(kubectl get pval yielding -o 'jsonpath={.status.verdict}')" = Passed ] \
     || { kubectl get pval yielding -o yaml >&2; fail "yielding: node-0 not validated after the customer"; }
+  # What the run used beside what it lost: its passing worker's 6 s and more on 8 GPUs.
+  want 'count(perfgate_validation_gpu_seconds{validation="yielding"} >= 48)' '{} 1'
+
 
   # Rolling re-validation: node-1 validated again every 5 s, one node at a time. A customer's
   # pod holds its GPUs when it falls due, so it is overdue: the series says so, and the alert

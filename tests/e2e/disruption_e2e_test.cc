@@ -275,6 +275,12 @@ TEST_F(Disruption, YieldGivesTheNodeToACustomerPodThenValidatesItWhenIdle) {
   EXPECT_EQ(results[0]["spec"]["report"].value("verdict", ""), "PASS");
   EXPECT_EQ(Phase("customer"), "Succeeded");
   EXPECT_EQ(UnderTest(Node("node-1")), "");
+  // What the run used beside what it lost: the passing worker's 6 s and more on 8 GPUs.
+  EXPECT_GE(v["status"].value("gpuSeconds", 0.0), 48.0) << v.dump(2);
+  EXPECT_TRUE(Eventually([&] {
+    return Metrics(op_).find("perfgate_validation_gpu_seconds{validation=\"yield\"}") !=
+           std::string::npos;
+  })) << Metrics(op_);
   // Its result is in: the worker that passed is let go of too.
   EXPECT_TRUE(Eventually([&] {
     auto p = sim_->Get("", "pods", kNs, worker);

@@ -554,6 +554,33 @@ TEST(Yield, AWorkerIsKeptUntilItsYieldOrResultIsRecorded) {
   EXPECT_EQ(d.delete_pods.size(), 3u);
 }
 
+// status.gpuSeconds, what testing used beside what yielding lost: each worker's result from its
+// start to its completion, times the GPUs its worker held; the operator's results measured
+// nothing, and neither did an earlier run.
+TEST(Yield, TheGpuTimeUsedIsEachWorkersSpanTimesItsGpus) {
+  World w(3);
+  w.Apply(w.Decide());
+  auto span = [&](Json* result, int from, int to) {
+    (*result)["spec"]["report"]["startTime"] = FormatRfc3339(w.now - std::chrono::seconds(from));
+    (*result)["spec"]["report"]["completionTime"] = FormatRfc3339(w.now - std::chrono::seconds(to));
+  };
+  w.Result("node-0", "PASS");
+  span(&w.results.back(), 10, 4);  // 6 s on 8 GPUs
+  w.Result("node-1", "ERROR");
+  w.results.back()["spec"]["writtenBy"] = "operator";
+  span(&w.results.back(), 10, 0);
+  Json earlier = w.results.front();
+  earlier["metadata"]["name"] = "earlier";
+  earlier["metadata"]["labels"][kRunLabel] = "g0";
+  w.results.push_back(earlier);
+  Decision d = w.Decide();
+  EXPECT_DOUBLE_EQ(d.status->value("gpuSeconds", 0.0), 48.0) << d.status->dump();
+  w.Result("node-2", "PASS");
+  span(&w.results.back(), 3, 1);
+  d = w.Decide();
+  EXPECT_DOUBLE_EQ(d.status->value("gpuSeconds", 0.0), 64.0) << d.status->dump();
+}
+
 TEST(Yield, AWorkerDeletedBySomeoneElseOrNeverScheduledYieldsToo) {
   World w(2);
   w.spec["disruption"] = {{"policy", "yield"}};

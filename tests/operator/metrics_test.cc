@@ -65,6 +65,27 @@ TEST(Metrics, CountersAndGaugesByVerdict) {
   EXPECT_THAT(text, Not(HasSubstr("node-0")));
 }
 
+// What yielding cost per validation, beside the GPU time its workers used: summed over its
+// nodes' status.yields, the longest wait the longest of theirs; nothing for validations that
+// never yielded or measured.
+TEST(Metrics, YieldCostsAndGpuTimeUsedPerValidation) {
+  MetricsSnapshot s = Fleet();
+  s.validations.push_back(Json::parse(R"({"metadata": {"name": "idle"},
+    "status": {"verdict": "Passed", "gpuSeconds": 96.5, "yields": {
+      "node-0": {"count": 2, "lostGpuSeconds": 16, "longestWaitSeconds": 1.5},
+      "node-1": {"count": 1, "lostGpuSeconds": 8, "longestWaitSeconds": 3}}}})"));
+  const std::string text = RenderMetrics(s);
+  EXPECT_THAT(text, HasSubstr("perfgate_validation_gpu_seconds{validation=\"idle\"} 96.5\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_validation_yields{validation=\"idle\"} 3\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_validation_yield_lost_gpu_seconds{validation=\"idle\"} 24\n"));
+  EXPECT_THAT(text,
+              HasSubstr("perfgate_validation_yield_longest_wait_seconds{validation=\"idle\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("perfgate_node_yields{validation=\"idle\",node=\"node-0\"} 2\n"));
+  EXPECT_THAT(RenderMetrics(Fleet()), Not(HasSubstr("perfgate_validation_gpu_seconds{")));
+  EXPECT_THAT(RenderMetrics(Fleet()), Not(HasSubstr("perfgate_validation_yields{")));
+}
+
 TEST(Metrics, PerNodeSeriesOnlyBehindTheFlag) {
   MetricsSnapshot s = Fleet();
   s.per_node = true;
