@@ -259,14 +259,138 @@ Verdict Combine(Verdict t, Verdict sign) {
   return Verdict::kInconclusive;
 }
 
+// The median: two rules, each with half of each error: the t rule on log figures (few samples
+// when the margin is wide) and the sign rule (no assumption on the distribution's shape).
+// `out` has its samples and outliers counted.
+void AssessMedian(const Threshold& th, const std::vector<double>& sorted, const ErrorBudget& budget,
+                  int k, bool at_look, Outcome* out) {
+  const int n = out->samples;
+  out->observed = stats::Quantile(sorted, 0.5);
+  const ErrorBudget t_part = Share(budget, kTShare);
+  const ErrorBudget sign_part = Share(budget, 1 - kTShare);
+  const bool log = UseLog(sorted, th.bound);
+  stats::Interval t_iv;
+  Verdict t = TRule(sorted, th.op, th.bound, log, t_part, k, &t_iv);
+  // The t rule reads the mean of the (log) figures. It stands in for the median only
+  // where the two agree: no far outliers, and the sample median on the same side.
+  // Far outliers void the reading unless every sample lies on the verdict's side of the
+  // bound: then the median is there too, whatever the tails do.
+  const bool median_side_met = Holds(out->observed, th.op, th.bound);
+  const int against = CountAgainst(sorted, th.op, th.bound);
+  const bool all_on_its_side =
+      (t == Verdict::kPass && against == 0) || (t == Verdict::kFail && against == n);
+  if (!at_look || (out->outliers > 0 && !all_on_its_side) ||
+      (t == Verdict::kPass && !median_side_met) || (t == Verdict::kFail && median_side_met)) {
+    t = Verdict::kInconclusive;
+  }
+  const Verdict sign = SignVerdict(sorted, 0.5, th.op, th.bound, sign_part);
+  const bool t_read =
+      at_look && n >= 3 && out->outliers == 0 && !(t_iv.low >= th.bound && !median_side_met);
+  out->verdict = Combine(t, sign);
+  const stats::Interval sign_iv =
+      SignInterval(sorted, 0.5, EndsFor(th.op, sign_part.pass_alpha, sign_part.fail_alpha));
+  if (t != Verdict::kInconclusive && sign != Verdict::kInconclusive && t != sign) {
+    // The rules disagree: show the hull of both intervals, which straddles the bound.
+    out->interval =
+        stats::Interval{std::min(t_iv.low, sign_iv.low), std::max(t_iv.high, sign_iv.high),
+                        std::min(t_iv.confidence, sign_iv.confidence),
+                        std::string(kRuleSign) + " and " + t_iv.method};
+    out->rule = kRuleSign;
+  } else if (t != Verdict::kInconclusive || (sign == Verdict::kInconclusive && t_read)) {
+    out->interval = t_iv;
+    out->rule = log ? kRuleT : kRuleTRaw;
+  } else {
+    out->interval = sign_iv;
+    out->rule = kRuleSign;
+  }
+}
+
+// The mean: half of the false-PASS budget to the t rule, half to the samples the run never drew.
+// A PASS that share does not hold is held back, and why goes in `held_text`.
+void AssessMean(const Threshold& th, const std::vector<double>& sorted, const ErrorBudget& budget,
+                int k, bool at_look, Outcome* out, std::string* held_text) {
+  double sum = 0;
+  for (double x : sorted) sum += x;
+  out->observed = sum / out->samples;
+  const ErrorBudget t_part{budget.pass_alpha * (1 - kUnseenShare), budget.fail_alpha};
+  out->verdict = TRule(sorted, th.op, th.bound, false, t_part, k, &out->interval);
+  if (!at_look) out->verdict = Verdict::kInconclusive;
+  if (out->verdict == Verdict::kPass) {
+    *held_text = LowerIsRequired(th.op)
+                     ? UnseenShareHolds(sorted, th.bound, out->interval.low,
+                                        budget.pass_alpha * kUnseenShare)
+                     : "one rare slow sample of any size lifts a mean: no number of samples "
+                       "rules it out (bound the median or p95)";
+    if (!held_text->empty()) out->verdict = Verdict::kInconclusive;
+  }
+  out->rule = kRuleTRaw;
+}
+
+// ciLow / ciHigh: a point check of one end of the mean's interval, built as the mean rule
+// builds it.
+void AssessCiEnd(const Threshold& th, const std::vector<double>& sorted, const ErrorBudget& budget,
+                 int k, bool at_look, bool final, Outcome* out) {
+  const bool low_end = th.statistic == Statistic::kCiLow;
+  TRule(sorted, low_end ? Op::kGe : Op::kLe, th.bound, false, budget, k, &out->interval);
+  out->observed = low_end ? out->interval.low : out->interval.high;
+  out->rule = kRuleTRaw;
+  // Too early and undecided are both INCONCLUSIVE, for different reasons.
+  if (out->samples < 3 || (!at_look && !final)) {  // NOLINT(bugprone-branch-clone)
+    out->verdict = Verdict::kInconclusive;
+  } else if (Holds(out->observed, th.op, th.bound)) {
+    out->verdict = Verdict::kPass;
+  } else if (final || FromInterval(out->interval, th.op, th.bound) == Verdict::kFail) {
+    // Not met at the end, or the whole interval already on the wrong side.
+    out->verdict = Verdict::kFail;
+  } else {
+    out->verdict = Verdict::kInconclusive;
+  }
+}
+
+// What a decided or undecided threshold says, in words: `figure` is "<statistic> <metric>
+// <observed> <unit>", `n_text` the samples, `held_text` why a PASS is held back ("" when none).
+std::string ReasonOf(const Threshold& th, const Outcome& out, bool shows_interval,
+                     const std::string& figure, const std::string& n_text,
+                     const std::string& outlier_text, const std::string& held_text) {
+  const std::string bound_text = std::string(OpName(th.op)) + " bound " + Num(th.bound);
+  const std::string interval_text = shows_interval ? ", " + IntervalText(out.interval) : "";
+  const std::string rule_text =
+      out.decided && shows_interval ? " (" + out.interval.method + ")" : "";
+  switch (out.verdict) {
+    case Verdict::kPass:
+      return figure + " " + bound_text + ": met" + interval_text + rule_text + ", " + n_text +
+             outlier_text;
+    case Verdict::kFail:
+      return figure + " " + NegatedOpName(th.op) + " bound " + Num(th.bound) + " (" +
+             OpName(th.op) + " required)" + interval_text + rule_text + ", " + n_text +
+             outlier_text;
+    default:
+      break;
+  }
+  if (!held_text.empty()) {
+    return figure + " " + bound_text + ": " + n_text + " do not decide it yet (" +
+           IntervalText(out.interval) + ", " + out.interval.method + "; " + held_text +
+           "); take more samples" + outlier_text;
+  }
+  if (FromInterval(out.interval, th.op, th.bound) != Verdict::kInconclusive) {
+    // The interval is on one side, but not at a look of the rule that drew it, or the
+    // rules disagree: more samples decide it.
+    return figure + " " + bound_text + ": " + n_text + " do not decide it yet (" +
+           IntervalText(out.interval) + ", " + out.interval.method + "); take more samples" +
+           outlier_text;
+  }
+  return figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) + "] (" +
+         Percent(out.interval.confidence) + " " + IntervalKind(out.interval) + ", " +
+         out.interval.method + ") straddles the bound " + Num(th.bound) + " (" + OpName(th.op) +
+         " required) after " + n_text + outlier_text;
+}
+
 Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Plan& plan,
                   const Sampling& sampling, const ErrorBudget& budget,
                   const std::vector<int>& looks, const std::string& unit) {
   Outcome out;
   out.samples = static_cast<int>(samples.size());
-  const std::string stat_name = StatisticName(th.statistic);
-  const std::string what = stat_name + " " + th.metric;
-  const std::string bound_text = std::string(OpName(th.op)) + " bound " + Num(th.bound);
+  const std::string what = std::string(StatisticName(th.statistic)) + " " + th.metric;
   const std::string unit_text = unit.empty() ? "" : " " + unit;
 
   if (samples.empty()) {
@@ -290,49 +414,9 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
   bool point_check = false;
   std::string held_text;  // why a PASS the interval shows is held back
   switch (th.statistic) {
-    case Statistic::kMedian: {
-      // Two rules, each with half of each error: the t rule on log figures (few samples when
-      // the margin is wide) and the sign rule (no assumption on the distribution's shape).
-      out.observed = stats::Quantile(sorted, 0.5);
-      const ErrorBudget t_part = Share(budget, kTShare);
-      const ErrorBudget sign_part = Share(budget, 1 - kTShare);
-      const bool log = UseLog(sorted, th.bound);
-      stats::Interval t_iv;
-      Verdict t = TRule(sorted, th.op, th.bound, log, t_part, k, &t_iv);
-      // The t rule reads the mean of the (log) figures. It stands in for the median only
-      // where the two agree: no far outliers, and the sample median on the same side.
-      // Far outliers void the reading unless every sample lies on the verdict's side of the
-      // bound: then the median is there too, whatever the tails do.
-      const bool median_side_met = Holds(out.observed, th.op, th.bound);
-      const int against = CountAgainst(sorted, th.op, th.bound);
-      const bool all_on_its_side =
-          (t == Verdict::kPass && against == 0) || (t == Verdict::kFail && against == n);
-      if (!at_look || (out.outliers > 0 && !all_on_its_side) ||
-          (t == Verdict::kPass && !median_side_met) || (t == Verdict::kFail && median_side_met)) {
-        t = Verdict::kInconclusive;
-      }
-      const Verdict sign = SignVerdict(sorted, 0.5, th.op, th.bound, sign_part);
-      const bool t_read =
-          at_look && n >= 3 && out.outliers == 0 && !(t_iv.low >= th.bound && !median_side_met);
-      out.verdict = Combine(t, sign);
-      const stats::Interval sign_iv =
-          SignInterval(sorted, 0.5, EndsFor(th.op, sign_part.pass_alpha, sign_part.fail_alpha));
-      if (t != Verdict::kInconclusive && sign != Verdict::kInconclusive && t != sign) {
-        // The rules disagree: show the hull of both intervals, which straddles the bound.
-        out.interval =
-            stats::Interval{std::min(t_iv.low, sign_iv.low), std::max(t_iv.high, sign_iv.high),
-                            std::min(t_iv.confidence, sign_iv.confidence),
-                            std::string(kRuleSign) + " and " + t_iv.method};
-        out.rule = kRuleSign;
-      } else if (t != Verdict::kInconclusive || (sign == Verdict::kInconclusive && t_read)) {
-        out.interval = t_iv;
-        out.rule = log ? kRuleT : kRuleTRaw;
-      } else {
-        out.interval = sign_iv;
-        out.rule = kRuleSign;
-      }
+    case Statistic::kMedian:
+      AssessMedian(th, sorted, budget, k, at_look, &out);
       break;
-    }
     case Statistic::kP05:
     case Statistic::kP95: {
       const double q = QuantileOf(th.statistic);
@@ -342,55 +426,22 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
       out.rule = kRuleSign;
       break;
     }
-    case Statistic::kMean: {
-      double sum = 0;
-      for (double x : sorted) sum += x;
-      out.observed = sum / n;
-      // Half of the false-PASS budget to the t rule, half to the samples the run never drew.
-      const ErrorBudget t_part{budget.pass_alpha * (1 - kUnseenShare), budget.fail_alpha};
-      out.verdict = TRule(sorted, th.op, th.bound, false, t_part, k, &out.interval);
-      if (!at_look) out.verdict = Verdict::kInconclusive;
-      if (out.verdict == Verdict::kPass) {
-        held_text = LowerIsRequired(th.op)
-                        ? UnseenShareHolds(sorted, th.bound, out.interval.low,
-                                           budget.pass_alpha * kUnseenShare)
-                        : "one rare slow sample of any size lifts a mean: no number of samples "
-                          "rules it out (bound the median or p95)";
-        if (!held_text.empty()) out.verdict = Verdict::kInconclusive;
-      }
-      out.rule = kRuleTRaw;
+    case Statistic::kMean:
+      AssessMean(th, sorted, budget, k, at_look, &out, &held_text);
       break;
-    }
     case Statistic::kMin:
-    case Statistic::kMax: {
+    case Statistic::kMax:
       point_check = true;
       out.observed = th.statistic == Statistic::kMin ? sorted.front() : sorted.back();
       out.interval = stats::Interval{out.observed, out.observed, 0, kRulePoint};
       out.verdict = Holds(out.observed, th.op, th.bound) ? Verdict::kPass : Verdict::kFail;
       out.rule = kRulePoint;
       break;
-    }
     case Statistic::kCiLow:
-    case Statistic::kCiHigh: {
-      // A point check of one end of the mean's interval, built as the mean rule builds it.
+    case Statistic::kCiHigh:
       point_check = true;
-      const bool low_end = th.statistic == Statistic::kCiLow;
-      TRule(sorted, low_end ? Op::kGe : Op::kLe, th.bound, false, budget, k, &out.interval);
-      out.observed = low_end ? out.interval.low : out.interval.high;
-      out.rule = kRuleTRaw;
-      // Too early and undecided are both INCONCLUSIVE, for different reasons.
-      if (n < 3 || (!at_look && !plan.final)) {  // NOLINT(bugprone-branch-clone)
-        out.verdict = Verdict::kInconclusive;
-      } else if (Holds(out.observed, th.op, th.bound)) {
-        out.verdict = Verdict::kPass;
-      } else if (plan.final || FromInterval(out.interval, th.op, th.bound) == Verdict::kFail) {
-        // Not met at the end, or the whole interval already on the wrong side.
-        out.verdict = Verdict::kFail;
-      } else {
-        out.verdict = Verdict::kInconclusive;
-      }
+      AssessCiEnd(th, sorted, budget, k, at_look, plan.final, &out);
       break;
-    }
   }
 
   if (!plan.may_decide) {
@@ -404,43 +455,10 @@ Outcome AssessOne(const Threshold& th, std::span<const double> samples, const Pl
     return out;
   }
   out.decided = out.verdict == Verdict::kPass || out.verdict == Verdict::kFail;
-  const std::string figure = what + " " + Num(out.observed) + unit_text;
   const bool shows_interval =
       !point_check || th.statistic == Statistic::kCiLow || th.statistic == Statistic::kCiHigh;
-  const std::string interval_text = shows_interval ? ", " + IntervalText(out.interval) : "";
-  const std::string rule_text =
-      out.decided && shows_interval ? " (" + out.interval.method + ")" : "";
-  switch (out.verdict) {
-    case Verdict::kPass:
-      out.reason = figure + " " + bound_text + ": met" + interval_text + rule_text + ", " + n_text +
-                   outlier_text;
-      break;
-    case Verdict::kFail:
-      out.reason = figure + " " + NegatedOpName(th.op) + " bound " + Num(th.bound) + " (" +
-                   OpName(th.op) + " required)" + interval_text + rule_text + ", " + n_text +
-                   outlier_text;
-      break;
-    default:
-      if (!held_text.empty()) {
-        out.reason = figure + " " + bound_text + ": " + n_text + " do not decide it yet (" +
-                     IntervalText(out.interval) + ", " + out.interval.method + "; " + held_text +
-                     "); take more samples" + outlier_text;
-        break;
-      }
-      if (FromInterval(out.interval, th.op, th.bound) != Verdict::kInconclusive) {
-        // The interval is on one side, but not at a look of the rule that drew it, or the
-        // rules disagree: more samples decide it.
-        out.reason = figure + " " + bound_text + ": " + n_text + " do not decide it yet (" +
-                     IntervalText(out.interval) + ", " + out.interval.method +
-                     "); take more samples" + outlier_text;
-        break;
-      }
-      out.reason = figure + " in [" + Num(out.interval.low) + ", " + Num(out.interval.high) +
-                   "] (" + Percent(out.interval.confidence) + " " + IntervalKind(out.interval) +
-                   ", " + out.interval.method + ") straddles the bound " + Num(th.bound) + " (" +
-                   OpName(th.op) + " required) after " + n_text + outlier_text;
-      break;
-  }
+  out.reason = ReasonOf(th, out, shows_interval, what + " " + Num(out.observed) + unit_text, n_text,
+                        outlier_text, held_text);
   return out;
 }
 
