@@ -240,6 +240,102 @@ Status MergeSampling(const v1alpha1::Sampling& s, const std::string& path, const
   return Status::Ok();
 }
 
+// Test `t`'s parameters (at `path`): declared by its type, typed, in range; defaults for the
+// rest.
+Result<kernels::Params> PlanParams(const v1alpha1::TestSpec& t, const kernels::TestInfo& info,
+                                   const std::string& path, const Context& ctx) {
+  std::map<std::string, ParamValue> values;
+  for (const auto& p : info.params) values[p.name] = DefaultValue(p);
+  for (const auto& [key, value] : t.parameters().fields()) {
+    const std::string ppath = path + ".parameters." + key;
+    const std::string& param_name = key;  // clang 14 cannot capture structured bindings
+    auto it = std::find_if(info.params.begin(), info.params.end(),
+                           [&](const kernels::ParamInfo& p) { return p.name == param_name; });
+    if (it == info.params.end()) {
+      std::vector<std::string> names;
+      for (const auto& p : info.params) names.push_back(p.name);
+      return ctx.where.Error(ppath, "unknown parameter \"" + key + "\" for test type " + t.type() +
+                                        " (parameters: " + (names.empty() ? "none" : Join(names)) +
+                                        ")");
+    }
+    auto converted = ConvertParam(*it, value);
+    if (!converted.ok()) return ctx.where.Error(ppath, converted.status().message());
+    values[key] = std::move(converted).value();
+  }
+  return kernels::Params(std::move(values));
+}
+
+// Threshold `i` of test `t` (at `path`) checked against the metrics the test produces and
+// resolved (its statistic, operator and bound; a baseline's bound comes later), into `out`.
+Status PlanThreshold(const v1alpha1::TestSpec& t, int i, const std::string& path,
+                     const Context& ctx, PlannedTest* out) {
+  const auto& th = t.thresholds(i);
+  const std::string tpath = path + ".thresholds[" + std::to_string(i) + "]";
+  verdict::Threshold resolved;
+  resolved.metric = th.metric();
+  if (th.metric().empty()) return ctx.where.Error(tpath + ".metric", "required field is missing");
+  bool known = false;
+  std::vector<std::string> names;
+  for (const auto& m : out->metrics) {
+    names.push_back(m.name);
+    known |= m.name == th.metric();
+  }
+  if (!known) {
+    return ctx.where.Error(tpath + ".metric", "test type " + t.type() +
+                                                  " does not produce metric \"" + th.metric() +
+                                                  "\" (it produces: " + Join(names) + ")");
+  }
+  v1alpha1::Threshold written = th;
+  if (written.statistic().empty()) written.set_statistic("median");
+  if (written.op().empty()) written.set_op(">=");
+  if (!verdict::ParseStatistic(written.statistic(), &resolved.statistic)) {
+    return ctx.where.Error(tpath + ".statistic",
+                           "unsupported value \"" + th.statistic() +
+                               "\": supported values: mean, median, p05, p95, min, max, "
+                               "ciLow, ciHigh");
+  }
+  if (!verdict::ParseOp(written.op(), &resolved.op)) {
+    return ctx.where.Error(tpath + ".op",
+                           "unsupported value \"" + th.op() + "\": supported values: >=, >, <=, <");
+  }
+  if (resolved.statistic == verdict::Statistic::kMean &&
+      (resolved.op == verdict::Op::kLe || resolved.op == verdict::Op::kLt)) {
+    return ctx.where.Error(tpath + ".statistic",
+                           "mean with " + written.op() +
+                               " cannot keep its false-PASS promise: one rare slow sample of any "
+                               "size lifts a mean, and no number of samples rules that out; "
+                               "bound the median or p95 instead");
+  }
+  const bool relative = th.has_reference() || th.has_fraction() || !th.baseline().empty();
+  if (th.has_value() == relative) {
+    return ctx.where.Error(
+        tpath, "give either value, or reference and fraction, or baseline and fraction");
+  }
+  if (!th.baseline().empty()) {
+    // Resolved once the profile version is known (ResolveBaselines).
+    if (th.has_reference()) {
+      return ctx.where.Error(tpath + ".reference", "give reference or baseline, not both");
+    }
+    if (!th.has_fraction()) {
+      return ctx.where.Error(tpath + ".fraction", "a baseline bound needs a fraction");
+    }
+    if (!(th.fraction() > 0)) return ctx.where.Error(tpath + ".fraction", "must be more than 0");
+    resolved.bound = 0;
+  } else if (relative) {
+    if (!th.has_reference() || !th.has_fraction()) {
+      return ctx.where.Error(tpath + (th.has_reference() ? ".fraction" : ".reference"),
+                             "a relative bound needs both reference and fraction");
+    }
+    if (!(th.fraction() > 0)) return ctx.where.Error(tpath + ".fraction", "must be more than 0");
+    resolved.bound = th.reference() * th.fraction();
+  } else {
+    resolved.bound = th.value();
+  }
+  out->threshold_specs.push_back(written);
+  out->thresholds.push_back(resolved);
+  return Status::Ok();
+}
+
 Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& path,
                              const verdict::Sampling& base_sampling, const Context& ctx) {
   PlannedTest out;
@@ -262,26 +358,7 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
   }
   const kernels::TestInfo& info = out.test->Info();
 
-  // Parameters: declared, typed, in range; defaults for the rest.
-  std::map<std::string, ParamValue> values;
-  for (const auto& p : info.params) values[p.name] = DefaultValue(p);
-  for (const auto& [key, value] : t.parameters().fields()) {
-    const std::string ppath = path + ".parameters." + key;
-    const std::string& param_name = key;  // clang 14 cannot capture structured bindings
-    auto it = std::find_if(info.params.begin(), info.params.end(),
-                           [&](const kernels::ParamInfo& p) { return p.name == param_name; });
-    if (it == info.params.end()) {
-      std::vector<std::string> names;
-      for (const auto& p : info.params) names.push_back(p.name);
-      return ctx.where.Error(ppath, "unknown parameter \"" + key + "\" for test type " + t.type() +
-                                        " (parameters: " + (names.empty() ? "none" : Join(names)) +
-                                        ")");
-    }
-    auto converted = ConvertParam(*it, value);
-    if (!converted.ok()) return ctx.where.Error(ppath, converted.status().message());
-    values[key] = std::move(converted).value();
-  }
-  out.params = kernels::Params(std::move(values));
+  ASSIGN_OR_RETURN(out.params, PlanParams(t, info, path, ctx));
   out.metrics = out.test->Metrics(out.params);
 
   out.sampling = base_sampling;
@@ -289,70 +366,7 @@ Result<PlannedTest> PlanTest(const v1alpha1::TestSpec& t, const std::string& pat
     RETURN_IF_ERROR(MergeSampling(t.sampling(), path + ".sampling", ctx, &out.sampling));
 
   for (int i = 0; i < t.thresholds_size(); ++i) {
-    const auto& th = t.thresholds(i);
-    const std::string tpath = path + ".thresholds[" + std::to_string(i) + "]";
-    verdict::Threshold resolved;
-    resolved.metric = th.metric();
-    if (th.metric().empty()) return ctx.where.Error(tpath + ".metric", "required field is missing");
-    bool known = false;
-    std::vector<std::string> names;
-    for (const auto& m : out.metrics) {
-      names.push_back(m.name);
-      known |= m.name == th.metric();
-    }
-    if (!known) {
-      return ctx.where.Error(tpath + ".metric", "test type " + t.type() +
-                                                    " does not produce metric \"" + th.metric() +
-                                                    "\" (it produces: " + Join(names) + ")");
-    }
-    v1alpha1::Threshold written = th;
-    if (written.statistic().empty()) written.set_statistic("median");
-    if (written.op().empty()) written.set_op(">=");
-    if (!verdict::ParseStatistic(written.statistic(), &resolved.statistic)) {
-      return ctx.where.Error(tpath + ".statistic",
-                             "unsupported value \"" + th.statistic() +
-                                 "\": supported values: mean, median, p05, p95, min, max, "
-                                 "ciLow, ciHigh");
-    }
-    if (!verdict::ParseOp(written.op(), &resolved.op)) {
-      return ctx.where.Error(
-          tpath + ".op", "unsupported value \"" + th.op() + "\": supported values: >=, >, <=, <");
-    }
-    if (resolved.statistic == verdict::Statistic::kMean &&
-        (resolved.op == verdict::Op::kLe || resolved.op == verdict::Op::kLt)) {
-      return ctx.where.Error(tpath + ".statistic",
-                             "mean with " + written.op() +
-                                 " cannot keep its false-PASS promise: one rare slow sample of any "
-                                 "size lifts a mean, and no number of samples rules that out; "
-                                 "bound the median or p95 instead");
-    }
-    const bool relative = th.has_reference() || th.has_fraction() || !th.baseline().empty();
-    if (th.has_value() == relative) {
-      return ctx.where.Error(
-          tpath, "give either value, or reference and fraction, or baseline and fraction");
-    }
-    if (!th.baseline().empty()) {
-      // Resolved once the profile version is known (ResolveBaselines).
-      if (th.has_reference()) {
-        return ctx.where.Error(tpath + ".reference", "give reference or baseline, not both");
-      }
-      if (!th.has_fraction()) {
-        return ctx.where.Error(tpath + ".fraction", "a baseline bound needs a fraction");
-      }
-      if (!(th.fraction() > 0)) return ctx.where.Error(tpath + ".fraction", "must be more than 0");
-      resolved.bound = 0;
-    } else if (relative) {
-      if (!th.has_reference() || !th.has_fraction()) {
-        return ctx.where.Error(tpath + (th.has_reference() ? ".fraction" : ".reference"),
-                               "a relative bound needs both reference and fraction");
-      }
-      if (!(th.fraction() > 0)) return ctx.where.Error(tpath + ".fraction", "must be more than 0");
-      resolved.bound = th.reference() * th.fraction();
-    } else {
-      resolved.bound = th.value();
-    }
-    out.threshold_specs.push_back(written);
-    out.thresholds.push_back(resolved);
+    RETURN_IF_ERROR(PlanThreshold(t, i, path, ctx, &out));
   }
   RETURN_IF_ERROR(CheckThresholdsBind(t, out.metrics, path, ctx.where));
   return out;
@@ -521,16 +535,12 @@ Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>> LoadProfiles(
   return out;
 }
 
-Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
-                       const PlanOptions& options) {
-  const auto& doc = loaded.doc;
-  const auto& s = doc.spec();
-  Context ctx{loaded.where, options};
-  Plan plan;
-  plan.validation = doc.metadata().name();
-  plan.policy = s.policy();
+namespace {
+
+// The spec's fields outside its tests and sampling: the level (returned, "quick" when unset),
+// the policy's values and the gang's. An error names the field where it was written.
+Result<std::string> CheckSpecFields(const v1alpha1::PerfValidationSpec& s, const Context& ctx) {
   if (s.gpuspernode() < 0) return ctx.where.Error("spec.gpusPerNode", "must be 0 or more");
-  plan.gpus_per_node = s.gpuspernode();
   const std::string level = s.level().empty() ? "quick" : s.level();
   if (level != "quick" && level != "full") {
     return ctx.where.Error(
@@ -543,14 +553,79 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
         "spec.policy.onFailure",
         "unsupported value \"" + on_failure + "\": supported values: none, taint, taintAndCordon");
   }
-  if (s.policy().parallelism() < 0)
+  if (s.policy().parallelism() < 0) {
     return ctx.where.Error("spec.policy.parallelism", "must be 0 or more");
+  }
   if (s.policy().nodetimeoutseconds() < 0) {
     return ctx.where.Error("spec.policy.nodeTimeoutSeconds", "must be 0 or more");
   }
-  if (s.policy().keepresults() < 0)
+  if (s.policy().keepresults() < 0) {
     return ctx.where.Error("spec.policy.keepResults", "must be 0 or more");
+  }
   RETURN_IF_ERROR(CheckGang(s.gang(), ctx));
+  return level;
+}
+
+// `profile: auto` (or neither a profile nor tests): the profile for the GPU model, among the
+// cluster's or the folders' profiles; why it was picked goes in plan->profile_note.
+Result<std::string> PickProfileByGpu(const PlanOptions& options, const Context& ctx, Plan* plan) {
+  if (!options.gpu_names) {
+    return ctx.where.Error("spec.profile", "no profile named and no GPU to pick one by");
+  }
+  auto names = options.gpu_names();
+  if (!names.ok()) {
+    return ctx.where.Error("spec.profile",
+                           "cannot pick a profile by GPU model: " + names.status().message());
+  }
+  ASSIGN_OR_RETURN(
+      auto all, options.profile_list ? options.profile_list() : LoadProfiles(options.profile_dirs));
+  std::vector<kernels::ProfileCandidate> candidates;
+  for (const auto& p : all) {
+    const auto& models = p.doc.spec().gpumodels();
+    candidates.push_back({p.doc.metadata().name(), {models.begin(), models.end()}});
+  }
+  if (names->empty()) return ctx.where.Error("spec.profile", "no GPU to pick a profile by");
+  auto picked = kernels::SelectProfileName(names->front(), candidates);
+  if (!picked.ok()) {
+    return ctx.where.Error("spec.profile",
+                           picked.status().message() + "; name a profile or give tests");
+  }
+  plan->profile_note = "picked profile " + *picked + " for GPU " + names->front();
+  return *picked;
+}
+
+// The profile named `profile`: the cluster's (options.profile_lookup), else the file of that
+// name in the profile folders.
+Result<spec::Loaded<v1alpha1::PerfProfile>> FindProfile(const std::string& profile,
+                                                        const PlanOptions& options,
+                                                        const Context& ctx) {
+  if (options.profile_lookup) {
+    auto found = options.profile_lookup(profile);
+    if (!found.ok()) return ctx.where.Error("spec.profile", found.status().message());
+    return std::move(*found);
+  }
+  fs::path file = ProfilePath(options.profile_dirs, profile);
+  if (file.empty()) {
+    std::string dirs;
+    for (const auto& d : options.profile_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+    return ctx.where.Error("spec.profile", "profile \"" + profile + "\" not found in " +
+                                               (dirs.empty() ? "(no profile folders)" : dirs));
+  }
+  return spec::LoadProfile(file.string());
+}
+
+}  // namespace
+
+Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
+                       const PlanOptions& options) {
+  const auto& doc = loaded.doc;
+  const auto& s = doc.spec();
+  Context ctx{loaded.where, options};
+  Plan plan;
+  plan.validation = doc.metadata().name();
+  plan.policy = s.policy();
+  plan.gpus_per_node = s.gpuspernode();
+  ASSIGN_OR_RETURN(const std::string level, CheckSpecFields(s, ctx));
 
   // Profile: named, "auto", or picked from the GPU when the spec has no inline tests.
   std::string profile = s.profile();
@@ -558,44 +633,10 @@ Result<Plan> BuildPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
   spec::Loaded<v1alpha1::PerfProfile> profile_doc;
   v1alpha1::ProfileLevel profile_level;
   if (profile == "auto" || (profile.empty() && s.tests_size() == 0)) {
-    if (!options.gpu_names)
-      return ctx.where.Error("spec.profile", "no profile named and no GPU to pick one by");
-    auto names = options.gpu_names();
-    if (!names.ok()) {
-      return ctx.where.Error("spec.profile",
-                             "cannot pick a profile by GPU model: " + names.status().message());
-    }
-    ASSIGN_OR_RETURN(auto all, options.profile_list ? options.profile_list()
-                                                    : LoadProfiles(options.profile_dirs));
-    std::vector<kernels::ProfileCandidate> candidates;
-    for (const auto& p : all) {
-      const auto& models = p.doc.spec().gpumodels();
-      candidates.push_back({p.doc.metadata().name(), {models.begin(), models.end()}});
-    }
-    if (names->empty()) return ctx.where.Error("spec.profile", "no GPU to pick a profile by");
-    auto picked = kernels::SelectProfileName(names->front(), candidates);
-    if (!picked.ok()) {
-      return ctx.where.Error("spec.profile",
-                             picked.status().message() + "; name a profile or give tests");
-    }
-    profile = *picked;
-    plan.profile_note = "picked profile " + profile + " for GPU " + names->front();
-  }
-  if (!profile.empty() && options.profile_lookup) {
-    auto found = options.profile_lookup(profile);
-    if (!found.ok()) return ctx.where.Error("spec.profile", found.status().message());
-    profile_doc = std::move(*found);
-  } else if (!profile.empty()) {
-    fs::path file = ProfilePath(options.profile_dirs, profile);
-    if (file.empty()) {
-      std::string dirs;
-      for (const auto& d : options.profile_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
-      return ctx.where.Error("spec.profile", "profile \"" + profile + "\" not found in " +
-                                                 (dirs.empty() ? "(no profile folders)" : dirs));
-    }
-    ASSIGN_OR_RETURN(profile_doc, spec::LoadProfile(file.string()));
+    ASSIGN_OR_RETURN(profile, PickProfileByGpu(options, ctx, &plan));
   }
   if (!profile.empty()) {
+    ASSIGN_OR_RETURN(profile_doc, FindProfile(profile, options, ctx));
     const v1alpha1::PerfProfileSpec& ps = profile_doc.doc.spec();
     profile_level = level == "full" ? ps.full() : ps.quick();
     Context pctx{profile_doc.where, options};

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "core/plan.h"
@@ -109,6 +110,147 @@ void FixSampling(Json* plan) {
   }
 }
 
+// `profile: auto` (or neither a profile nor tests): the GPU model of the selected nodes (GFD's
+// label, else the cloud's own labels). One validation certifies one model: unknown and mixed
+// models are refused, naming which nodes have which and the `candidates` profiles.
+Result<std::vector<std::string>> SelectedGpuNames(
+    const SelectedModels& models, const std::map<std::string, std::string>& model_keys,
+    const std::set<std::string>& labels_read,
+    const std::function<Result<std::vector<spec::Loaded<v1alpha1::PerfProfile>>>()>& candidates) {
+  if (!models.unknown.empty()) {
+    std::string which;
+    int count = 0;
+    for (const auto& [node, why] : models.unknown) {
+      if (++count <= 3)
+        which += (which.empty() ? "" : "; ") + std::string("node ") + node + ": " + why;
+    }
+    if (count > 3) which += "; and " + std::to_string(count - 3) + " more nodes";
+    std::string available = "none";
+    if (auto all = candidates(); all.ok()) {
+      std::vector<kernels::ProfileCandidate> described;
+      for (const auto& p : *all) {
+        const auto& gm = p.doc.spec().gpumodels();
+        described.push_back({p.doc.metadata().name(), {gm.begin(), gm.end()}});
+      }
+      available = kernels::DescribeProfiles(described);
+    }
+    return InvalidArgument(which + "; profiles: " + available + "; label the node " +
+                           kGpuProductLabel +
+                           " (GPU Feature Discovery), leave it out with spec.nodeSelector, or "
+                           "name a profile with spec.profile");
+  }
+  if (model_keys.empty()) return InvalidArgument("no node matches spec.nodeSelector/spec.nodes");
+  if (model_keys.size() > 1) {
+    std::string names;
+    for (const auto& [key, m] : model_keys) names += (names.empty() ? "" : ", ") + m;
+    std::string selectors;
+    for (const auto& l : labels_read) selectors += (selectors.empty() ? "" : " or ") + l;
+    return InvalidArgument(
+        "the selected nodes have different GPU models (" + names +
+        "): select one with spec.nodeSelector " + selectors +
+        ", or split the validation, one per model: " + DescribeModels(models.known));
+  }
+  return std::vector<std::string>{model_keys.begin()->second};
+}
+
+// The baseline `name`: the PerfBaseline object of that name (read once into `from_cluster`),
+// else the store's (docs/store.md); NotFound naming where it was looked for.
+Result<const store::Baseline*> FindBaseline(const std::string& name,
+                                            const ClusterBaselines* baselines,
+                                            const StoreBaselines* store,
+                                            std::map<std::string, store::Baseline>* from_cluster) {
+  if (auto known = from_cluster->find(name); known != from_cluster->end()) return &known->second;
+  if (baselines != nullptr && baselines->by_name.contains(name)) {
+    v1alpha1::PerfBaseline object;
+    google::protobuf::util::JsonParseOptions o;
+    o.ignore_unknown_fields = true;
+    if (!google::protobuf::util::JsonStringToMessage(baselines->by_name.at(name).dump(), &object, o)
+             .ok()) {
+      return InvalidArgument("PerfBaseline \"" + name + "\" cannot be read as a PerfBaseline");
+    }
+    ASSIGN_OR_RETURN(store::Baseline got, store::BaselineOfObject(object));
+    got.name = name;
+    return &((*from_cluster)[name] = std::move(got));
+  }
+  if (store == nullptr) {
+    return NotFound("no PerfBaseline \"" + name +
+                    "\" in the cluster (and no results store to read baselines from)");
+  }
+  auto it = store->baselines.find(name);
+  if (it != store->baselines.end()) return &it->second;
+  auto why = store->baseline_errors.find(name);
+  if (why != store->baseline_errors.end() && why->second.code() != Code::kNotFound) {
+    return why->second;
+  }
+  return NotFound("no PerfBaseline \"" + name + "\" in the cluster, and " +
+                  (why != store->baseline_errors.end()
+                       ? why->second.message()
+                       : "baseline \"" + name + "\" not found in the results store"));
+}
+
+// The profile's level (its sampling, and its tests the spec does not name) written into `spec`,
+// which then names no profile: the worker reads the plan as it is.
+void InlineProfile(const v1alpha1::PerfProfileSpec& ps, v1alpha1::PerfValidationSpec* spec) {
+  const auto& level = spec->level() == "full" ? ps.full() : ps.quick();
+  FillSampling(level.sampling(), spec->mutable_sampling());
+  std::set<std::string> names;
+  for (const auto& t : spec->tests()) names.insert(t.name().empty() ? t.type() : t.name());
+  for (const auto& t : level.tests()) {
+    if (names.insert(t.name().empty() ? t.type() : t.name()).second) *spec->add_tests() = t;
+  }
+  spec->clear_profile();
+  spec->clear_level();
+}
+
+// Baseline bounds travel as reference and fraction: the worker in its pod reads no store.
+Status InlineBaselines(const worker::Plan& plan, const worker::PlanOptions& options,
+                       v1alpha1::PerfValidationSpec* spec) {
+  for (const auto& t : plan.tests) {
+    for (const v1alpha1::Threshold& th : t.threshold_specs) {
+      if (th.baseline().empty()) continue;
+      ASSIGN_OR_RETURN(const double figure,
+                       options.baseline_value(th.baseline(), plan.profile_version, t.name,
+                                              th.metric(), th.statistic()));
+      for (auto& st : *spec->mutable_tests()) {
+        if ((st.name().empty() ? st.type() : st.name()) != t.name) continue;
+        for (auto& w : *st.mutable_thresholds()) {
+          if (w.baseline() != th.baseline() || w.metric() != th.metric() ||
+              w.statistic() != th.statistic()) {
+            continue;
+          }
+          w.set_reference(figure);
+          w.set_referencesource("baseline " + th.baseline());
+          w.clear_baseline();
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The plan as the workers read it: the spec with the profile's level (`profile`, the one named or
+// picked; null for none) and the baselines' figures written in, the profile named in
+// annotations.
+Result<ResolvedPlan> WriteResolved(const v1alpha1::PerfValidation& doc, const worker::Plan& plan,
+                                   const worker::PlanOptions& options,
+                                   const v1alpha1::PerfProfileSpec* profile) {
+  v1alpha1::PerfValidation resolved = doc;
+  if (!plan.profile.empty() && profile != nullptr) {
+    InlineProfile(*profile, resolved.mutable_spec());
+  }
+  RETURN_IF_ERROR(InlineBaselines(plan, options, resolved.mutable_spec()));
+  auto* ann = resolved.mutable_metadata()->mutable_annotations();
+  if (!plan.profile.empty()) (*ann)["perfgate.io/profile"] = plan.profile;
+  if (!plan.profile_version.empty()) (*ann)["perfgate.io/profile-version"] = plan.profile_version;
+  ResolvedPlan out;
+  if (!google::protobuf::util::MessageToJsonString(resolved, &out.text).ok()) {
+    return Internal("cannot write the resolved plan as JSON");
+  }
+  out.profile = plan.profile;
+  out.profile_version = plan.profile_version;
+  return out;
+}
+
 Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidation>& loaded,
                                        const ClusterProfiles& cluster, bool fixtures,
                                        const SelectedModels& models, const StoreBaselines* store,
@@ -137,9 +279,6 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
     }
     return out;
   };
-  // `profile: auto` (or neither a profile nor tests): the GPU model is the selected nodes' (GFD's
-  // label, else the cloud's own labels), and the candidates are the cluster's PerfProfiles. One
-  // validation certifies one model: mixed models are refused, naming which nodes have which.
   const std::string named = loaded.doc.spec().profile();
   const bool profile_named = !named.empty() && named != "auto";
   std::map<std::string, std::string> model_keys;  // key -> the model as first seen
@@ -151,80 +290,13 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
   options.gpu_names = [&]() -> Result<std::vector<std::string>> {
     // A named profile is checked below, node by node, so the message can name them.
     if (profile_named) return Status(Code::kUnavailable, "checked per node");
-    if (!models.unknown.empty()) {
-      std::string which;
-      int count = 0;
-      for (const auto& [node, why] : models.unknown) {
-        if (++count <= 3)
-          which += (which.empty() ? "" : "; ") + std::string("node ") + node + ": " + why;
-      }
-      if (count > 3) which += "; and " + std::to_string(count - 3) + " more nodes";
-      std::string available = "none";
-      if (auto all = options.profile_list(); all.ok()) {
-        std::vector<kernels::ProfileCandidate> candidates;
-        for (const auto& p : *all) {
-          const auto& gm = p.doc.spec().gpumodels();
-          candidates.push_back({p.doc.metadata().name(), {gm.begin(), gm.end()}});
-        }
-        available = kernels::DescribeProfiles(candidates);
-      }
-      return InvalidArgument(which + "; profiles: " + available + "; label the node " +
-                             kGpuProductLabel +
-                             " (GPU Feature Discovery), leave it out with spec.nodeSelector, or "
-                             "name a profile with spec.profile");
-    }
-    if (model_keys.empty()) {
-      return InvalidArgument("no node matches spec.nodeSelector/spec.nodes");
-    }
-    if (model_keys.size() > 1) {
-      std::string names;
-      for (const auto& [key, m] : model_keys) names += (names.empty() ? "" : ", ") + m;
-      std::string selectors;
-      for (const auto& l : labels_read) selectors += (selectors.empty() ? "" : " or ") + l;
-      return InvalidArgument(
-          "the selected nodes have different GPU models (" + names +
-          "): select one with spec.nodeSelector " + selectors +
-          ", or split the validation, one per model: " + DescribeModels(models.known));
-    }
-    return std::vector<std::string>{model_keys.begin()->second};
+    return SelectedGpuNames(models, model_keys, labels_read, options.profile_list);
   };
-  // A baseline: the PerfBaseline object of that name, else the store's (docs/store.md).
   std::map<std::string, store::Baseline> from_cluster;
   options.baseline_value = [&](const std::string& name, const std::string& profile_version,
                                const std::string& test, const std::string& metric,
                                const std::string& statistic) -> Result<double> {
-    const store::Baseline* b = nullptr;
-    if (auto known = from_cluster.find(name); known != from_cluster.end()) {
-      b = &known->second;
-    } else if (baselines != nullptr && baselines->by_name.contains(name)) {
-      v1alpha1::PerfBaseline object;
-      google::protobuf::util::JsonParseOptions o;
-      o.ignore_unknown_fields = true;
-      if (!google::protobuf::util::JsonStringToMessage(baselines->by_name.at(name).dump(), &object,
-                                                       o)
-               .ok()) {
-        return InvalidArgument("PerfBaseline \"" + name + "\" cannot be read as a PerfBaseline");
-      }
-      ASSIGN_OR_RETURN(store::Baseline got, store::BaselineOfObject(object));
-      got.name = name;
-      b = &(from_cluster[name] = std::move(got));
-    } else if (store != nullptr) {
-      auto it = store->baselines.find(name);
-      if (it == store->baselines.end()) {
-        auto why = store->baseline_errors.find(name);
-        if (why != store->baseline_errors.end() && why->second.code() != Code::kNotFound) {
-          return why->second;
-        }
-        return NotFound("no PerfBaseline \"" + name + "\" in the cluster, and " +
-                        (why != store->baseline_errors.end()
-                             ? why->second.message()
-                             : "baseline \"" + name + "\" not found in the results store"));
-      }
-      b = &it->second;
-    } else {
-      return NotFound("no PerfBaseline \"" + name +
-                      "\" in the cluster (and no results store to read baselines from)");
-    }
+    ASSIGN_OR_RETURN(const store::Baseline* b, FindBaseline(name, baselines, store, &from_cluster));
     if (model_keys.size() != 1) {
       return InvalidArgument(
           "a baseline bound needs one GPU model among the selected nodes (" +
@@ -248,53 +320,9 @@ Result<ResolvedPlan> BuildResolvedPlan(const spec::Loaded<v1alpha1::PerfValidati
         CheckNamedProfileFitsNodes(plan.profile, profiles[plan.profile], node_products));
   }
 
-  v1alpha1::PerfValidation resolved = loaded.doc;
-  auto* spec = resolved.mutable_spec();
-  // plan.profile: the one named, or the one `auto` picked.
-  if (!plan.profile.empty() && profiles.contains(plan.profile)) {
-    const auto& ps = profiles[plan.profile].doc.spec();
-    const auto& level = spec->level() == "full" ? ps.full() : ps.quick();
-    FillSampling(level.sampling(), spec->mutable_sampling());
-    std::set<std::string> names;
-    for (const auto& t : spec->tests()) names.insert(t.name().empty() ? t.type() : t.name());
-    for (const auto& t : level.tests()) {
-      if (names.insert(t.name().empty() ? t.type() : t.name()).second) *spec->add_tests() = t;
-    }
-    spec->clear_profile();
-    spec->clear_level();
-  }
-  // Baseline bounds travel as reference and fraction: the worker in its pod reads no store.
-  for (const auto& t : plan.tests) {
-    for (size_t j = 0; j < t.threshold_specs.size(); ++j) {
-      const v1alpha1::Threshold& th = t.threshold_specs[j];
-      if (th.baseline().empty()) continue;
-      ASSIGN_OR_RETURN(const double figure,
-                       options.baseline_value(th.baseline(), plan.profile_version, t.name,
-                                              th.metric(), th.statistic()));
-      for (auto& st : *spec->mutable_tests()) {
-        if ((st.name().empty() ? st.type() : st.name()) != t.name) continue;
-        for (auto& w : *st.mutable_thresholds()) {
-          if (w.baseline() != th.baseline() || w.metric() != th.metric() ||
-              w.statistic() != th.statistic()) {
-            continue;
-          }
-          w.set_reference(figure);
-          w.set_referencesource("baseline " + th.baseline());
-          w.clear_baseline();
-        }
-      }
-    }
-  }
-  auto* ann = resolved.mutable_metadata()->mutable_annotations();
-  if (!plan.profile.empty()) (*ann)["perfgate.io/profile"] = plan.profile;
-  if (!plan.profile_version.empty()) (*ann)["perfgate.io/profile-version"] = plan.profile_version;
-  ResolvedPlan out;
-  if (!google::protobuf::util::MessageToJsonString(resolved, &out.text).ok()) {
-    return Internal("cannot write the resolved plan as JSON");
-  }
-  out.profile = plan.profile;
-  out.profile_version = plan.profile_version;
-  return out;
+  const auto profile = profiles.find(plan.profile);
+  return WriteResolved(loaded.doc, plan, options,
+                       profile == profiles.end() ? nullptr : &profile->second.doc.spec());
 }
 
 }  // namespace
