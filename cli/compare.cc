@@ -92,6 +92,45 @@ std::string ValueOf(const Config& c, const std::string& key) {
   return it == c.end() ? std::string() : it->second;
 }
 
+// The effect (log) of key `k` within matched groups, observations that agree on every other
+// differing key: the precision-weighted mean of each group's treated-minus-untreated gap
+// (t[i]: observation i carries a value of k only the group has); the nodes matched go into
+// e->matched_nodes. False when no matched group has both.
+bool MatchedEffect(const std::vector<Observation>& obs, const std::vector<std::string>& differing,
+                   const std::string& k, const std::vector<bool>& t, Explanation* e,
+                   double* effect) {
+  std::map<std::string, std::vector<std::size_t>> strata;
+  for (std::size_t i = 0; i < obs.size(); ++i) {
+    std::string stratum;
+    for (const auto& other : differing) {
+      if (other != k) stratum += ValueOf(*obs[i].config, other) + '\x1f';
+    }
+    strata[stratum].push_back(i);
+  }
+  double weighted = 0, weights = 0;
+  for (const auto& [name, members] : strata) {
+    double st = 0, su = 0;
+    int nt = 0, nu = 0;
+    for (std::size_t i : members) {
+      if (t[i]) {
+        st += obs[i].log_value;
+        ++nt;
+      } else {
+        su += obs[i].log_value;
+        ++nu;
+      }
+    }
+    if (nt == 0 || nu == 0) continue;
+    const double w = 1.0 / (1.0 / nt + 1.0 / nu);  // the precision of the difference of means
+    weighted += w * (st / nt - su / nu);
+    weights += w;
+    e->matched_nodes += nt + nu;
+  }
+  if (weights <= 0) return false;
+  *effect = weighted / weights;
+  return true;
+}
+
 // The keys whose values differ between the reference and the group, with the explanation of
 // each (docs/compare.md, "Which keys explain a gap").
 std::vector<Explanation> Explain(const std::vector<Observation>& obs, const std::string& by) {
@@ -137,37 +176,9 @@ std::vector<Explanation> Explain(const std::vector<Observation>& obs, const std:
     for (std::size_t i = 0; i < obs.size(); ++i) {
       treated_in_group += obs[i].role == Role::kGroup && t[i];
     }
-    // Matched groups: observations that agree on every other differing key.
-    std::map<std::string, std::vector<std::size_t>> strata;
-    for (std::size_t i = 0; i < obs.size(); ++i) {
-      std::string stratum;
-      for (const auto& other : differing) {
-        if (other != k) stratum += ValueOf(*obs[i].config, other) + '\x1f';
-      }
-      strata[stratum].push_back(i);
-    }
-    double weighted = 0, weights = 0;
-    for (const auto& [name, members] : strata) {
-      double st = 0, su = 0;
-      int nt = 0, nu = 0;
-      for (std::size_t i : members) {
-        if (t[i]) {
-          st += obs[i].log_value;
-          ++nt;
-        } else {
-          su += obs[i].log_value;
-          ++nu;
-        }
-      }
-      if (nt == 0 || nu == 0) continue;
-      const double w = 1.0 / (1.0 / nt + 1.0 / nu);  // the precision of the difference of means
-      weighted += w * (st / nt - su / nu);
-      weights += w;
-      e.matched_nodes += nt + nu;
-    }
-    if (weights > 0 && treated_in_group > 0) {
+    double effect = 0;
+    if (MatchedEffect(obs, differing, k, t, &e, &effect) && treated_in_group > 0) {
       e.separable = true;
-      const double effect = weighted / weights;
       e.effect = std::exp(effect);
       const double explained = effect * treated_in_group / n_g;
       e.share = gap != 0 ? explained / gap : 0;
@@ -404,19 +415,12 @@ std::vector<std::string> GroupsBy(const std::vector<Figure>& figures, const std:
   return {out.begin(), out.end()};
 }
 
-Result<Comparison> Compare(const std::vector<Figure>& figures,
-                           const std::vector<std::string>& groups, const std::string& by,
-                           const Options& options) {
-  if (groups.size() < 2) return InvalidArgument("a comparison needs two groups or more");
-  if (!(options.margin > 0) || !(options.alpha > 0 && options.alpha < 1)) {
-    return InvalidArgument("the margin must be above 0 and alpha in (0, 1)");
-  }
-  const std::string key = by.empty() ? "side" : by;
-  Comparison out;
-  out.groups = groups;
-  out.by = by;
-  out.options = options;
+namespace {
 
+// The figures of `groups` (by `key`), by row (model, test, metric, statistic), group and node.
+std::map<RowKey, RowFigures> RowsOf(const std::vector<Figure>& figures,
+                                    const std::vector<std::string>& groups,
+                                    const std::string& key) {
   std::map<RowKey, RowFigures> rows;
   for (const auto& f : figures) {
     const std::string g = ValueOf(*f.config, key);
@@ -428,8 +432,14 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
     nv.values.push_back(f.value);
     if (!nv.config) nv.config = f.config;
   }
+  return rows;
+}
 
-  // Paired when the same nodes were measured in both groups.
+// Whether each group is compared with the reference (groups[0]) paired: when the same nodes
+// were measured in both, unless options.pairing says; why, into out->pairing_reason.
+std::map<std::string, bool> DecidePairing(const std::vector<Figure>& figures,
+                                          const std::string& key, Comparison* out) {
+  const std::vector<std::string>& groups = out->groups;
   const auto ref_nodes = NodesOf(figures, key, groups[0]);
   std::map<std::string, bool> paired;
   std::string reasons;
@@ -446,10 +456,10 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
                               std::to_string(ref_nodes.size()) + " nodes of " + groups[0] +
                               " also in " + groups[gi] + " (" + std::to_string(nodes.size()) +
                               " nodes)";
-    if (options.pairing == Pairing::kPaired) {
+    if (out->options.pairing == Pairing::kPaired) {
       p = true;
       why += "; --paired: the " + std::to_string(common.size()) + " nodes in both";
-    } else if (options.pairing == Pairing::kUnpaired) {
+    } else if (out->options.pairing == Pairing::kUnpaired) {
       p = false;
       why += "; --unpaired";
     }
@@ -457,116 +467,118 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
     all_paired = all_paired && p;
     reasons += (reasons.empty() ? "" : "; ") + std::string(p ? "paired: " : "unpaired: ") + why;
   }
-  out.paired = all_paired;
-  out.pairing_reason = reasons;
+  out->paired = all_paired;
+  out->pairing_reason = reasons;
+  return paired;
+}
 
-  for (const auto& [rk, rf] : rows) {
-    auto ref_it = rf.by_group.find(groups[0]);
-    for (std::size_t gi = 1; gi < groups.size(); ++gi) {
-      auto g_it = rf.by_group.find(groups[gi]);
-      if (ref_it == rf.by_group.end() || g_it == rf.by_group.end()) continue;
-      Row row;
-      std::tie(row.model, row.test, row.metric, row.statistic) = rk;
-      row.unit = rf.unit;
-      row.higher_is_better = rf.higher_is_better;
-      row.reference = groups[0];
-      row.group = groups[gi];
-      row.paired = paired[groups[gi]];
-      std::map<std::string, double> a, b;
-      for (const auto& [node, nv] : ref_it->second) a[node] = stats::Median(nv.values);
-      for (const auto& [node, nv] : g_it->second) b[node] = stats::Median(nv.values);
-      row.n_reference = static_cast<int>(a.size());
-      row.n_group = static_cast<int>(b.size());
-      std::vector<double> av, bv;
-      for (const auto& [n, v] : a) av.push_back(v);
-      for (const auto& [n, v] : b) bv.push_back(v);
-      row.median_reference = stats::Median(av);
-      row.median_group = stats::Median(bv);
-      const bool all_same =
-          std::all_of(av.begin(), av.end(), [&](double v) { return v == av[0]; }) &&
-          std::all_of(bv.begin(), bv.end(), [&](double v) { return v == av[0]; });
-      if (all_same) {
-        row.decision = Decision::kEquivalent;
-        row.note = "identical figures";
-        row.interval_confidence = 1;
-        row.p_equivalence = 0;
-        out.rows.push_back(std::move(row));
-        continue;
-      }
-      std::vector<Observation> obs;
-      std::vector<double> la, lb, d;
-      for (const auto& [node, v] : a) {
-        if (v > 0) la.push_back(std::log(v));
-      }
-      for (const auto& [node, v] : b) {
-        if (v <= 0) continue;
-        lb.push_back(std::log(v));
-        if (auto at = a.find(node); at != a.end() && at->second > 0) {
-          d.push_back(std::log(v) - std::log(at->second));
-        }
-      }
-      for (const auto& [g, nodes] : rf.by_group) {
-        const Role role = g == groups[0]    ? Role::kReference
-                          : g == groups[gi] ? Role::kGroup
-                                            : Role::kOther;
-        for (const auto& [node, nv] : nodes) {
-          const double v = stats::Median(nv.values);
-          if (v > 0) obs.push_back({std::log(v), role, nv.config.get()});
-        }
-      }
-      if (la.empty() || lb.empty() || (row.paired && d.empty())) {
-        row.note = row.paired ? "no node with positive figures in both" : "no positive figures";
-        out.rows.push_back(std::move(row));
-        continue;
-      }
-      // The ratio group / reference as every comparison gives it (common/compare.h).
-      stats::Shift ratio;
-      stats::RankTest test;
-      if (row.paired) {
-        row.n_pairs = static_cast<int>(d.size());
-        ratio = comparison::PairedRatio(d, options.confidence);
-        test = stats::WilcoxonSignedRankTest(d);
-        row.p_equivalence = stats::PairedEquivalencePValue(d, options.margin);
-        row.method = "wilcoxon-signed-rank " + test.method;
-      } else {
-        ratio = comparison::Ratio(bv, av, options.confidence);
-        test = stats::MannWhitneyTest(lb, la);
-        row.p_equivalence = stats::EquivalencePValue(lb, la, options.margin);
-        row.method = "mann-whitney " + test.method;
-      }
-      row.ratio = ratio.estimate;
-      row.ratio_low = ratio.interval.low;
-      row.ratio_high = ratio.interval.high;
-      row.interval_confidence = ratio.interval.confidence;
-      row.p = test.p_two_sided;
-      row.explanations = Explain(obs, by);
-      out.rows.push_back(std::move(row));
+// One row: group `gi` against the reference, each node by the median of its figures; the ratio
+// and its interval, the test's p and the equivalence p (decided later, over every row), and
+// what the groups differ in.
+Row CompareRow(const RowKey& rk, const RowFigures& rf, const Comparison& c, std::size_t gi,
+               bool paired) {
+  const std::vector<std::string>& groups = c.groups;
+  Row row;
+  std::tie(row.model, row.test, row.metric, row.statistic) = rk;
+  row.unit = rf.unit;
+  row.higher_is_better = rf.higher_is_better;
+  row.reference = groups[0];
+  row.group = groups[gi];
+  row.paired = paired;
+  std::map<std::string, double> a, b;
+  for (const auto& [node, nv] : rf.by_group.at(groups[0])) a[node] = stats::Median(nv.values);
+  for (const auto& [node, nv] : rf.by_group.at(groups[gi])) b[node] = stats::Median(nv.values);
+  row.n_reference = static_cast<int>(a.size());
+  row.n_group = static_cast<int>(b.size());
+  std::vector<double> av, bv;
+  for (const auto& [n, v] : a) av.push_back(v);
+  for (const auto& [n, v] : b) bv.push_back(v);
+  row.median_reference = stats::Median(av);
+  row.median_group = stats::Median(bv);
+  const bool all_same = std::all_of(av.begin(), av.end(), [&](double v) { return v == av[0]; }) &&
+                        std::all_of(bv.begin(), bv.end(), [&](double v) { return v == av[0]; });
+  if (all_same) {
+    row.decision = Decision::kEquivalent;
+    row.note = "identical figures";
+    row.interval_confidence = 1;
+    row.p_equivalence = 0;
+    return row;
+  }
+  std::vector<Observation> obs;
+  std::vector<double> la, lb, d;
+  for (const auto& [node, v] : a) {
+    if (v > 0) la.push_back(std::log(v));
+  }
+  for (const auto& [node, v] : b) {
+    if (v <= 0) continue;
+    lb.push_back(std::log(v));
+    if (auto at = a.find(node); at != a.end() && at->second > 0) {
+      d.push_back(std::log(v) - std::log(at->second));
     }
   }
-  // Sizes in a sweep ("busBandwidthGBps@128MiB") in order of size, not of text.
+  for (const auto& [g, nodes] : rf.by_group) {
+    const Role role = g == groups[0]    ? Role::kReference
+                      : g == groups[gi] ? Role::kGroup
+                                        : Role::kOther;
+    for (const auto& [node, nv] : nodes) {
+      const double v = stats::Median(nv.values);
+      if (v > 0) obs.push_back({std::log(v), role, nv.config.get()});
+    }
+  }
+  if (la.empty() || lb.empty() || (row.paired && d.empty())) {
+    row.note = row.paired ? "no node with positive figures in both" : "no positive figures";
+    return row;
+  }
+  // The ratio group / reference as every comparison gives it (common/compare.h).
+  stats::Shift ratio;
+  stats::RankTest test;
+  if (row.paired) {
+    row.n_pairs = static_cast<int>(d.size());
+    ratio = comparison::PairedRatio(d, c.options.confidence);
+    test = stats::WilcoxonSignedRankTest(d);
+    row.p_equivalence = stats::PairedEquivalencePValue(d, c.options.margin);
+    row.method = "wilcoxon-signed-rank " + test.method;
+  } else {
+    ratio = comparison::Ratio(bv, av, c.options.confidence);
+    test = stats::MannWhitneyTest(lb, la);
+    row.p_equivalence = stats::EquivalencePValue(lb, la, c.options.margin);
+    row.method = "mann-whitney " + test.method;
+  }
+  row.ratio = ratio.estimate;
+  row.ratio_low = ratio.interval.low;
+  row.ratio_high = ratio.interval.high;
+  row.interval_confidence = ratio.interval.confidence;
+  row.p = test.p_two_sided;
+  row.explanations = Explain(obs, c.by);
+  return row;
+}
+
+// Sizes in a sweep ("busBandwidthGBps@128MiB") in order of size, not of text.
+void SortRows(const std::vector<std::string>& groups, std::vector<Row>* rows) {
   auto order = [&](const Row& r) {
     const auto at = r.metric.find('@');
     const double size = at == std::string::npos ? -1 : fleet::ParseSize(r.metric.substr(at + 1));
     const auto g = std::find(groups.begin(), groups.end(), r.group) - groups.begin();
     return std::make_tuple(r.model, r.test, r.metric.substr(0, at), size, r.metric, r.statistic, g);
   };
-  std::stable_sort(out.rows.begin(), out.rows.end(),
+  std::stable_sort(rows->begin(), rows->end(),
                    [&](const Row& a, const Row& b) { return order(a) < order(b); });
-  if (out.rows.empty()) {
-    return FailedPrecondition("nothing to compare: no GPU model, test and metric has figures in " +
-                              groups[0] + " and in another group");
-  }
+}
+
+// Each tested row's decision, its p adjusted over every tested row (Holm), and a note where
+// the sizes cannot reach the corrected level at all.
+void DecideRows(const Options& options, std::vector<Row>* rows) {
   std::vector<double> p;
   std::vector<std::size_t> tested;
-  for (std::size_t i = 0; i < out.rows.size(); ++i) {
-    if (!out.rows[i].method.empty()) {
-      p.push_back(out.rows[i].p);
+  for (std::size_t i = 0; i < rows->size(); ++i) {
+    if (!(*rows)[i].method.empty()) {
+      p.push_back((*rows)[i].p);
       tested.push_back(i);
     }
   }
   const auto adjusted = stats::HolmAdjust(p);
   for (std::size_t j = 0; j < tested.size(); ++j) {
-    Row& row = out.rows[tested[j]];
+    Row& row = (*rows)[tested[j]];
     row.p_adjusted = adjusted[j];
     const bool better = row.higher_is_better ? row.ratio > 1 : row.ratio < 1;
     if (row.p_equivalence < options.alpha) {
@@ -600,6 +612,37 @@ Result<Comparison> Compare(const std::vector<Figure>& figures,
       row.note = buf;
     }
   }
+}
+
+}  // namespace
+
+Result<Comparison> Compare(const std::vector<Figure>& figures,
+                           const std::vector<std::string>& groups, const std::string& by,
+                           const Options& options) {
+  if (groups.size() < 2) return InvalidArgument("a comparison needs two groups or more");
+  if (!(options.margin > 0) || !(options.alpha > 0 && options.alpha < 1)) {
+    return InvalidArgument("the margin must be above 0 and alpha in (0, 1)");
+  }
+  const std::string key = by.empty() ? "side" : by;
+  Comparison out;
+  out.groups = groups;
+  out.by = by;
+  out.options = options;
+  const std::map<RowKey, RowFigures> rows = RowsOf(figures, groups, key);
+  std::map<std::string, bool> paired = DecidePairing(figures, key, &out);
+  for (const auto& [rk, rf] : rows) {
+    if (!rf.by_group.contains(groups[0])) continue;
+    for (std::size_t gi = 1; gi < groups.size(); ++gi) {
+      if (!rf.by_group.contains(groups[gi])) continue;
+      out.rows.push_back(CompareRow(rk, rf, out, gi, paired[groups[gi]]));
+    }
+  }
+  SortRows(groups, &out.rows);
+  if (out.rows.empty()) {
+    return FailedPrecondition("nothing to compare: no GPU model, test and metric has figures in " +
+                              groups[0] + " and in another group");
+  }
+  DecideRows(options, &out.rows);
   return out;
 }
 
