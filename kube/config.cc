@@ -115,6 +115,70 @@ std::string ResolvePath(const fs::path& base_dir, const std::string& p) {
   return path.lexically_normal().string();
 }
 
+// The cluster entry `cl_node` (at `cl_path`): the server's URL, its CA, whether TLS is checked.
+Status ReadCluster(Fields& f, const YAML::Node& cl_node, const std::string& cl_path,
+                   const fs::path& base_dir, RestConfig* config) {
+  ASSIGN_OR_RETURN(config->server, f.String(cl_node, cl_path, "server"));
+  if (config->server.empty()) return f.Error(cl_path + ".server", "missing");
+  if (config->server.rfind("https://", 0) != 0 && config->server.rfind("http://", 0) != 0) {
+    return f.Error(cl_path + ".server",
+                   fmt::format("\"{}\" is not an http(s) URL", config->server));
+  }
+  while (!config->server.empty() && config->server.back() == '/') config->server.pop_back();
+  ASSIGN_OR_RETURN(std::string ca_data, f.String(cl_node, cl_path, "certificate-authority-data"));
+  if (!ca_data.empty()) {
+    auto pem = DecodeBase64(ca_data);
+    if (!pem.ok()) return f.Error(cl_path + ".certificate-authority-data", pem.status().message());
+    config->caPem = *pem;
+  }
+  ASSIGN_OR_RETURN(std::string ca_file, f.String(cl_node, cl_path, "certificate-authority"));
+  config->caFile = ResolvePath(base_dir, ca_file);
+  ASSIGN_OR_RETURN(config->insecureSkipTlsVerify,
+                   f.Bool(cl_node, cl_path, "insecure-skip-tls-verify"));
+  return Status::Ok();
+}
+
+// The user entry `u` (at `u_path`): a token (or its file) or a client certificate and key
+// (inline or files); credential plugins are refused.
+Status ReadUser(Fields& f, const YAML::Node& u, const std::string& u_path, const fs::path& base_dir,
+                RestConfig* config) {
+  ASSIGN_OR_RETURN(config->bearerToken, f.String(u, u_path, "token"));
+  ASSIGN_OR_RETURN(std::string token_file, f.String(u, u_path, "tokenFile"));
+  config->tokenFile = ResolvePath(base_dir, token_file);
+  ASSIGN_OR_RETURN(std::string cert_data, f.String(u, u_path, "client-certificate-data"));
+  if (!cert_data.empty()) {
+    auto pem = DecodeBase64(cert_data);
+    if (!pem.ok()) {
+      return f.Error(u_path + ".client-certificate-data", pem.status().message());
+    }
+    config->clientCertPem = *pem;
+  }
+  ASSIGN_OR_RETURN(std::string key_data, f.String(u, u_path, "client-key-data"));
+  if (!key_data.empty()) {
+    auto pem = DecodeBase64(key_data);
+    if (!pem.ok()) return f.Error(u_path + ".client-key-data", pem.status().message());
+    config->clientKeyPem = *pem;
+  }
+  ASSIGN_OR_RETURN(std::string cert_file, f.String(u, u_path, "client-certificate"));
+  config->clientCertFile = ResolvePath(base_dir, cert_file);
+  ASSIGN_OR_RETURN(std::string key_file, f.String(u, u_path, "client-key"));
+  config->clientKeyFile = ResolvePath(base_dir, key_file);
+  bool has_cert = !config->clientCertPem.empty() || !config->clientCertFile.empty();
+  bool has_key = !config->clientKeyPem.empty() || !config->clientKeyFile.empty();
+  if (has_cert != has_key) {
+    return f.Error(u_path + (has_cert ? ".client-key" : ".client-certificate"),
+                   "a client certificate needs both a certificate and a key");
+  }
+  if (u["exec"] || u["auth-provider"]) {
+    // Deliberately unsupported: running credential plugins from an operator
+    // is a security decision; say so rather than failing later with a 401.
+    return f.Error(u_path + (u["exec"] ? ".exec" : ".auth-provider"),
+                   "credential plugins are not supported; use a token or "
+                   "client certificate");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<RestConfig> ParseKubeconfig(const std::string& yaml_text, const std::string& name,
@@ -152,63 +216,13 @@ Result<RestConfig> ParseKubeconfig(const std::string& yaml_text, const std::stri
     ASSIGN_OR_RETURN(auto cl, f.Named(root, "clusters", "cluster", cluster_name,
                                       ctx_path + ".cluster", "cluster"));
     const auto& [cl_node, cl_path] = cl;
-    ASSIGN_OR_RETURN(config.server, f.String(cl_node, cl_path, "server"));
-    if (config.server.empty()) return f.Error(cl_path + ".server", "missing");
-    if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
-      return f.Error(cl_path + ".server",
-                     fmt::format("\"{}\" is not an http(s) URL", config.server));
-    }
-    while (!config.server.empty() && config.server.back() == '/') config.server.pop_back();
-    ASSIGN_OR_RETURN(std::string ca_data, f.String(cl_node, cl_path, "certificate-authority-data"));
-    if (!ca_data.empty()) {
-      auto pem = DecodeBase64(ca_data);
-      if (!pem.ok())
-        return f.Error(cl_path + ".certificate-authority-data", pem.status().message());
-      config.caPem = *pem;
-    }
-    ASSIGN_OR_RETURN(std::string ca_file, f.String(cl_node, cl_path, "certificate-authority"));
-    config.caFile = ResolvePath(base_dir, ca_file);
-    ASSIGN_OR_RETURN(config.insecureSkipTlsVerify,
-                     f.Bool(cl_node, cl_path, "insecure-skip-tls-verify"));
+    RETURN_IF_ERROR(ReadCluster(f, cl_node, cl_path, base_dir, &config));
 
     if (!user_name.empty()) {
       ASSIGN_OR_RETURN(auto us,
                        f.Named(root, "users", "user", user_name, ctx_path + ".user", "user"));
       const auto& [u, u_path] = us;
-      ASSIGN_OR_RETURN(config.bearerToken, f.String(u, u_path, "token"));
-      ASSIGN_OR_RETURN(std::string token_file, f.String(u, u_path, "tokenFile"));
-      config.tokenFile = ResolvePath(base_dir, token_file);
-      ASSIGN_OR_RETURN(std::string cert_data, f.String(u, u_path, "client-certificate-data"));
-      if (!cert_data.empty()) {
-        auto pem = DecodeBase64(cert_data);
-        if (!pem.ok()) {
-          return f.Error(u_path + ".client-certificate-data", pem.status().message());
-        }
-        config.clientCertPem = *pem;
-      }
-      ASSIGN_OR_RETURN(std::string key_data, f.String(u, u_path, "client-key-data"));
-      if (!key_data.empty()) {
-        auto pem = DecodeBase64(key_data);
-        if (!pem.ok()) return f.Error(u_path + ".client-key-data", pem.status().message());
-        config.clientKeyPem = *pem;
-      }
-      ASSIGN_OR_RETURN(std::string cert_file, f.String(u, u_path, "client-certificate"));
-      config.clientCertFile = ResolvePath(base_dir, cert_file);
-      ASSIGN_OR_RETURN(std::string key_file, f.String(u, u_path, "client-key"));
-      config.clientKeyFile = ResolvePath(base_dir, key_file);
-      bool has_cert = !config.clientCertPem.empty() || !config.clientCertFile.empty();
-      bool has_key = !config.clientKeyPem.empty() || !config.clientKeyFile.empty();
-      if (has_cert != has_key) {
-        return f.Error(u_path + (has_cert ? ".client-key" : ".client-certificate"),
-                       "a client certificate needs both a certificate and a key");
-      }
-      if (u["exec"] || u["auth-provider"]) {
-        // Deliberately unsupported: running credential plugins from an operator
-        // is a security decision; say so rather than failing later with a 401.
-        return f.Error(u_path + (u["exec"] ? ".exec" : ".auth-provider"),
-                       "credential plugins are not supported; use a token or "
-                       "client certificate");
-      }
+      RETURN_IF_ERROR(ReadUser(f, u, u_path, base_dir, &config));
     }
     if (config.server.rfind("http://", 0) == 0 && !config.bearerToken.empty()) {
       // Sending a bearer token in clear text is what an attacker on the path

@@ -68,6 +68,31 @@ std::string RoundMemberError(const RunContext& ctx, const std::string& n, const 
          (why.empty() ? "" : ": " + why);
 }
 
+// A narrowing round's `missing` members of `group` (gang `id`), started whole: on nodes no other
+// validation is using (as the main run does) and, under yield, whose GPUs are idle. A create
+// that failed last time is made now, at the same address (`comm`, "" for none yet).
+void StartRoundMembers(const RunContext& ctx, const std::string& stage_run, const std::string& id,
+                       const std::vector<std::string>& group,
+                       const std::vector<std::string>& missing, const std::string& comm,
+                       std::set<std::string>* services, Decision* d) {
+  const Snapshot& s = *ctx.snapshot;
+  const bool yielding = ctx.spec->disruption().policy() == "yield";
+  const bool busy = std::any_of(group.begin(), group.end(), [&](const std::string& n) {
+    return s.busy_with.contains(n) || (yielding && !GpusHeldBy(s, n).empty());
+  });
+  if (busy && missing.size() == group.size()) return;
+  for (size_t r = 0; r < group.size(); ++r) {
+    if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
+    const GangMember m = MemberOf(ctx, id, static_cast<int>(r), group, comm);
+    if (m.headless_service) services->insert(id);
+    PodCreate pod = GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m);
+    // A round's voided attempt is seen by what is left of it (VoidYieldedAttempt): its
+    // workers need no yield finalizer.
+    pod.pod["metadata"].erase("finalizers");
+    d->pods.push_back(std::move(pod));
+  }
+}
+
 // Runs `groups` as gangs of their own in round `stage` (pods and results of run
 // "<run>-<stage>"): decides what is missing and returns each group's verdict, "" while it
 // runs: PASS when every member passed, FAIL when one failed, else ERROR (a pod that crashed
@@ -142,22 +167,7 @@ std::vector<std::optional<verdict::Verdict>> NarrowingRound(
       continue;
     }
     if (ctx.suspended || missing.empty()) continue;
-    // A round starts whole, on nodes no other validation is using (as the main run does).
-    const bool busy = std::any_of(group.begin(), group.end(), [&](const std::string& n) {
-      return s.busy_with.contains(n) || (yielding && !GpusHeldBy(s, n).empty());
-    });
-    if (busy && missing.size() == group.size()) continue;
-    // Every member at once (a create that failed last time is made now, at the same address).
-    for (size_t r = 0; r < group.size(); ++r) {
-      if (std::find(missing.begin(), missing.end(), group[r]) == missing.end()) continue;
-      const GangMember m = MemberOf(ctx, id, static_cast<int>(r), group, comm);
-      if (m.headless_service) services.insert(id);
-      PodCreate pod = GangPod(ctx, stage_run, group[r], ObjectName({id, group[r]}), m);
-      // A round's voided attempt is seen by what is left of it (VoidYieldedAttempt): its
-      // workers need no yield finalizer.
-      pod.pod["metadata"].erase("finalizers");
-      d->pods.push_back(std::move(pod));
-    }
+    StartRoundMembers(ctx, stage_run, id, group, missing, comm, &services, d);
   }
   for (const auto& id : services) {
     d->services.push_back(

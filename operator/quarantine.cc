@@ -72,26 +72,53 @@ std::string SharedByFailing(const std::vector<std::string>& failing,
   return out;
 }
 
+namespace {
+
+// The caps on quarantine for this validation: its own (spec.policy.maxQuarantined, else the
+// operator's --max-quarantined, of its selected nodes) and the cluster's (--max-quarantined of
+// every GPU node), and how many nodes are quarantined now.
+struct QuarantineCaps {
+  std::string value;  // the maxQuarantined in force, as written
+  size_t selected = 0;
+  size_t gpu_nodes = 0;
+  int cap = 0;
+  int fleet_cap = 0;
+  int fleet_now = 0;
+};
+
+QuarantineCaps CapsOf(const Snapshot& s, const ReconcilerConfig& config) {
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
+  QuarantineCaps c;
+  c.selected = SelectNodes(spec, s.nodes).size();
+  for (const auto& [name, node] : s.nodes) {
+    if (NodeGpus(node) > 0) ++c.gpu_nodes;
+    if (Quarantined(node)) ++c.fleet_now;
+  }
+  c.value = spec.policy().maxquarantined().empty() ? config.max_quarantined
+                                                   : spec.policy().maxquarantined();
+  // Both were checked (the spec by CheckQuarantine, the flag at start): a value that still
+  // does not parse quarantines nothing more.
+  const Result<int> cap_or = NodeCount(c.value, c.selected, "spec.policy.maxQuarantined");
+  const Result<int> fleet_or = NodeCount(config.max_quarantined, c.gpu_nodes, "--max-quarantined");
+  c.cap = cap_or.ok() ? *cap_or : 0;
+  c.fleet_cap = fleet_or.ok() ? *fleet_or : 0;
+  return c;
+}
+
+}  // namespace
+
 void DecideQuarantine(const Snapshot& s, const ReconcilerConfig& config, const std::string& now,
                       Decision* d) {
   if (!s.spec || d->node_verdicts.empty() || !d->status) return;
   if (d->on_failure != "taint" && d->on_failure != "taintAndCordon") return;
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
-  const size_t selected = SelectNodes(spec, s.nodes).size();
-  size_t gpu_nodes = 0;
-  int fleet_now = 0;
-  for (const auto& [name, node] : s.nodes) {
-    if (NodeGpus(node) > 0) ++gpu_nodes;
-    if (Quarantined(node)) ++fleet_now;
-  }
-  const std::string value = spec.policy().maxquarantined().empty() ? config.max_quarantined
-                                                                   : spec.policy().maxquarantined();
-  // Both were checked (the spec by CheckQuarantine, the flag at start): a value that still
-  // does not parse quarantines nothing more.
-  const Result<int> cap_or = NodeCount(value, selected, "spec.policy.maxQuarantined");
-  const Result<int> fleet_or = NodeCount(config.max_quarantined, gpu_nodes, "--max-quarantined");
-  const int cap = cap_or.ok() ? *cap_or : 0;
-  const int fleet_cap = fleet_or.ok() ? *fleet_or : 0;
+  const QuarantineCaps caps = CapsOf(s, config);
+  const size_t selected = caps.selected;
+  const size_t gpu_nodes = caps.gpu_nodes;
+  int fleet_now = caps.fleet_now;
+  const std::string& value = caps.value;
+  const int cap = caps.cap;
+  const int fleet_cap = caps.fleet_cap;
 
   int mine = 0;  // this validation's FAILs already quarantined: they stay so
   std::vector<NodeVerdict*> fresh;

@@ -166,6 +166,61 @@ Status ObserveGpuPods(kube::Client& client, const ReconcilerConfig& config,
   return Status::Ok();
 }
 
+// Ended workers of this run without a cached result: whether the API has the result (the cache
+// may be behind), and for a failed one with neither a result nor a termination message, the
+// last lines of its log.
+void LookPastTheCache(kube::Client& client, const ReconcilerConfig& config, Snapshot* s) {
+  std::set<std::string> cached_results;  // by name
+  for (const auto& r : s->results) cached_results.insert(Name(r));
+  for (auto& p : s->pods) {
+    if (!p.terminal || BaseRun(p.run) != s->run || cached_results.contains(p.name)) continue;
+    p.result_in_api = client.Get(ResultsResource(), config.name_space, p.name).ok();
+    if (p.result_in_api || p.run != s->run || p.phase != "Failed" ||
+        Str(p.object, "/status/reason"_json_pointer) == "DeadlineExceeded" ||
+        !p.termination_message.empty()) {
+      continue;
+    }
+    kube::LogOptions lo;
+    lo.tailLines = 5;
+    if (auto logs = client.Logs(config.name_space, p.name, lo); logs.ok()) p.log_tail = *logs;
+  }
+}
+
+// The selected nodes another validation's live worker keeps busy (into s->busy_with), and
+// those free of perfgate whose other GPU pods are to be looked up: the nodes still to get a pod
+// of this run (with gangs that yield, every node: a gang starts and narrows only where every
+// member is idle; other gangs leave it to the scheduler).
+std::vector<std::string> FreeNodes(const Caches& caches, const std::vector<std::string>& selected,
+                                   Snapshot* s) {
+  const v1alpha1::PerfValidationSpec& spec = s->spec->doc.spec();
+  std::set<std::string> done;  // nodes with a pod or a result of this run
+  for (const auto& r : s->results) {
+    if (Label(r, kRunLabel) == s->run) done.insert(ResultNode(r));
+  }
+  for (const auto& p : s->pods) {
+    if (p.run == s->run) done.insert(p.node);
+  }
+  const bool gang = !spec.gang().shape().empty();
+  const bool yielding_gang = gang && spec.disruption().policy() == "yield";
+  const std::string own = LabelValue(s->name);
+  std::vector<std::string> free_nodes;
+  for (const auto& node : selected) {
+    if (!gang && done.contains(node)) continue;
+    if ((!gang || yielding_gang) && !spec.suspend()) free_nodes.push_back(node);
+    for (const auto& p : caches.pods_on(node)) {
+      const std::string v = Label(p, kValidationLabel);
+      const std::string phase = Str(p, "/status/phase"_json_pointer);
+      if (v != own && phase != "Succeeded" && phase != "Failed" &&
+          Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
+        s->busy_with[node] = v;
+        break;
+      }
+    }
+  }
+  std::erase_if(free_nodes, [&](const std::string& n) { return s->busy_with.contains(n); });
+  return free_nodes;
+}
+
 }  // namespace
 
 PodView ViewOfPod(const Json& pod) {
@@ -233,55 +288,10 @@ Result<Snapshot> Observe(kube::Client& client, const Caches& caches, const Recon
       ObserveClaims(client, config, std::set<std::string>(selected.begin(), selected.end()), &s));
   if (s.deleting || !s.spec) return s;
 
-  std::set<std::string> cached_results;      // by name
-  std::set<std::string> nodes_with_results;  // of this run
-  for (const auto& r : s.results) {
-    cached_results.insert(Name(r));
-    if (Label(r, kRunLabel) == s.run) {
-      nodes_with_results.insert(ResultNode(r));
-    }
-  }
-  std::set<std::string> nodes_with_pods;  // of this run
-  for (auto& p : s.pods) {
-    if (p.run == s.run) nodes_with_pods.insert(p.node);
-    if (!p.terminal || BaseRun(p.run) != s.run || cached_results.contains(p.name)) continue;
-    // The result may be written but not yet in the cache: ask the API.
-    p.result_in_api = client.Get(ResultsResource(), config.name_space, p.name).ok();
-    if (p.result_in_api || p.run != s.run || p.phase != "Failed" ||
-        Str(p.object, "/status/reason"_json_pointer) == "DeadlineExceeded" ||
-        !p.termination_message.empty()) {
-      continue;
-    }
-    kube::LogOptions lo;
-    lo.tailLines = 5;
-    if (auto logs = client.Logs(config.name_space, p.name, lo); logs.ok()) p.log_tail = *logs;
-  }
-
-  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
-  // Which nodes may still get a pod: those without one of this run (with gangs, every node:
-  // narrowing rounds run again on nodes whose pod finished).
-  const bool gang = !spec.gang().shape().empty();
-  // A gang that yields starts (and narrows) only where every member's GPUs are idle.
-  const bool yielding_gang = gang && spec.disruption().policy() == "yield";
-  const std::string own = LabelValue(name);
-  std::vector<std::string> free_nodes;  // where other pods' GPUs are looked up
-  for (const auto& node : selected) {
-    if (!gang && (nodes_with_pods.contains(node) || nodes_with_results.contains(node))) {
-      continue;
-    }
-    if ((!gang || yielding_gang) && !spec.suspend()) free_nodes.push_back(node);
-    for (const auto& p : caches.pods_on(node)) {
-      const std::string v = Label(p, kValidationLabel);
-      const std::string phase = Str(p, "/status/phase"_json_pointer);
-      if (v != own && phase != "Succeeded" && phase != "Failed" &&
-          Str(p, "/metadata/deletionTimestamp"_json_pointer).empty()) {
-        s.busy_with[node] = v;
-        break;
-      }
-    }
-  }
-  std::erase_if(free_nodes, [&](const std::string& n) { return s.busy_with.contains(n); });
+  LookPastTheCache(client, config, &s);
+  const std::vector<std::string> free_nodes = FreeNodes(caches, selected, &s);
   RETURN_IF_ERROR(ObserveGpuPods(client, config, free_nodes, &s));
+  const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   RETURN_IF_ERROR(ObserveProfiles(client, spec, &s.profiles));
   RETURN_IF_ERROR(ObserveBaselines(client, spec, s.profiles, &s.baselines));
   return s;

@@ -163,6 +163,71 @@ void ReadPredictiveCounters(const NvmlFunctions& f, Reader& r, nvmlDevice_t devi
   }
 }
 
+// Memory health: the ECC mode and counts, remapped rows, retired pages pending.
+void ReadMemoryHealth(const NvmlFunctions& f, Reader& r, nvmlDevice_t device, HealthReadings* h) {
+  if (f.DeviceGetEccMode != nullptr) {
+    nvmlEnableState_t current = 0;
+    nvmlEnableState_t pending = 0;
+    if (r.Ok(f.DeviceGetEccMode(device, &current, &pending), "eccMode", {})) {
+      h->ecc_enabled = current != 0;
+    }
+  }
+  h->ecc_corrected_volatile = ReadEcc(f, r, device, kMemoryErrorCorrected, kVolatileEcc,
+                                      "eccCorrectedVolatile", "eccCorrectedVolatileCount");
+  h->ecc_uncorrected_volatile = ReadEcc(f, r, device, kMemoryErrorUncorrected, kVolatileEcc,
+                                        "eccUncorrectedVolatile", "eccUncorrectedVolatileCount");
+  h->ecc_corrected_aggregate = ReadEcc(f, r, device, kMemoryErrorCorrected, kAggregateEcc,
+                                       "eccCorrectedAggregate", "eccCorrectedAggregateCount");
+  h->ecc_uncorrected_aggregate = ReadEcc(f, r, device, kMemoryErrorUncorrected, kAggregateEcc,
+                                         "eccUncorrectedAggregate", "eccUncorrectedAggregateCount");
+
+  if (f.DeviceGetRemappedRows != nullptr) {
+    unsigned correctable = 0;
+    unsigned uncorrectable = 0;
+    unsigned pending = 0;
+    unsigned failure = 0;
+    if (r.Ok(f.DeviceGetRemappedRows(device, &correctable, &uncorrectable, &pending, &failure),
+             "remappedRows",
+             {"remappedRowsCorrectableCount", "remappedRowsUncorrectableCount", "rowRemapPending",
+              "rowRemapFailure"})) {
+      h->remapped_rows_correctable = correctable;
+      h->remapped_rows_uncorrectable = uncorrectable;
+      h->remap_pending = pending != 0;
+      h->remap_failure = failure != 0;
+    }
+  }
+  if (f.DeviceGetRetiredPagesPendingStatus != nullptr) {
+    nvmlEnableState_t pending = 0;
+    if (r.Ok(f.DeviceGetRetiredPagesPendingStatus(device, &pending), "retiredPagesPending",
+             {"retiredPagesPending"})) {
+      h->retired_pages_pending = pending != 0;
+    }
+  }
+}
+
+// NVLink: how many of the GPU's links are active and inactive (none known when one refused).
+void ReadNvLinks(const NvmlFunctions& f, Reader& r, nvmlDevice_t device, HealthReadings* h) {
+  if (f.DeviceGetNvLinkState != nullptr) {
+    unsigned active = 0;
+    unsigned inactive = 0;
+    bool any = false;
+    for (unsigned link = 0; link < kNvLinkMaxLinks; ++link) {
+      nvmlEnableState_t state = 0;
+      const nvmlReturn_t rc = f.DeviceGetNvLinkState(device, link, &state);
+      // Links past the GPU's count answer INVALID_ARGUMENT or NOT_SUPPORTED: they do not exist.
+      if (rc == kErrorInvalidArgument || rc == kErrorNotSupported) continue;
+      if (!r.Ok(rc, "nvlinkState", {"nvlinkInactiveLinkCount"})) continue;
+      any = true;
+      (state != 0 ? active : inactive)++;
+    }
+    // One refused link could be the inactive one: no count at all then.
+    if (any && h->refused.count("nvlinkInactiveLinkCount") == 0) {
+      h->nvlink_active = active;
+      h->nvlink_inactive = inactive;
+    }
+  }
+}
+
 }  // namespace
 
 std::string FabricProblem(const HealthReadings& h) {
@@ -200,44 +265,7 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
     if (f.DeviceGetCount(&count) == kSuccess) h.nvml_device_count = count;
   }
 
-  if (f.DeviceGetEccMode != nullptr) {
-    nvmlEnableState_t current = 0;
-    nvmlEnableState_t pending = 0;
-    if (r.Ok(f.DeviceGetEccMode(device, &current, &pending), "eccMode", {})) {
-      h.ecc_enabled = current != 0;
-    }
-  }
-  h.ecc_corrected_volatile = ReadEcc(f, r, device, kMemoryErrorCorrected, kVolatileEcc,
-                                     "eccCorrectedVolatile", "eccCorrectedVolatileCount");
-  h.ecc_uncorrected_volatile = ReadEcc(f, r, device, kMemoryErrorUncorrected, kVolatileEcc,
-                                       "eccUncorrectedVolatile", "eccUncorrectedVolatileCount");
-  h.ecc_corrected_aggregate = ReadEcc(f, r, device, kMemoryErrorCorrected, kAggregateEcc,
-                                      "eccCorrectedAggregate", "eccCorrectedAggregateCount");
-  h.ecc_uncorrected_aggregate = ReadEcc(f, r, device, kMemoryErrorUncorrected, kAggregateEcc,
-                                        "eccUncorrectedAggregate", "eccUncorrectedAggregateCount");
-
-  if (f.DeviceGetRemappedRows != nullptr) {
-    unsigned correctable = 0;
-    unsigned uncorrectable = 0;
-    unsigned pending = 0;
-    unsigned failure = 0;
-    if (r.Ok(f.DeviceGetRemappedRows(device, &correctable, &uncorrectable, &pending, &failure),
-             "remappedRows",
-             {"remappedRowsCorrectableCount", "remappedRowsUncorrectableCount", "rowRemapPending",
-              "rowRemapFailure"})) {
-      h.remapped_rows_correctable = correctable;
-      h.remapped_rows_uncorrectable = uncorrectable;
-      h.remap_pending = pending != 0;
-      h.remap_failure = failure != 0;
-    }
-  }
-  if (f.DeviceGetRetiredPagesPendingStatus != nullptr) {
-    nvmlEnableState_t pending = 0;
-    if (r.Ok(f.DeviceGetRetiredPagesPendingStatus(device, &pending), "retiredPagesPending",
-             {"retiredPagesPending"})) {
-      h.retired_pages_pending = pending != 0;
-    }
-  }
+  ReadMemoryHealth(f, r, device, &h);
   if (f.DeviceGetCurrentClocksEventReasons != nullptr) {
     unsigned long long mask = 0;  // NOLINT(google-runtime-int): ABI
     if (r.Ok(f.DeviceGetCurrentClocksEventReasons(device, &mask), "clocksEventReasons",
@@ -258,25 +286,7 @@ HealthReadings ReadHealth(const Nvml& nvml, nvmlDevice_t device, unsigned self_p
   read_uint(f.DeviceGetMaxPcieLinkWidth, "pcieMaxLinkWidth", &h.pcie_max_width,
             {"pcieLinkWidthDegraded"});
 
-  if (f.DeviceGetNvLinkState != nullptr) {
-    unsigned active = 0;
-    unsigned inactive = 0;
-    bool any = false;
-    for (unsigned link = 0; link < kNvLinkMaxLinks; ++link) {
-      nvmlEnableState_t state = 0;
-      const nvmlReturn_t rc = f.DeviceGetNvLinkState(device, link, &state);
-      // Links past the GPU's count answer INVALID_ARGUMENT or NOT_SUPPORTED: they do not exist.
-      if (rc == kErrorInvalidArgument || rc == kErrorNotSupported) continue;
-      if (!r.Ok(rc, "nvlinkState", {"nvlinkInactiveLinkCount"})) continue;
-      any = true;
-      (state != 0 ? active : inactive)++;
-    }
-    // One refused link could be the inactive one: no count at all then.
-    if (any && h.refused.count("nvlinkInactiveLinkCount") == 0) {
-      h.nvlink_active = active;
-      h.nvlink_inactive = inactive;
-    }
-  }
+  ReadNvLinks(f, r, device, &h);
 
   const std::optional<unsigned> compute =
       CountProcesses(f.DeviceGetComputeRunningProcesses, r, device, self_pid, self_has_context,
