@@ -143,6 +143,36 @@ YAML
     done
     fail "$1: want the line '$2', got: ${got:-nothing}"
   }
+  # alerts_active WHAT ALERT...: every rule loaded and healthy and each ALERT firing (or, with
+  # @pending, active), within 30 s; WHAT names the check when it fails.
+  alerts_active() {
+    local what="$1"
+    shift
+    for i in $(seq 60); do
+      $PROMQL "$url" rules "$RULES" "$@" >"$WORK_DIR/rules.out" 2>&1 && break
+      sleep 0.5
+    done
+    cat "$WORK_DIR/rules.out"
+    grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "$what (above)"
+  }
+  # customer_pod NAME NODE: a customer's pod in namespace ml holding NODE's 8 GPUs until the file
+  # $WORK_DIR/NAME.done appears.
+  customer_pod() {
+    kubectl apply -f - >/dev/null <<YAML || fail "apply the customer's pod $1 on $2"
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: ml}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  nodeSelector: {kubernetes.io/hostname: $2}
+  containers:
+    - name: train
+      image: example.com/train:1
+      command: [/bin/sh, -c, "while [ ! -e $WORK_DIR/$1.done ]; do sleep 0.1; done"]
+      resources: {limits: {nvidia.com/gpu: "8"}}
+YAML
+  }
   # Scraped after completion, and at least a minute of samples for the rate() panels.
   want 'perfgate_validation_verdict{validation="fleet",verdict="Failed"}' \
     '{__name__="perfgate_validation_verdict",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="fleet",verdict="Failed"} 1'
@@ -193,20 +223,7 @@ YAML
   [ "$(kubectl get pods -A -l perfgate.io/validation=yielding -o 'jsonpath={.items[*].status.phase}')" = Running ] \
     || fail "the yielding validation's worker is not running on node-0"
   sleep 1.5  # measuring: the GPU time it gives up reads as at least 1 s
-  kubectl apply -f - >/dev/null <<YAML || fail "apply the customer's pod"
-apiVersion: v1
-kind: Pod
-metadata: {name: customer, namespace: ml}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 2
-  nodeSelector: {kubernetes.io/hostname: node-0}
-  containers:
-    - name: train
-      image: example.com/train:1
-      command: [/bin/sh, -c, "while [ ! -e $WORK_DIR/customer.done ]; do sleep 0.1; done"]
-      resources: {limits: {nvidia.com/gpu: "8"}}
-YAML
+  customer_pod customer node-0
   want 'perfgate_validation_yields{validation="yielding"}' \
     '{__name__="perfgate_validation_yields",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="yielding"} 1'
   want 'count(perfgate_validation_yield_lost_gpu_seconds{validation="yielding"} >= 8)' '{} 1'
@@ -241,42 +258,17 @@ YAML
   done
   [ "$(kubectl get pval weekly -o 'jsonpath={.status.verdict}')" = Passed ] \
     || { kubectl get pval weekly -o yaml >&2; fail "weekly: node-1 not validated"; }
-  kubectl apply -f - >/dev/null <<YAML || fail "apply the customer's pod on node-1"
-apiVersion: v1
-kind: Pod
-metadata: {name: customer-1, namespace: ml}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 2
-  nodeSelector: {kubernetes.io/hostname: node-1}
-  containers:
-    - name: train
-      image: example.com/train:1
-      command: [/bin/sh, -c, "while [ ! -e $WORK_DIR/customer-1.done ]; do sleep 0.1; done"]
-      resources: {limits: {nvidia.com/gpu: "8"}}
-YAML
+  customer_pod customer-1 node-1
   want 'perfgate_validation_overdue_nodes{validation="weekly"}' \
     '{__name__="perfgate_validation_overdue_nodes",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="weekly"} 1'
-  for i in $(seq 60); do
-    $PROMQL "$url" rules "$RULES" PerfgateNodesOverdue:validation=weekly@pending \
-      >"$WORK_DIR/rules.out" 2>&1 && break
-    sleep 0.5
-  done
-  cat "$WORK_DIR/rules.out"
-  grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "the overdue alert (above)"
+  alerts_active "the overdue alert" PerfgateNodesOverdue:validation=weekly@pending
   touch "$WORK_DIR/customer-1.done"
   kubectl delete pval weekly --wait=false >/dev/null || fail "delete the rolling validation"
 
   # The alerts this scenario must raise, every rule loaded and healthy, every expression parsed.
-  for i in $(seq 60); do
-    $PROMQL "$url" rules "$RULES" PerfgateNodeFailed:node=node-2 \
-      PerfgateValidationNotPassed:validation=fleet PerfgateNodeLagging:node=node-5 \
-      PerfgateNodeRegressed:node=node-5 \
-      >"$WORK_DIR/rules.out" 2>&1 && break
-    sleep 0.5
-  done
-  cat "$WORK_DIR/rules.out"
-  grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "alert rules (above)"
+  alerts_active "alert rules" PerfgateNodeFailed:node=node-2 \
+    PerfgateValidationNotPassed:validation=fleet PerfgateNodeLagging:node=node-5 \
+    PerfgateNodeRegressed:node=node-5
   $PROMQL "$url" dashboard "$DASHBOARD" || fail "dashboard queries (above)"
 
   # Failures that look systemic: a second validation fails 6 of the 8 nodes, and its brake on
@@ -295,13 +287,7 @@ YAML
     || { kubectl get pval systemic -o yaml >&2; fail "systemic: no SystemicFailure condition"; }
   want 'perfgate_validation_quarantine_held_nodes{validation="systemic"}' \
     '{__name__="perfgate_validation_quarantine_held_nodes",instance="127.0.0.1:'"$metrics_port"'",job="perfgate",validation="systemic"} 4'
-  for i in $(seq 60); do
-    $PROMQL "$url" rules "$RULES" PerfgateSystemicFailure:validation=systemic \
-      >"$WORK_DIR/rules.out" 2>&1 && break
-    sleep 0.5
-  done
-  cat "$WORK_DIR/rules.out"
-  grep -q '^rules: ' "$WORK_DIR/rules.out" || fail "the systemic-failure alert (above)"
+  alerts_active "the systemic-failure alert" PerfgateSystemicFailure:validation=systemic
   if grep -Eq 'level=(error|warn)' "$WORK_DIR/prometheus.log"; then
     grep -E 'level=(error|warn)' "$WORK_DIR/prometheus.log" | head -5 >&2
     fail "prometheus logged errors or warnings (a scrape or a rule evaluation failed)"
