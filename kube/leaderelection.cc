@@ -187,6 +187,26 @@ std::string LeaderElector::ObservedHolder() const {
 
 bool LeaderElector::TryAcquireOrRenew() { return TryAcquireOrRenew(nullptr); }
 
+bool LeaderElector::HeldByLiveOther(const LeaseRecord& current, std::string* previous_holder) {
+  bool held_by_live_other = false;
+  {
+    std::lock_guard lock(mu_);
+    *previous_holder = observed_ ? observed_->holderIdentity : "";
+    if (!observed_ || !SameRecord(*observed_, current)) {
+      observed_ = current;
+      observed_at_ = clock_->Now();
+    }
+    const bool held_by_other =
+        !current.holderIdentity.empty() && current.holderIdentity != config_.identity;
+    auto lease = std::chrono::seconds(std::max(1, current.leaseDurationSeconds));
+    held_by_live_other = held_by_other && observed_at_ + lease > clock_->Now();
+  }
+  if (held_by_live_other && *previous_holder != current.holderIdentity && config_.onNewLeader) {
+    config_.onNewLeader(current.holderIdentity);
+  }
+  return held_by_live_other;
+}
+
 bool LeaderElector::TryAcquireOrRenew(const Cancellation* abandoned) {
   // An attempt Run gave up on must not write after the fact: a lease renewed
   // by a replica that no longer leads makes the next leader wait a whole lease.
@@ -224,25 +244,7 @@ bool LeaderElector::TryAcquireOrRenew(const Cancellation* abandoned) {
   }
 
   std::string previous_holder;
-  bool held_by_live_other = false;
-  {
-    std::lock_guard lock(mu_);
-    previous_holder = observed_ ? observed_->holderIdentity : "";
-    if (!observed_ || !SameRecord(*observed_, *current)) {
-      observed_ = *current;
-      observed_at_ = clock_->Now();
-    }
-    const bool held_by_other =
-        !current->holderIdentity.empty() && current->holderIdentity != config_.identity;
-    auto lease = std::chrono::seconds(std::max(1, current->leaseDurationSeconds));
-    held_by_live_other = held_by_other && observed_at_ + lease > clock_->Now();
-  }
-  if (held_by_live_other) {
-    if (previous_holder != current->holderIdentity && config_.onNewLeader) {
-      config_.onNewLeader(current->holderIdentity);
-    }
-    return false;
-  }
+  if (HeldByLiveOther(*current, &previous_holder)) return false;
 
   if (given_up()) return false;
   LeaseRecord next = mine;

@@ -124,6 +124,10 @@ class LeaderElector {
   bool WaitForAttempt(const AttemptState& state, std::chrono::steady_clock::time_point deadline,
                       const Cancellation& stop);
   bool TryAcquireOrRenew(const Cancellation* abandoned);
+  // Records `current` as observed (when it changed; the holder observed before goes into
+  // `previous_holder`) and says whether another identity holds it and its lease has not run out
+  // since it was observed; a new holder is announced (config_.onNewLeader).
+  bool HeldByLiveOther(const LeaseRecord& current, std::string* previous_holder);
 
   std::shared_ptr<LeaseLock> lock_;
   LeaderElectionConfig config_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include "common/strings.h"
@@ -88,6 +89,74 @@ std::optional<bool> AcsRedirectEnabled(const std::string& config) {
   return false;  // no ACS capability: nothing redirects
 }
 
+namespace {
+
+// What GPU `i` of the node (`g`) sets otherwise than `e` expects, through `add`.
+void CheckGpuConfig(std::size_t i, const GpuConfig& g, const Expectations& e,
+                    const std::function<void(std::string, std::string, std::string)>& add) {
+  const std::string gpu = "gpu" + std::to_string(i) + " (" + g.pci_bus_id + ") ";
+  if (g.persistence_mode && *g.persistence_mode != e.persistence_mode) {
+    add(gpu + "persistenceMode", OnOff(*g.persistence_mode), OnOff(e.persistence_mode));
+  }
+  if (g.ecc_enabled && *g.ecc_enabled != e.ecc_enabled) {
+    add(gpu + "eccMode", OnOff(*g.ecc_enabled), OnOff(e.ecc_enabled));
+  }
+  if (g.mig_enabled && *g.mig_enabled != e.mig_enabled) {
+    add(gpu + "migMode", OnOff(*g.mig_enabled), OnOff(e.mig_enabled));
+  }
+  if (e.app_clocks_at_default && g.app_clock_sm_mhz && g.app_clock_sm_default_mhz &&
+      *g.app_clock_sm_mhz < *g.app_clock_sm_default_mhz) {
+    add(gpu + "applicationClockSm", std::to_string(*g.app_clock_sm_mhz) + " MHz",
+        std::to_string(*g.app_clock_sm_default_mhz) + " MHz (the default)");
+  }
+  if (e.power_limit_at_default && g.power_limit_mw && g.power_default_limit_mw &&
+      *g.power_limit_mw != *g.power_default_limit_mw) {
+    add(gpu + "powerLimit", std::to_string(*g.power_limit_mw / 1000) + " W",
+        std::to_string(*g.power_default_limit_mw / 1000) + " W (the default)");
+  }
+  if (e.numa_affinity && g.numa_node && *g.numa_node < 0) {
+    add(gpu + "numaNode", "none (-1)", "the GPU's socket (BIOS/ACPI SRAT gives no affinity)");
+  }
+  if (i < e.gpu_numa_nodes.size() && g.numa_node && *g.numa_node != e.gpu_numa_nodes[i]) {
+    add(gpu + "numaNode", std::to_string(*g.numa_node), std::to_string(e.gpu_numa_nodes[i]));
+  }
+  if (e.no_acs_redirect && !g.acs_redirect_bridges.empty()) {
+    std::string bridges;
+    for (const auto& b : g.acs_redirect_bridges) bridges += (bridges.empty() ? "" : ", ") + b;
+    add(gpu + "pcieAcsRedirect", "enabled on " + bridges,
+        "disabled (redirect sends peer-to-peer traffic through the root complex)");
+  }
+  if (e.iommu_passthrough && !g.iommu_type.empty() && g.iommu_type != "identity") {
+    add(gpu + "iommu", g.iommu_type + " (translated)",
+        "identity (iommu=pt) or off, for peer-to-peer DMA");
+  }
+  if (e.fabric_manager && g.fabric_problem && !g.fabric_problem->empty()) {
+    add(gpu + "fabricManager", *g.fabric_problem, "registered with the NVSwitch fabric");
+  }
+}
+
+// The InfiniBand ports: each below ACTIVE or its rate, and too few active, through `add`.
+void CheckIbPorts(const NodeConfig& node, const Expectations& e,
+                  const std::function<void(std::string, std::string, std::string)>& add) {
+  int active = 0;
+  for (const fabric::IbPort& p : node.ib_ports) {
+    if (p.state != "ACTIVE") {
+      if (e.min_active_ib_ports > 0) add(p.Name() + " state", p.state, "ACTIVE");
+      continue;
+    }
+    ++active;
+    if (e.min_ib_rate_gbps > 0 && p.rate_gbps < e.min_ib_rate_gbps) {
+      add(p.Name() + " rate", Fmt(p.rate_gbps) + " Gb/s",
+          ">= " + Fmt(e.min_ib_rate_gbps) + " Gb/s");
+    }
+  }
+  if (active < e.min_active_ib_ports) {
+    add("activeIbPorts", std::to_string(active), ">= " + std::to_string(e.min_active_ib_ports));
+  }
+}
+
+}  // namespace
+
 std::vector<Mismatch> CheckConfig(const NodeConfig& node, const Expectations& e) {
   std::vector<Mismatch> out;
   auto add = [&out](std::string setting, std::string found, std::string expected) {
@@ -110,66 +179,8 @@ std::vector<Mismatch> CheckConfig(const NodeConfig& node, const Expectations& e)
   version_at_least("cudaDriverVersion", node.cuda_driver_version, e.min_cuda_driver_version);
   version_at_least("ncclVersion", node.nccl_version, e.min_nccl_version);
 
-  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    const GpuConfig& g = node.gpus[i];
-    const std::string gpu = "gpu" + std::to_string(i) + " (" + g.pci_bus_id + ") ";
-    if (g.persistence_mode && *g.persistence_mode != e.persistence_mode) {
-      add(gpu + "persistenceMode", OnOff(*g.persistence_mode), OnOff(e.persistence_mode));
-    }
-    if (g.ecc_enabled && *g.ecc_enabled != e.ecc_enabled) {
-      add(gpu + "eccMode", OnOff(*g.ecc_enabled), OnOff(e.ecc_enabled));
-    }
-    if (g.mig_enabled && *g.mig_enabled != e.mig_enabled) {
-      add(gpu + "migMode", OnOff(*g.mig_enabled), OnOff(e.mig_enabled));
-    }
-    if (e.app_clocks_at_default && g.app_clock_sm_mhz && g.app_clock_sm_default_mhz &&
-        *g.app_clock_sm_mhz < *g.app_clock_sm_default_mhz) {
-      add(gpu + "applicationClockSm", std::to_string(*g.app_clock_sm_mhz) + " MHz",
-          std::to_string(*g.app_clock_sm_default_mhz) + " MHz (the default)");
-    }
-    if (e.power_limit_at_default && g.power_limit_mw && g.power_default_limit_mw &&
-        *g.power_limit_mw != *g.power_default_limit_mw) {
-      add(gpu + "powerLimit", std::to_string(*g.power_limit_mw / 1000) + " W",
-          std::to_string(*g.power_default_limit_mw / 1000) + " W (the default)");
-    }
-    if (e.numa_affinity && g.numa_node && *g.numa_node < 0) {
-      add(gpu + "numaNode", "none (-1)", "the GPU's socket (BIOS/ACPI SRAT gives no affinity)");
-    }
-    if (i < e.gpu_numa_nodes.size() && g.numa_node && *g.numa_node != e.gpu_numa_nodes[i]) {
-      add(gpu + "numaNode", std::to_string(*g.numa_node), std::to_string(e.gpu_numa_nodes[i]));
-    }
-    if (e.no_acs_redirect && !g.acs_redirect_bridges.empty()) {
-      std::string bridges;
-      for (const auto& b : g.acs_redirect_bridges) bridges += (bridges.empty() ? "" : ", ") + b;
-      add(gpu + "pcieAcsRedirect", "enabled on " + bridges,
-          "disabled (redirect sends peer-to-peer traffic through the root complex)");
-    }
-    if (e.iommu_passthrough && !g.iommu_type.empty() && g.iommu_type != "identity") {
-      add(gpu + "iommu", g.iommu_type + " (translated)",
-          "identity (iommu=pt) or off, for peer-to-peer DMA");
-    }
-    if (e.fabric_manager && g.fabric_problem && !g.fabric_problem->empty()) {
-      add(gpu + "fabricManager", *g.fabric_problem, "registered with the NVSwitch fabric");
-    }
-  }
-
-  if (e.min_active_ib_ports > 0 || e.min_ib_rate_gbps > 0) {
-    int active = 0;
-    for (const fabric::IbPort& p : node.ib_ports) {
-      if (p.state != "ACTIVE") {
-        if (e.min_active_ib_ports > 0) add(p.Name() + " state", p.state, "ACTIVE");
-        continue;
-      }
-      ++active;
-      if (e.min_ib_rate_gbps > 0 && p.rate_gbps < e.min_ib_rate_gbps) {
-        add(p.Name() + " rate", Fmt(p.rate_gbps) + " Gb/s",
-            ">= " + Fmt(e.min_ib_rate_gbps) + " Gb/s");
-      }
-    }
-    if (active < e.min_active_ib_ports) {
-      add("activeIbPorts", std::to_string(active), ">= " + std::to_string(e.min_active_ib_ports));
-    }
-  }
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) CheckGpuConfig(i, node.gpus[i], e, add);
+  if (e.min_active_ib_ports > 0 || e.min_ib_rate_gbps > 0) CheckIbPorts(node, e, add);
   return out;
 }
 
