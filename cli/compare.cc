@@ -939,6 +939,61 @@ Result<std::vector<std::pair<int, std::vector<std::string>>>> CsvRecords(
   return out;
 }
 
+// An export's rows as column -> text, with the line each came from.
+using ExportRows = std::vector<std::pair<int, std::map<std::string, std::string>>>;
+
+// The rows of a CSV export: its header must have every column of kExportColumns.
+Result<ExportRows> CsvRows(const std::string& text, const std::string& source) {
+  ExportRows rows;
+  ASSIGN_OR_RETURN(auto records, CsvRecords(text, source));
+  if (records.empty()) return InvalidArgument(source + ": an empty CSV export");
+  const auto& header = records.front().second;
+  for (const auto& c : kExportColumns) {
+    if (std::find(header.begin(), header.end(), c) == header.end()) {
+      return InvalidArgument(source + ": not a perfgate export (no column " + c + ")");
+    }
+  }
+  for (std::size_t r = 1; r < records.size(); ++r) {
+    const auto& [line, fields] = records[r];
+    if (fields.size() != header.size()) {
+      return InvalidArgument(source + ":" + std::to_string(line) + ": " +
+                             std::to_string(fields.size()) + " fields, the header has " +
+                             std::to_string(header.size()));
+    }
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < fields.size(); ++i) row[header[i]] = fields[i];
+    rows.emplace_back(line, std::move(row));
+  }
+  return rows;
+}
+
+// The rows of a JSON-lines export: one object per line of strings, numbers and bools.
+Result<ExportRows> JsonLinesRows(const std::string& text, const std::string& source) {
+  ExportRows rows;
+  int line = 0;
+  for (const auto& l : Split(text, '\n')) {
+    ++line;
+    if (Trim(l).empty()) continue;
+    const Json j = Json::parse(l, nullptr, false);
+    const std::string where = source + ":" + std::to_string(line);
+    if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
+    std::map<std::string, std::string> row;
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_string()) {
+        row[k] = v.get<std::string>();
+      } else if (v.is_boolean()) {
+        row[k] = v.get<bool>() ? "true" : "false";
+      } else if (v.is_number()) {
+        row[k] = FullPrecision(v.get<double>());
+      } else {
+        return InvalidArgument(where + ": " + k + " is neither a string, a number nor a bool");
+      }
+    }
+    rows.emplace_back(line, std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::optional<ExportFormat> ExportFormatOf(const std::string& path) {
@@ -1014,50 +1069,11 @@ Result<std::vector<Figure>> ParseExport(const std::string& text, ExportFormat fo
                                         const std::string& source,
                                         const std::vector<std::string>& statistics,
                                         const Config& extra) {
-  // Each row as column -> text, with the line it came from.
-  std::vector<std::pair<int, std::map<std::string, std::string>>> rows;
+  ExportRows rows;
   if (format == ExportFormat::kCsv) {
-    ASSIGN_OR_RETURN(auto records, CsvRecords(text, source));
-    if (records.empty()) return InvalidArgument(source + ": an empty CSV export");
-    const auto& header = records.front().second;
-    for (const auto& c : kExportColumns) {
-      if (std::find(header.begin(), header.end(), c) == header.end()) {
-        return InvalidArgument(source + ": not a perfgate export (no column " + c + ")");
-      }
-    }
-    for (std::size_t r = 1; r < records.size(); ++r) {
-      const auto& [line, fields] = records[r];
-      if (fields.size() != header.size()) {
-        return InvalidArgument(source + ":" + std::to_string(line) + ": " +
-                               std::to_string(fields.size()) + " fields, the header has " +
-                               std::to_string(header.size()));
-      }
-      std::map<std::string, std::string> row;
-      for (std::size_t i = 0; i < fields.size(); ++i) row[header[i]] = fields[i];
-      rows.emplace_back(line, std::move(row));
-    }
+    ASSIGN_OR_RETURN(rows, CsvRows(text, source));
   } else {
-    int line = 0;
-    for (const auto& l : Split(text, '\n')) {
-      ++line;
-      if (Trim(l).empty()) continue;
-      const Json j = Json::parse(l, nullptr, false);
-      const std::string where = source + ":" + std::to_string(line);
-      if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
-      std::map<std::string, std::string> row;
-      for (const auto& [k, v] : j.items()) {
-        if (v.is_string()) {
-          row[k] = v.get<std::string>();
-        } else if (v.is_boolean()) {
-          row[k] = v.get<bool>() ? "true" : "false";
-        } else if (v.is_number()) {
-          row[k] = FullPrecision(v.get<double>());
-        } else {
-          return InvalidArgument(where + ": " + k + " is neither a string, a number nor a bool");
-        }
-      }
-      rows.emplace_back(line, std::move(row));
-    }
+    ASSIGN_OR_RETURN(rows, JsonLinesRows(text, source));
   }
   std::vector<Figure> out;
   std::map<Config, std::shared_ptr<const Config>> configs;  // one per distinct config

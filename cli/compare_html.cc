@@ -112,6 +112,64 @@ void IntervalPlot(std::ostringstream& os, const Comparison& c,
   os << "</svg>\n";
 }
 
+// The rows' table: each row's figures, ratio, interval, adjusted p and decision.
+void RowsTable(std::ostringstream& os, const Comparison& c) {
+  os << "<section id=\"rows\"><h2>Rows</h2>\n<table><tr><th>GPU model</th><th>test</th>"
+        "<th>metric</th><th>stat</th><th>group</th><th>n</th><th>median "
+     << Esc(c.groups[0])
+     << "</th><th>median</th><th>ratio</th><th>interval</th><th>p (Holm)</th><th>verdict</th>"
+        "</tr>\n";
+  for (const auto& r : c.rows) {
+    os << "<tr class=\"cmp-row\"><td>" << Esc(r.model) << "</td><td>" << Esc(r.test) << "</td><td>"
+       << Esc(r.metric) << "</td><td>" << Esc(r.statistic) << "</td><td>" << Esc(r.group)
+       << "</td><td class=\"num\">" << r.n_reference << "/" << r.n_group
+       << "</td><td class=\"num\">" << Esc(report::FormatFigure(r.median_reference) + " " + r.unit)
+       << "</td><td class=\"num\">" << Esc(report::FormatFigure(r.median_group) + " " + r.unit)
+       << "</td><td class=\"num\">" << Fixed3(r.ratio) << "</td><td class=\"num\">"
+       << (r.method.empty() ? "-" : Fixed3(r.ratio_low) + " .. " + Fixed3(r.ratio_high))
+       << "</td><td class=\"num\">";
+    if (r.method.empty()) {
+      os << "-";
+    } else {
+      char p[32];
+      std::snprintf(p, sizeof p, "%.2g", r.p_adjusted);
+      os << p;
+    }
+    os << "</td><td class=\"" << VerdictClass(r.decision) << "\">" << DecisionName(r.decision)
+       << (r.note.empty() ? "" : " <small>(" + Esc(r.note) + ")</small>") << "</td></tr>\n";
+  }
+  os << "</table></section>\n";
+}
+
+// Per row that regressed or improved, the keys that differ and what each explains.
+void WhySection(std::ostringstream& os, const Comparison& c) {
+  os << "<section id=\"why\"><h2>What differs where a figure changed</h2>\n";
+  bool any = false;
+  for (const auto& r : c.rows) {
+    if (r.explanations.empty()) continue;
+    any = true;
+    os << "<h3>" << Esc(Label(r, true)) << " <small>(" << Esc(r.group) << "/" << Esc(r.reference)
+       << " " << Fixed3(r.ratio) << ")</small></h3>\n<table><tr><th>key</th>"
+       << "<th>" << Esc(r.reference) << "</th><th>" << Esc(r.group)
+       << "</th><th>effect within matched groups</th><th>share of the gap</th></tr>\n";
+    for (const auto& e : r.explanations) {
+      os << "<tr class=\"why-row\"><td>" << Esc(e.key) << "</td><td>" << Esc(e.reference_values)
+         << "</td><td>" << Esc(e.group_values) << "</td>";
+      if (e.separable) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "x%.3f (%d node results)</td><td class=\"num\">%.0f%%",
+                      e.effect, e.matched_nodes, e.share * 100);
+        os << "<td>" << buf << "</td>";
+      } else {
+        os << "<td colspan=\"2\">cannot be separated from " << Esc(e.confounded_with) << "</td>";
+      }
+      os << "</tr>\n";
+    }
+    os << "</table>\n";
+  }
+  if (!any) os << "<p class=\"none\">No figure regressed or improved.</p>\n";
+}
+
 }  // namespace
 
 std::string FormatHtml(const Comparison& c, const std::string& source,
@@ -147,57 +205,8 @@ std::string FormatHtml(const Comparison& c, const std::string& source,
   IntervalPlot(os, c, rows);
   os << "</section>\n";
 
-  os << "<section id=\"rows\"><h2>Rows</h2>\n<table><tr><th>GPU model</th><th>test</th>"
-        "<th>metric</th><th>stat</th><th>group</th><th>n</th><th>median "
-     << Esc(c.groups[0])
-     << "</th><th>median</th><th>ratio</th><th>interval</th><th>p (Holm)</th><th>verdict</th>"
-        "</tr>\n";
-  for (const auto& r : c.rows) {
-    os << "<tr class=\"cmp-row\"><td>" << Esc(r.model) << "</td><td>" << Esc(r.test) << "</td><td>"
-       << Esc(r.metric) << "</td><td>" << Esc(r.statistic) << "</td><td>" << Esc(r.group)
-       << "</td><td class=\"num\">" << r.n_reference << "/" << r.n_group
-       << "</td><td class=\"num\">" << Esc(report::FormatFigure(r.median_reference) + " " + r.unit)
-       << "</td><td class=\"num\">" << Esc(report::FormatFigure(r.median_group) + " " + r.unit)
-       << "</td><td class=\"num\">" << Fixed3(r.ratio) << "</td><td class=\"num\">"
-       << (r.method.empty() ? "-" : Fixed3(r.ratio_low) + " .. " + Fixed3(r.ratio_high))
-       << "</td><td class=\"num\">";
-    if (r.method.empty()) {
-      os << "-";
-    } else {
-      char p[32];
-      std::snprintf(p, sizeof p, "%.2g", r.p_adjusted);
-      os << p;
-    }
-    os << "</td><td class=\"" << VerdictClass(r.decision) << "\">" << DecisionName(r.decision)
-       << (r.note.empty() ? "" : " <small>(" + Esc(r.note) + ")</small>") << "</td></tr>\n";
-  }
-  os << "</table></section>\n";
-
-  os << "<section id=\"why\"><h2>What differs where a figure changed</h2>\n";
-  bool any = false;
-  for (const auto& r : c.rows) {
-    if (r.explanations.empty()) continue;
-    any = true;
-    os << "<h3>" << Esc(Label(r, true)) << " <small>(" << Esc(r.group) << "/" << Esc(r.reference)
-       << " " << Fixed3(r.ratio) << ")</small></h3>\n<table><tr><th>key</th>"
-       << "<th>" << Esc(r.reference) << "</th><th>" << Esc(r.group)
-       << "</th><th>effect within matched groups</th><th>share of the gap</th></tr>\n";
-    for (const auto& e : r.explanations) {
-      os << "<tr class=\"why-row\"><td>" << Esc(e.key) << "</td><td>" << Esc(e.reference_values)
-         << "</td><td>" << Esc(e.group_values) << "</td>";
-      if (e.separable) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "x%.3f (%d node results)</td><td class=\"num\">%.0f%%",
-                      e.effect, e.matched_nodes, e.share * 100);
-        os << "<td>" << buf << "</td>";
-      } else {
-        os << "<td colspan=\"2\">cannot be separated from " << Esc(e.confounded_with) << "</td>";
-      }
-      os << "</tr>\n";
-    }
-    os << "</table>\n";
-  }
-  if (!any) os << "<p class=\"none\">No figure regressed or improved.</p>\n";
+  RowsTable(os, c);
+  WhySection(os, c);
   os << "</section>\n</body></html>\n";
   return os.str();
 }
