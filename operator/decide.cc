@@ -127,10 +127,13 @@ void ReleaseRecordedPods(const Snapshot& s, bool all, Decision* d) {
       continue;
     }
     // A yielded worker once it has ended too: a worker still stopping could write a result
-    // after its pod went (a gang's next attempt would take it for its own).
+    // after its pod went (a gang's next attempt would take it for its own). Ended: a terminal
+    // phase, its container terminated (a kubelet that leaves a deleted pod's phase as it
+    // was), or never scheduled.
+    const bool ended = p.terminal || !p.terminated.empty() || !p.scheduled;
     const auto yield = yields.find(p.node);
     const bool yield_recorded =
-        (p.terminal || !p.scheduled) && yield != yields.end() && yield->is_object() &&
+        ended && yield != yields.end() && yield->is_object() &&
         yield->value("lastPod", "") == Str(p.object, "/metadata/uid"_json_pointer);
     if (!all && p.run == s.run && !decided.contains(p.node) && !yield_recorded) continue;
     Json kept = Json::array();

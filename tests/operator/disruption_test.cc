@@ -554,6 +554,31 @@ TEST(Yield, AWorkerIsKeptUntilItsYieldOrResultIsRecorded) {
   EXPECT_EQ(d.delete_pods.size(), 3u);
 }
 
+// A recorded yield lets the worker go only once it has ended: still stopping it could yet write
+// a result. Ended is a terminal phase, or its container terminated where a kubelet leaves a
+// deleted pod's phase as it was.
+TEST(Yield, ARecordedYieldLetsTheWorkerGoOnlyOnceItsContainerEnded) {
+  World w(1);
+  w.spec["disruption"] = {{"policy", "yield"}};
+  w.Apply(w.Decide());
+  Json* worker = &w.pods[0];
+  (*worker)["metadata"]["uid"] = "pod-uid-1";
+  (*worker)["status"]["conditions"] = {
+      {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "PreemptionByScheduler"}}};
+  (*worker)["metadata"]["deletionTimestamp"] = FormatRfc3339(w.now);
+  Decision d = w.Decide();
+  ASSERT_EQ(Yields(d, "node-0").value("count", 0), 1);
+  w.validation_status = *d.status;
+  // Recorded, but its container is still stopping (phase Running): kept.
+  d = w.Decide();
+  EXPECT_TRUE(d.release_pods.empty());
+  // Its container terminated, the phase left as it was: let go.
+  (*worker)["status"]["containerStatuses"] = {
+      {{"state", {{"terminated", {{"exitCode", 143}, {"reason", "Error"}}}}}}};
+  d = w.Decide();
+  EXPECT_EQ(Released(d), std::vector<std::string>{ViewOfPod(*worker).name});
+}
+
 // status.gpuSeconds, what testing used beside what yielding lost: each worker's result from its
 // start to its completion, times the GPUs its worker held; the operator's results measured
 // nothing, and neither did an earlier run.
