@@ -3,6 +3,8 @@
 #include <cpprest/http_client.h>
 #include <fmt/format.h>
 
+#include <openssl/crypto.h>
+
 #include <boost/asio/ssl.hpp>
 #include <fstream>
 #include <map>
@@ -31,6 +33,15 @@ namespace {
 
 namespace http = web::http;
 namespace ssl = boost::asio::ssl;
+
+// OpenSSL frees its global locks in an exit handler of its own. cpprest's thread pool is joined
+// by a later exit handler, and a pool thread may still be finishing a closed connection's last
+// read, which frees that connection's SSL object: against freed locks it deadlocks (the process
+// hangs after main returned) or crashes. Told before its first use, OpenSSL leaves that
+// clean-up to the process's end, so the pool can finish. Static, so that it precedes any use of
+// TLS in a binary that links this transport.
+[[maybe_unused]] const bool kOpenSslOutlivesTheThreadPool =
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr) == 1;
 
 Result<std::string> ReadPem(const std::string& pem, const std::string& file, const char* field) {
   if (!pem.empty() || file.empty()) return pem;

@@ -63,13 +63,16 @@ std::string_view ReasonPhrase(int status) {
   }
 }
 
+// One client connection: over TLS (`ssl`), or plain on `fd` when `ssl` is null.
 class Connection : public HttpResponder {
  public:
-  explicit Connection(SSL* ssl) : ssl_(ssl) {}
+  Connection(SSL* ssl, int fd) : ssl_(ssl), fd_(fd) {}
 
   bool WriteAll(std::string_view data) {
     while (!data.empty()) {
-      int n = SSL_write(ssl_, data.data(), static_cast<int>(data.size()));
+      const int n = ssl_ != nullptr
+                        ? SSL_write(ssl_, data.data(), static_cast<int>(data.size()))
+                        : static_cast<int>(::send(fd_, data.data(), data.size(), MSG_NOSIGNAL));
       if (n <= 0) {
         broken_ = true;
         return false;
@@ -83,7 +86,8 @@ class Connection : public HttpResponder {
   bool Fill(size_t want) {
     char tmp[16384];
     while (buf_.size() < want) {
-      int n = SSL_read(ssl_, tmp, sizeof tmp);
+      const int n = ssl_ != nullptr ? SSL_read(ssl_, tmp, sizeof tmp)
+                                    : static_cast<int>(::recv(fd_, tmp, sizeof tmp, 0));
       if (n <= 0) return false;
       buf_.append(tmp, static_cast<size_t>(n));
     }
@@ -225,6 +229,7 @@ class Connection : public HttpResponder {
 
  private:
   SSL* ssl_;
+  int fd_;
   std::string buf_;
   bool sent_ = false;
   bool chunked_ = false;
@@ -268,10 +273,18 @@ std::string PercentEncode(std::string_view s) {
 HttpsServer::~HttpsServer() { Stop(); }
 
 Status HttpsServer::Start(const std::string& host, int port, const std::string& certPem,
-                          const std::string& keyPem, HttpHandler handler) {
-  handler_ = std::move(handler);
-  // A client that hangs up mid-watch must end that watch, not the process.
-  ::signal(SIGPIPE, SIG_IGN);
+                          const std::string& keyPem, HttpHandler handler,
+                          const std::string& clientCaPem) {
+  RETURN_IF_ERROR(UseTls(certPem, keyPem, clientCaPem));
+  return Listen(host, port, std::move(handler));
+}
+
+Status HttpsServer::StartPlain(const std::string& host, int port, HttpHandler handler) {
+  return Listen(host, port, std::move(handler));
+}
+
+Status HttpsServer::UseTls(const std::string& certPem, const std::string& keyPem,
+                           const std::string& clientCaPem) {
   ctx_ = SSL_CTX_new(TLS_server_method());
   if (ctx_ == nullptr) return Internal("SSL_CTX_new failed");
   SSL_CTX_set_min_proto_version(ctx_, TLS1_2_VERSION);
@@ -289,7 +302,26 @@ Status HttpsServer::Start(const std::string& host, int port, const std::string& 
   }
   X509_free(cert);
   EVP_PKEY_free(key);
+  if (clientCaPem.empty()) return Status::Ok();
+  // x509 client authentication: a client without a certificate signed by the CA is refused in
+  // the handshake, as kube-apiserver refuses one under --client-ca-file when nothing else
+  // authenticates it.
+  BIO* ab = BIO_new_mem_buf(clientCaPem.data(), static_cast<int>(clientCaPem.size()));
+  X509* ca = PEM_read_bio_X509(ab, nullptr, nullptr, nullptr);
+  BIO_free(ab);
+  if (ca == nullptr || X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx_), ca) != 1) {
+    X509_free(ca);
+    return Internal("loading the client CA failed");
+  }
+  X509_free(ca);
+  SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  return Status::Ok();
+}
 
+Status HttpsServer::Listen(const std::string& host, int port, HttpHandler handler) {
+  handler_ = std::move(handler);
+  // A client that hangs up mid-watch must end that watch, not the process.
+  ::signal(SIGPIPE, SIG_IGN);
   listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   ::setsockopt(listenFd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -344,10 +376,13 @@ void HttpsServer::AcceptLoop() {
 }
 
 void HttpsServer::Serve(int fd, int id) {
-  SSL* ssl = SSL_new(ctx_);
-  SSL_set_fd(ssl, fd);
-  if (SSL_accept(ssl) == 1) {
-    Connection conn(ssl);
+  SSL* ssl = nullptr;
+  if (ctx_ != nullptr) {
+    ssl = SSL_new(ctx_);
+    SSL_set_fd(ssl, fd);
+  }
+  if (ssl == nullptr || SSL_accept(ssl) == 1) {
+    Connection conn(ssl, fd);
     while (!stopping_) {
       HttpRequest req;
       bool read = false;
@@ -373,9 +408,9 @@ void HttpsServer::Serve(int fd, int id) {
       if (!conn.sent()) conn.Send(500, "text/plain", "no response", {});
       if (conn.closeAfter()) break;
     }
-    SSL_shutdown(ssl);
+    if (ssl != nullptr) SSL_shutdown(ssl);
   }
-  SSL_free(ssl);
+  if (ssl != nullptr) SSL_free(ssl);
   std::lock_guard<std::mutex> lock(mu_);
   if (openFds_.erase(fd) > 0) ::close(fd);
   finished_.push_back(id);

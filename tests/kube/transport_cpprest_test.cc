@@ -1,10 +1,7 @@
-// The real cpprest transport against a loopback cpprest http_listener: a
-// chunked watch is delivered event by event, and a watch that goes quiet past
-// the idle timeout ends and the reflector reconnects. (Tests may include
-// cpprest to build the server side.)
+// The real cpprest transport against a loopback server (kube-sim's, in plain HTTP): a
+// chunked watch is delivered event by event, and a watch that goes quiet past the idle timeout
+// ends and the reflector reconnects.
 #include <arpa/inet.h>
-#include <cpprest/http_listener.h>
-#include <cpprest/producerconsumerstream.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -19,6 +16,7 @@
 #include "kube/informer.h"
 #include "kube/leaderelection.h"
 #include "kube/transport.h"
+#include "tests/kube-sim/https_server.h"
 #include "tests/kube/fakes.h"
 
 namespace perfgate::kube {
@@ -26,11 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
-namespace http = web::http;
 
-// cpprest's listener cannot report the port it bound for port 0, so ask the
-// kernel for a free one first. (A tiny window for a collision remains; loopback
-// only.)
+// A port nothing listens on (asked of the kernel, then closed).
 int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -54,59 +49,35 @@ std::string Ev(const std::string& type, const std::string& name, const std::stri
          "\n";
 }
 
-// A loopback API server whose handler is set per test. Streams are written from
-// their own threads into producer_consumer_buffers, sync()ed per write so each
-// goes out as a chunk.
+// A loopback API server whose handler is set per test. A handler runs on its connection's
+// thread and may stream: each WriteChunk goes out as one chunk.
 class LoopbackServer {
  public:
-  using Handler = std::function<void(http::http_request)>;
-  explicit LoopbackServer(Handler handler)
-      : port_(FreeLoopbackPort()), listener_("http://127.0.0.1:" + std::to_string(port_) + "/") {
-    listener_.support([handler](http::http_request req) { handler(std::move(req)); });
-    listener_.open().wait();
+  explicit LoopbackServer(kubesim::HttpHandler handler) {
+    const Status started = server_.StartPlain("127.0.0.1", 0, std::move(handler));
+    EXPECT_TRUE(started.ok()) << started.ToString();
   }
-  ~LoopbackServer() {
-    for (auto& t : writers_) t.join();
-    listener_.close().wait();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
-  // Replies 200 at once with a chunked body; `write` produces it on another
-  // thread.
-  void Stream(http::http_request req,
-              std::function<void(concurrency::streams::producer_consumer_buffer<uint8_t>&)> write) {
-    concurrency::streams::producer_consumer_buffer<uint8_t> buf;
-    http::http_response resp(http::status_codes::OK);
-    resp.headers().set_content_type("application/json");
-    resp.set_body(buf.create_istream());
-    req.reply(resp);
-    std::lock_guard lock(mu_);
-    writers_.emplace_back([buf, write]() mutable { write(buf); });
-  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
 
  private:
-  int port_;
-  http::experimental::listener::http_listener listener_;
-  std::mutex mu_;
-  std::vector<std::thread> writers_;
+  kubesim::HttpsServer server_;
 };
 
-void Put(concurrency::streams::producer_consumer_buffer<uint8_t>& buf, const std::string& s) {
-  buf.putn_nocopy(reinterpret_cast<const uint8_t*>(s.data()), s.size()).wait();
-  buf.sync().wait();
-}
+constexpr char kEmptyPodList[] =
+    R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})";
 
 TEST(CpprestTransportTest, PlainRequestRoundTrip) {
-  LoopbackServer server([](http::http_request req) {
-    http::http_response resp(http::status_codes::Conflict);
-    resp.set_body(std::string(R"({"kind":"Status","reason":"Conflict","message":"m"})"),
-                  "application/json");
-    resp.headers().add("Retry-After", "0");
-    resp.headers().add("X-Method", req.method());
-    resp.headers().add("X-Path", req.request_uri().to_string());
-    resp.headers().add(
-        "X-Auth", req.headers().has("Authorization") ? req.headers()["Authorization"] : "none");
-    req.reply(resp);
+  LoopbackServer server([](const kubesim::HttpRequest& req, kubesim::HttpResponder& out) {
+    std::string target = req.path;
+    for (const auto& [k, v] : req.query) {
+      target += (target == req.path ? "?" : "&") + k + "=" + v;
+    }
+    const std::string auth = req.Header("authorization");
+    out.Send(409, "application/json", R"({"kind":"Status","reason":"Conflict","message":"m"})",
+             {{"Retry-After", "0"},
+              {"X-Method", req.method},
+              {"X-Path", target},
+              {"X-Auth", auth.empty() ? "none" : auth}});
   });
   RestConfig config;
   config.server = server.url();
@@ -143,19 +114,15 @@ TEST(CpprestTransportTest, NoServerIsUnavailableAndTheClientNamesTheRequest) {
 class SilentServer {
  public:
   SilentServer()
-      : server_([this](http::http_request req) {
-          std::lock_guard lock(mu_);
-          held_.push_back(std::move(req));
+      : server_([this](const kubesim::HttpRequest&, kubesim::HttpResponder& out) {
+          ended_.WaitFor(60s);
+          out.Send(503, "text/plain", "ending");
         }) {}
-  ~SilentServer() {
-    std::lock_guard lock(mu_);
-    for (auto& req : held_) req.reply(http::status_codes::ServiceUnavailable);
-  }
+  ~SilentServer() { ended_.Cancel(); }
   std::string url() const { return server_.url(); }
 
  private:
-  std::mutex mu_;
-  std::vector<http::http_request> held_;
+  Cancellation ended_;
   LoopbackServer server_;
 };
 
@@ -210,21 +177,18 @@ TEST(CpprestTransportTest, WatchEventsArriveOneByOneWhileTheStreamIsOpen) {
   std::promise<void> first_seen;
   auto first_seen_future = first_seen.get_future().share();
   std::atomic<bool> server_waited_ok{false};
-  LoopbackServer* srv = nullptr;
-  LoopbackServer server([&](http::http_request req) {
-    srv->Stream(std::move(req), [&, first_seen_future](auto& buf) {
-      Put(buf, Ev("ADDED", "a", "1"));
-      // The second event is written only after the client has decoded the
-      // first: this only passes if the transport streams instead of buffering
-      // the body.
-      server_waited_ok = first_seen_future.wait_for(10s) == std::future_status::ready;
-      std::string second = Ev("ADDED", "b", "2");
-      Put(buf, second.substr(0, 10));  // split mid-event across chunks
-      Put(buf, second.substr(10));
-      buf.close(std::ios_base::out).wait();
-    });
-  });
-  srv = &server;
+  LoopbackServer server(
+      [&, first_seen_future](const kubesim::HttpRequest&, kubesim::HttpResponder& out) {
+        out.StartChunked(200, "application/json");
+        out.WriteChunk(Ev("ADDED", "a", "1"));
+        // The second event is written only after the client has decoded the first: this only
+        // passes if the transport streams instead of buffering the body.
+        server_waited_ok = first_seen_future.wait_for(10s) == std::future_status::ready;
+        std::string second = Ev("ADDED", "b", "2");
+        out.WriteChunk(second.substr(0, 10));  // split mid-event across chunks
+        out.WriteChunk(second.substr(10));
+        out.EndChunked();
+      });
   RestConfig config;
   config.server = server.url();
   auto transport = NewCpprestTransport(config);
@@ -249,30 +213,19 @@ TEST(CpprestTransportTest, WatchEventsArriveOneByOneWhileTheStreamIsOpen) {
 TEST(CpprestTransportTest, AQuietWatchEndsAtTheIdleTimeoutAndTheInformerReconnects) {
   std::atomic<int> watches{0};
   Cancellation quiet_over;
-  LoopbackServer* srv = nullptr;
-  LoopbackServer server([&](http::http_request req) {
-    auto query = http::uri::split_query(req.request_uri().query());
-    if (query.count("watch") == 0) {
-      req.reply(http::status_codes::OK,
-                R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})",
-                "application/json");
+  LoopbackServer server([&](const kubesim::HttpRequest& req, kubesim::HttpResponder& out) {
+    if (req.Query("watch").empty()) {
+      out.Send(200, "application/json", kEmptyPodList);
       return;
     }
-    int n = ++watches;
-    srv->Stream(std::move(req), [n, &quiet_over](auto& buf) {
-      if (n == 1) {
-        Put(buf, Ev("ADDED", "a", "6"));
-        // Then silence, longer than the client's 1 s idle timeout, without
-        // closing.
-        quiet_over.WaitFor(10s);
-      } else {
-        Put(buf, Ev("ADDED", "b", "7"));
-        quiet_over.WaitFor(10s);
-      }
-      buf.close(std::ios_base::out).wait();
-    });
+    const int n = ++watches;
+    out.StartChunked(200, "application/json");
+    // The first watch then goes silent, longer than the client's 1 s idle timeout, without
+    // closing.
+    out.WriteChunk(n == 1 ? Ev("ADDED", "a", "6") : Ev("ADDED", "b", "7"));
+    quiet_over.WaitFor(10s);
+    out.EndChunked();
   });
-  srv = &server;
   RestConfig config;
   config.server = server.url();
   config.qps = 0;
@@ -303,22 +256,16 @@ namespace {
 
 TEST(CpprestTransportTest, StopCancelsAnOpenWatchWithoutWaitingForItsTimeout) {
   Cancellation server_done;
-  LoopbackServer* srv = nullptr;
-  LoopbackServer server([&](http::http_request req) {
-    auto query = http::uri::split_query(req.request_uri().query());
-    if (query.count("watch") == 0) {
-      req.reply(http::status_codes::OK,
-                R"({"kind":"PodList","metadata":{"resourceVersion":"5"},"items":[]})",
-                "application/json");
+  LoopbackServer server([&](const kubesim::HttpRequest& req, kubesim::HttpResponder& out) {
+    if (req.Query("watch").empty()) {
+      out.Send(200, "application/json", kEmptyPodList);
       return;
     }
-    srv->Stream(std::move(req), [&server_done](auto& buf) {
-      Put(buf, Ev("ADDED", "a", "6"));
-      server_done.WaitFor(20s);
-      buf.close(std::ios_base::out).wait();
-    });
+    out.StartChunked(200, "application/json");
+    out.WriteChunk(Ev("ADDED", "a", "6"));
+    server_done.WaitFor(20s);
+    out.EndChunked();
   });
-  srv = &server;
   RestConfig config;
   config.server = server.url();
   auto transport = NewCpprestTransport(config);

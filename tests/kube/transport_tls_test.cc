@@ -1,38 +1,19 @@
-// TLS through the real cpprest transport against a loopback https listener: the server is
-// verified against the configured CA unless the config says insecure, and a client certificate
-// is presented when configured. The certificates are in tls_test_certs.h.
-#include <arpa/inet.h>
-#include <cpprest/http_listener.h>
+// TLS through the real cpprest transport against a loopback https server (kube-sim's): the
+// server is verified against the configured CA unless the config says insecure, and a client
+// certificate is presented when configured. The certificates are in tls_test_certs.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <openssl/evp.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "kube/client.h"
 #include "kube/transport.h"
+#include "tests/kube-sim/https_server.h"
 #include "tests/kube/tls_test_certs.h"
 
 namespace perfgate::kube {
 namespace {
 
-namespace http = web::http;
-namespace ssl = boost::asio::ssl;
 using ::testing::HasSubstr;
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 std::string Base64(const std::string& in) {
   std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
@@ -43,36 +24,23 @@ std::string Base64(const std::string& in) {
   return out;
 }
 
+// Answers every request with node n1; with `require_client_cert`, only to a client whose
+// certificate the test CA signed.
 class TlsServer {
  public:
-  explicit TlsServer(bool require_client_cert)
-      : port_(FreePort()), listener_(Url(), Config(require_client_cert)) {
-    listener_.support([](http::http_request req) {
-      req.reply(http::status_codes::OK, R"({"kind":"Node","metadata":{"name":"n1"}})",
-                "application/json");
-    });
-    listener_.open().wait();
+  explicit TlsServer(bool require_client_cert) {
+    const Status started = server_.Start(
+        "127.0.0.1", 0, testing::kTestServerCertPem, testing::kTestServerKeyPem,
+        [](const kubesim::HttpRequest&, kubesim::HttpResponder& out) {
+          out.Send(200, "application/json", R"({"kind":"Node","metadata":{"name":"n1"}})");
+        },
+        require_client_cert ? testing::kTestCaPem : "");
+    EXPECT_TRUE(started.ok()) << started.ToString();
   }
-  ~TlsServer() { listener_.close().wait(); }
-  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(server_.port()); }
 
  private:
-  std::string Url() const { return url() + "/"; }
-  static http::experimental::listener::http_listener_config Config(bool require_client_cert) {
-    http::experimental::listener::http_listener_config c;
-    c.set_ssl_context_callback([require_client_cert](ssl::context& ctx) {
-      ctx.use_certificate_chain(boost::asio::buffer(std::string(testing::kTestServerCertPem)));
-      ctx.use_private_key(boost::asio::buffer(std::string(testing::kTestServerKeyPem)),
-                          ssl::context::pem);
-      if (require_client_cert) {
-        ctx.add_certificate_authority(boost::asio::buffer(std::string(testing::kTestCaPem)));
-        ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-      }
-    });
-    return c;
-  }
-  int port_;
-  http::experimental::listener::http_listener listener_;
+  kubesim::HttpsServer server_;
 };
 
 Result<HttpResponse> GetNode(const RestConfig& config) {
