@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/result.h"
-#include "kube/clock.h"
 #include "kube/config.h"
 #include "kube/ratelimit.h"
 #include "kube/transport.h"

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "kube/client.h"
-#include "kube/clock.h"
 #include "kube/watch.h"
 
 namespace perfgate::kube {

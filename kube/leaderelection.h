@@ -22,9 +22,9 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "kube/client.h"
-#include "kube/clock.h"
 
 namespace perfgate::kube {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "kube/clock.h"
+#include "common/clock.h"
 
 namespace perfgate::kube {
 

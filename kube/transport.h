@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/result.h"
-#include "kube/clock.h"
 #include "kube/config.h"
 
 namespace perfgate::kube {

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "kube/client.h"
-#include "kube/clock.h"
 
 namespace perfgate::kube {
 

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kube/clock.h"
+#include "common/clock.h"
 
 namespace perfgate::kube {
 

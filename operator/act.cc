@@ -64,12 +64,12 @@ bool Ignorable(const Status& st, Code code) { return st.ok() || st.code() == cod
 }  // namespace
 
 Actor::Actor(std::shared_ptr<kube::Client> client, const ReconcilerConfig& config,
-             ReconcileMetrics& metrics, std::function<std::chrono::system_clock::time_point()> now)
+             ReconcileMetrics& metrics, std::shared_ptr<perfgate::Clock> clock)
     : client_(std::move(client)),
       device_taints_(client_),
       config_(config),
       metrics_(metrics),
-      now_(std::move(now)) {}
+      clock_(std::move(clock)) {}
 
 Status Actor::Delete(const kube::GroupVersionResource& gvr, const std::string& name) {
   auto st = client_->Delete(gvr, config_.name_space, name);
@@ -151,7 +151,7 @@ Status Actor::EditNodesUnderTest(const Snapshot& s, const Decision& d) {
     return EditNode(r.node, it == s.nodes.end() ? nullptr : &it->second,
                     [&](Json* node_obj) { return GiveBack(node_obj, s.name, r.keep_cordon); });
   }));
-  const std::string now = FormatRfc3339(now_());
+  const std::string now = FormatRfc3339(clock_->WallNow());
   return ForEachConcurrently(d.disrupt_nodes.size(), [&](size_t i) -> Status {
     const NodeDisruption& n = d.disrupt_nodes[i];
     auto it = s.nodes.find(n.node);
@@ -344,7 +344,7 @@ Status Actor::EditNode(const std::string& node, const Json* cached,
 }
 
 void Actor::Evict(const std::string& validation, const std::vector<PodEviction>& evictions) {
-  const auto now = now_();
+  const auto now = clock_->WallNow();
   std::map<std::string, Refusal> before;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -438,7 +438,7 @@ void Actor::SendEvents(const Snapshot& s, const Decision& d, bool after_status) 
     if (e.reason == "Completed") {
       Logger()->info("{}: run {} complete: {}", s.name, s.run, e.message);
     }
-    const std::string now = FormatRfc3339(now_());
+    const std::string now = FormatRfc3339(clock_->WallNow());
     Json ev = {{"apiVersion", "v1"},
                {"kind", "Event"},
                {"metadata",

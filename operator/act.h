@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "kube/client.h"
 #include "operator/actions.h"
@@ -39,7 +40,7 @@ std::vector<PodCreate> PodsOnClaimedNodes(const std::vector<PodCreate>& pods,
 class Actor {
  public:
   Actor(std::shared_ptr<kube::Client> client, const ReconcilerConfig& config,
-        ReconcileMetrics& metrics, std::function<std::chrono::system_clock::time_point()> now);
+        ReconcileMetrics& metrics, std::shared_ptr<perfgate::Clock> clock);
 
   // Applies everything in `d` except the status and the events sent after it: the finalizer,
   // clean-up, the plan, operator results, Services and pods, node verdicts and releases.
@@ -110,7 +111,7 @@ class Actor {
   DeviceTaints device_taints_;
   const ReconcilerConfig& config_;
   ReconcileMetrics& metrics_;
-  std::function<std::chrono::system_clock::time_point()> now_;
+  std::shared_ptr<perfgate::Clock> clock_;  // its WallNow: the time validations see
   std::mutex mu_;
   std::set<std::string> config_maps_written_;
   // Events' onceKeys already sent (e.g. "<validation>/<run>" for Started).
@@ -127,7 +128,7 @@ class Actor {
   std::map<std::string, std::map<std::string, DeviceQuarantine>> device_quarantines_;
   struct Refusal {
     std::string message;
-    std::chrono::system_clock::time_point at;  // when it was asked (now_)
+    std::chrono::system_clock::time_point at;  // when it was asked (the clock's WallNow)
   };
   // validation -> pod -> its last refusal; guarded by mu_
   std::map<std::string, std::map<std::string, Refusal>> eviction_refused_;

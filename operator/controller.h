@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/result.h"
-#include "kube/clock.h"
 #include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "operator/reconciler.h"
@@ -39,7 +39,7 @@ struct ControllerOptions {
   int workers = 4;
   // Backoff of failed keys, and the queue's clock (null: the real one).
   kube::WorkQueueOptions queue;
-  std::shared_ptr<kube::Clock> clock;
+  std::shared_ptr<perfgate::Clock> clock;
   // How often the wait for the caches re-checks whether Stop was called.
   std::chrono::milliseconds sync_poll_interval{200};
 };
@@ -85,7 +85,7 @@ class Controller {
   ReconcileFunc reconcile_;
   ControllerOptions options_;
   kube::WorkQueue queue_;
-  kube::Cancellation cancel_;
+  perfgate::Cancellation cancel_;
   std::atomic<bool> synced_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<int> active_{0};

@@ -41,8 +41,11 @@
 
 namespace {
 
+using perfgate::Cancellation;
+using perfgate::Clock;
 using perfgate::LabelValue;
 using perfgate::ParseRfc3339;
+using perfgate::RealClock;
 using perfgate::Status;
 using perfgate::op::Json;
 namespace kube = perfgate::kube;
@@ -316,17 +319,30 @@ op::ReconcilerConfig ReconcilerConfigOf(const Flags& flags) {
 }
 
 // The time validations see: the real time, or (schedules rehearsed, --clock-start) a time that
-// starts at --clock-start and runs at the real pace from there. Empty: the real time.
-std::function<std::chrono::system_clock::time_point()> ClockOf(const Flags& flags) {
-  if (flags.clock_start.empty()) return {};
-  const auto start = *ParseRfc3339(flags.clock_start);
-  const auto origin = std::chrono::steady_clock::now();
+// starts at --clock-start and runs at the real pace from there.
+class StartedClock final : public Clock {
+ public:
+  explicit StartedClock(std::chrono::system_clock::time_point start)
+      : start_(start), origin_(RealClock()->Now()) {}
+  std::chrono::steady_clock::time_point Now() const override { return RealClock()->Now(); }
+  std::chrono::system_clock::time_point WallNow() const override {
+    return start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                        RealClock()->Now() - origin_);
+  }
+  bool SleepFor(std::chrono::nanoseconds duration, const Cancellation* cancel) override {
+    return RealClock()->SleepFor(duration, cancel);
+  }
+
+ private:
+  std::chrono::system_clock::time_point start_;
+  std::chrono::steady_clock::time_point origin_;
+};
+
+std::shared_ptr<Clock> ClockOf(const Flags& flags) {
+  if (flags.clock_start.empty()) return RealClock();
   op::Logger()->warn("--clock-start: validations see the time from {} on, not the real time",
                      flags.clock_start);
-  return [start, origin] {
-    return start + std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                       std::chrono::steady_clock::now() - origin);
-  };
+  return std::make_shared<StartedClock>(*ParseRfc3339(flags.clock_start));
 }
 
 // Whether --store names a results store.
@@ -495,7 +511,7 @@ class Election {
   }
 
  private:
-  kube::Cancellation stop_;
+  perfgate::Cancellation stop_;
   std::unique_ptr<kube::LeaderElector> elector_;
   std::thread thread_;
 };

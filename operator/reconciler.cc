@@ -6,12 +6,12 @@
 namespace perfgate::op {
 
 Reconciler::Reconciler(std::shared_ptr<kube::Client> client, Caches caches, ReconcilerConfig config,
-                       std::function<std::chrono::system_clock::time_point()> now)
+                       std::shared_ptr<perfgate::Clock> clock)
     : client_(std::move(client)),
       caches_(std::move(caches)),
       config_(std::move(config)),
-      now_(now ? std::move(now) : [] { return std::chrono::system_clock::now(); }),
-      actor_(client_, config_, metrics_, now_) {}
+      clock_(clock ? std::move(clock) : RealClock()),
+      actor_(client_, config_, metrics_, clock_) {}
 
 Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   metrics_.reconciles++;
@@ -27,7 +27,7 @@ Result<ReconcileResult> Reconciler::Reconcile(const std::string& name) {
   if (recorder_ != nullptr && !snapshot->deleting)
     recorder_->Observe(*client_, config_.name_space, &*snapshot);
   // A pod unscheduled for the scheduling timeout is judged from the API, not the cache.
-  const auto now = now_();
+  const auto now = clock_->WallNow();
   if (Status confirmed = ConfirmUnscheduled(*client_, config_, now, &*snapshot); !confirmed.ok()) {
     metrics_.errors++;
     return confirmed;

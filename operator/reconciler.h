@@ -33,8 +33,9 @@ struct ReconcileResult {
 
 class Reconciler {
  public:
+  // `clock` (null: the real one) gives the time validations see (its WallNow).
   Reconciler(std::shared_ptr<kube::Client> client, Caches caches, ReconcilerConfig config,
-             std::function<std::chrono::system_clock::time_point()> now = nullptr);
+             std::shared_ptr<perfgate::Clock> clock = nullptr);
 
   // One reconcile of the validation `name`. Blocking (API calls); thread-safe for distinct
   // names (the work queue never hands one name to two workers). An error means "retry with
@@ -50,7 +51,7 @@ class Reconciler {
   std::shared_ptr<kube::Client> client_;
   Caches caches_;
   ReconcilerConfig config_;
-  std::function<std::chrono::system_clock::time_point()> now_;
+  std::shared_ptr<perfgate::Clock> clock_;
   ReconcileMetrics metrics_;
   Actor actor_;
   std::shared_ptr<Recorder> recorder_;

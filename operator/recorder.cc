@@ -28,15 +28,14 @@ Result<v1alpha1::Report> ReportOf(const Json& result) {
 
 }  // namespace
 
-Recorder::Recorder(RecorderOptions options,
-                   std::function<std::chrono::steady_clock::time_point()> now)
+Recorder::Recorder(RecorderOptions options, std::shared_ptr<perfgate::Clock> clock)
     : options_(std::move(options)),
-      now_(now ? std::move(now) : [] { return std::chrono::steady_clock::now(); }),
+      clock_(clock ? std::move(clock) : RealClock()),
       spool_(options_.spool_dir.empty() ? store::DefaultSpoolDir(options_.url)
                                         : options_.spool_dir) {}
 
 void Recorder::EnsureOpen() {
-  if (store_ != nullptr || now_() < next_open_) return;
+  if (store_ != nullptr || clock_->Now() < next_open_) return;
   auto opened = store::Open(options_.url);
   if (!opened.ok()) {
     Failed(opened.status());
@@ -53,7 +52,7 @@ void Recorder::Failed(const Status& st) {
   error_ = st.message();
   if (Recoverable(st) || store_ == nullptr) {
     store_.reset();
-    next_open_ = now_() + options_.reopen_after;
+    next_open_ = clock_->Now() + options_.reopen_after;
   }
 }
 

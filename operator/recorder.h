@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/verdict.h"
 #include "operator/actions.h"
 #include "operator/snapshot.h"
@@ -32,8 +33,8 @@ struct RecorderOptions {
 
 class Recorder {
  public:
-  explicit Recorder(RecorderOptions options,
-                    std::function<std::chrono::steady_clock::time_point()> now = nullptr);
+  // `clock` (null: the real one) paces the store's reopening (its Now).
+  explicit Recorder(RecorderOptions options, std::shared_ptr<perfgate::Clock> clock = nullptr);
 
   // Observe: writes what waits in the spool, then fills s->store: the store's state, the
   // history of every node with a result in the current run (read once per run and node) and
@@ -67,7 +68,7 @@ class Recorder {
                           StoreView* view);
 
   RecorderOptions options_;
-  std::function<std::chrono::steady_clock::time_point()> now_;
+  std::shared_ptr<perfgate::Clock> clock_;
   std::mutex mu_;
   std::unique_ptr<store::Store> store_;
   std::string describe_;

@@ -185,17 +185,16 @@ bool RetryableWriteError(const Status& status) {
 
 Status RetryResultWrite(
     const std::function<Status()>& attempt, std::chrono::milliseconds timeout,
-    const WriteBackoff& backoff, const std::function<std::chrono::steady_clock::time_point()>& now,
-    const std::function<void(std::chrono::milliseconds)>& sleep, uint64_t jitter_seed,
+    const WriteBackoff& backoff, Clock& clock, uint64_t jitter_seed,
     const std::function<void(int, const Status&, std::chrono::milliseconds)>& on_retry) {
-  const auto deadline = now() + timeout;
+  const auto deadline = clock.Now() + timeout;
   std::mt19937_64 rng(jitter_seed);
   std::chrono::milliseconds step = backoff.initial;
   for (int n = 1;; ++n) {
     Status st = attempt();
     if (st.ok() || st.code() == Code::kAlreadyExists) return Status::Ok();
     if (!RetryableWriteError(st)) return st;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
     if (left.count() <= 0) {
       return Status(st.code(), st.message() + " (gave up after " + std::to_string(n) +
                                    " attempts in " + std::to_string(timeout.count() / 1000) +
@@ -204,7 +203,7 @@ Status RetryResultWrite(
     std::uniform_int_distribution<int64_t> half(step.count() / 2, step.count());
     const auto wait = std::min(std::chrono::milliseconds(half(rng)), left);
     if (on_retry) on_retry(n, st, wait);
-    sleep(wait);
+    clock.SleepFor(wait, nullptr);
     step = std::min(step * 2, backoff.max);
   }
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "perfgate/v1alpha1/report.pb.h"
 
@@ -80,13 +81,11 @@ struct WriteBackoff {
 // Calls `attempt` until it succeeds (kAlreadyExists counts: the name is deterministic, so the
 // object is ours from an earlier attempt whose answer was lost), fails with an error that
 // RetryableWriteError refuses, or `timeout` has passed (the last wait is cut to end at it);
-// then returns the last error. `now` reads a monotonic clock; `sleep` waits (a test's fake
-// advances its clock); `on_retry` hears each failure that will be retried, with the wait.
-// Blocking.
+// then returns the last error. It waits on `clock` (a test's fake advances its time);
+// `on_retry` hears each failure that will be retried, with the wait. Blocking.
 Status RetryResultWrite(
     const std::function<Status()>& attempt, std::chrono::milliseconds timeout,
-    const WriteBackoff& backoff, const std::function<std::chrono::steady_clock::time_point()>& now,
-    const std::function<void(std::chrono::milliseconds)>& sleep, uint64_t jitter_seed,
+    const WriteBackoff& backoff, Clock& clock, uint64_t jitter_seed,
     const std::function<void(int attempt, const Status& error, std::chrono::milliseconds wait)>&
         on_retry = nullptr);
 

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -39,14 +38,12 @@ Status CreateRetrying(kube::Client& client, const kube::GroupVersionResource& gv
       *uid = created->value("metadata", nlohmann::json::object()).value("uid", "");
     return Status::Ok();
   };
-  auto now = [] { return std::chrono::steady_clock::now(); };
-  auto sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   auto on_retry = [&](int n, const Status& error, std::chrono::milliseconds wait) {
     std::cerr << "perfgate-worker: writing " << what << " failed (attempt " << n
               << "): " << error.message() << "; retrying in " << wait.count() << " ms\n";
   };
   const uint64_t seed = std::hash<std::string>{}(what) ^ static_cast<uint64_t>(getpid());
-  return RetryResultWrite(attempt, timeout, WriteBackoff{}, now, sleep, seed, on_retry);
+  return RetryResultWrite(attempt, timeout, WriteBackoff{}, *RealClock(), seed, on_retry);
 }
 
 }  // namespace
@@ -85,14 +82,12 @@ Status WritePerfResult(const ClusterTarget& target, const v1alpha1::Report& repo
     }
     return Status::Ok();
   };
-  auto now = [] { return std::chrono::steady_clock::now(); };
-  auto sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   auto on_retry = [&](int n, const Status& error, std::chrono::milliseconds wait) {
     std::cerr << "perfgate-worker: writing PerfResult " << t.result_name << " failed (attempt " << n
               << "): " << error.message() << "; retrying in " << wait.count() << " ms\n";
   };
   const uint64_t seed = std::hash<std::string>{}(t.result_name) ^ static_cast<uint64_t>(getpid());
-  return RetryResultWrite(attempt, t.result_write_timeout, WriteBackoff{}, now, sleep, seed,
+  return RetryResultWrite(attempt, t.result_write_timeout, WriteBackoff{}, *RealClock(), seed,
                           on_retry);
 }
 

@@ -210,7 +210,7 @@ Result<int> RunSamples(const TargetContext& ctx, kernels::TestRun& run,
                        const std::map<std::string, std::string>& units,
                        verdict::MetricSamples* samples, std::string* stop) {
   const PlannedTest& t = *ctx.test;
-  const double sampling_start = ctx.options->now_seconds();
+  const double sampling_start = ctx.options->clock->NowSeconds();
   verdict::Assessment assessment;
   int n = 0;
   const std::string& shown = t.thresholds.empty()
@@ -228,7 +228,8 @@ Result<int> RunSamples(const TargetContext& ctx, kernels::TestRun& run,
     }
     ctx.progress->Target(ctx.target.Name(), state);
 
-    const bool out_of_time = ctx.options->now_seconds() - sampling_start >= t.sampling.max_seconds;
+    const bool out_of_time =
+        ctx.options->clock->NowSeconds() - sampling_start >= t.sampling.max_seconds;
     if (!t.sampling.fixed) {
       assessment = verdict::Assess(t.thresholds, *samples, t.sampling, ctx.budget, units, false);
     }
@@ -308,7 +309,7 @@ verdict::Judgement JudgeBounds(const PlannedTest& t, const verdict::Assessment& 
 
 v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   const PlannedTest& t = *ctx.test;
-  const auto now = ctx.options->now_seconds;
+  const auto now = [&clock = *ctx.options->clock] { return clock.NowSeconds(); };
   const std::string label = t.name + " [" + ctx.target.Name() + "]";
   v1alpha1::TestResult r;
   r.set_name(t.name);
@@ -559,12 +560,7 @@ void JudgeNode(const Plan& plan, v1alpha1::Report* report) {
 
 v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
   RunOptions options = in_options;
-  if (!options.now_seconds) {
-    options.now_seconds = [] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-          .count();
-    };
-  }
+  if (!options.clock) options.clock = RealClock();
   Progress progress(options.progress, options.progress_columns);
   v1alpha1::Report report;
   report.set_validation(plan.validation);
@@ -592,7 +588,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
     const PlannedTest& t = plan.tests[i];
     const std::string head =
         "[" + std::to_string(i + 1) + "/" + std::to_string(plan.tests.size()) + "] " + t.name;
-    const double test_start = options.now_seconds();
+    const double test_start = options.clock->NowSeconds();
     if (targets[i].empty()) {
       auto* r = report.add_tests();
       *r = WithoutGpus(t, gpus.problem);
@@ -603,7 +599,7 @@ v1alpha1::Report RunPlan(const Plan& plan, const RunOptions& in_options) {
     const verdict::ErrorBudget budget = verdict::SplitBudget(t.sampling.confidence, checks);
     std::vector<v1alpha1::TestResult> results =
         RunOnTargets(t, targets[i], budget, options, &progress);
-    progress.EndTest(head + ": " + TestEndText(results, options.now_seconds() - test_start));
+    progress.EndTest(head + ": " + TestEndText(results, options.clock->NowSeconds() - test_start));
     for (auto& r : results) *report.add_tests() = std::move(r);
   }
   JudgeNode(plan, &report);

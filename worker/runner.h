@@ -4,9 +4,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <vector>
 
+#include "common/clock.h"
 #include "core/plan.h"
 #include "kernels/devices.h"
 #include "perfgate/v1alpha1/report.pb.h"
@@ -23,8 +25,8 @@ struct RunOptions {
   int progress_columns = 0;
   // Raw samples kept per metric in the report.
   int sample_cap = 16;
-  // Seconds on a monotonic clock (injectable for tests).
-  std::function<double()> now_seconds;
+  // The clock the sampling budget and each test's seconds are measured on; null: RealClock().
+  std::shared_ptr<Clock> clock;
   // GPU discovery (injectable for tests).
   std::function<Result<std::vector<kernels::GpuDevice>>()> list_gpus = kernels::ListCudaDevices;
   // The identity block (host, CPU, GPUs); filled by FillIdentity() unless tests replace it.

@@ -1,26 +1,9 @@
 #include "kernels/nccl/watchdog.h"
 
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 namespace perfgate::kernels::nccl {
 namespace {
-
-class SteadyClockImpl final : public Clock {
- public:
-  double NowSeconds() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  void Sleep(double seconds) override {
-    if (seconds <= 0) {
-      std::this_thread::yield();
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  }
-};
 
 std::string Seconds(double s) {
   char buffer[32];
@@ -30,14 +13,10 @@ std::string Seconds(double s) {
 
 }  // namespace
 
-Clock& SteadyClock() {
-  static SteadyClockImpl clock;
-  return clock;
-}
-
 Status WaitWithWatchdog(const std::string& what, const WatchdogOptions& options,
                         const std::function<Result<bool>()>& poll,
-                        const std::function<void(const std::string& reason)>& abort, Clock& clock) {
+                        const std::function<void(const std::string& reason)>& abort,
+                        perfgate::Clock& clock) {
   const double start = clock.NowSeconds();
   while (true) {
     Result<bool> done = poll();
@@ -50,7 +29,7 @@ Status WaitWithWatchdog(const std::string& what, const WatchdogOptions& options,
       abort(reason);
       return DeadlineExceeded(reason);
     }
-    clock.Sleep(options.poll_interval_seconds);
+    clock.SleepSeconds(options.poll_interval_seconds);
   }
 }
 

@@ -9,21 +9,10 @@
 #include <functional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/result.h"
 
 namespace perfgate::kernels::nccl {
-
-class Clock {
- public:
-  virtual ~Clock() = default;
-  // Monotonic seconds from an arbitrary origin. Thread-safe.
-  virtual double NowSeconds() = 0;
-  // Waits about `seconds` (0: just yields). Blocking; thread-safe.
-  virtual void Sleep(double seconds) = 0;
-};
-
-// std::chrono::steady_clock and std::this_thread.
-Clock& SteadyClock();
 
 struct WatchdogOptions {
   double timeout_seconds = 300;
@@ -40,6 +29,6 @@ struct WatchdogOptions {
 Status WaitWithWatchdog(const std::string& what, const WatchdogOptions& options,
                         const std::function<Result<bool>()>& poll,
                         const std::function<void(const std::string& reason)>& abort,
-                        Clock& clock = SteadyClock());
+                        perfgate::Clock& clock = *RealClock());
 
 }  // namespace perfgate::kernels::nccl

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "kube/clock.h"
+#include "common/clock.h"
 #include "kube/transport.h"
 
 namespace perfgate::kube::testing {

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -316,13 +317,22 @@ TEST(NcclLog, DebugFileNameExpandsHostAndPid) {
 
 // ---- watchdog -----------------------------------------------------------------------------------
 
-class FakeClock final : public Clock {
+// Time moves only by sleeping; a sleep of 0 (a poll without a pause) costs a millisecond.
+class FakeClock final : public perfgate::Clock {
  public:
-  double NowSeconds() override { return now_; }
-  void Sleep(double seconds) override { now_ += seconds > 0 ? seconds : 0.001; }
+  std::chrono::steady_clock::time_point Now() const override {
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(now_ns_));
+  }
+  std::chrono::system_clock::time_point WallNow() const override {
+    return std::chrono::system_clock::time_point(std::chrono::nanoseconds(now_ns_));
+  }
+  bool SleepFor(std::chrono::nanoseconds duration, const perfgate::Cancellation*) override {
+    now_ns_ += duration.count() > 0 ? duration.count() : 1'000'000;
+    return true;
+  }
 
  private:
-  double now_ = 1000;
+  int64_t now_ns_ = 1000'000'000'000;
 };
 
 TEST(Watchdog, NeverDoneIsAbortedOnceAtTheDeadlineWithTheReason) {

@@ -261,7 +261,7 @@ TEST_F(ApiTest, ObserveReadsNoHolderOfAClaimOnANodeItDoesNotSelect) {
 // a 409 nor reads the node again.
 TEST_F(ApiTest, ASecondNodeEditStartsFromTheFirstWriteNotTheLaggingCache) {
   ReconcileMetrics metrics;
-  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Actor actor(client_, config_, metrics, WallClockAt(kT0));
   Snapshot s = SnapshotOfV();
   Json cached = Node("node-0");
   cached["metadata"]["resourceVersion"] = "10";
@@ -289,8 +289,8 @@ TEST_F(ApiTest, ASecondNodeEditStartsFromTheFirstWriteNotTheLaggingCache) {
 // kept for the status meanwhile.
 TEST_F(ApiTest, ARefusedEvictionIsAskedAgainOnlyEveryTwoSeconds) {
   ReconcileMetrics metrics;
-  auto now = kT0;
-  Actor actor(client_, config_, metrics, [&now] { return now; });
+  auto clock = WallClockAt(kT0);
+  Actor actor(client_, config_, metrics, clock);
   const std::string refusal = R"({"kind": "Status", "apiVersion": "v1", "status": "Failure",
       "message": "Cannot evict pod as it would violate the pod's disruption budget.",
       "reason": "TooManyRequests", "code": 429,
@@ -310,7 +310,7 @@ TEST_F(ApiTest, ARefusedEvictionIsAskedAgainOnlyEveryTwoSeconds) {
   // Ten reconciles in 1.9 s (node and pod events wake it): one eviction asked.
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
-    now += std::chrono::milliseconds(190);
+    clock->now += std::chrono::milliseconds(190);
   }
   EXPECT_EQ(evictions(), 1);
   const auto refused = actor.EvictionsRefused("v");
@@ -319,13 +319,13 @@ TEST_F(ApiTest, ARefusedEvictionIsAskedAgainOnlyEveryTwoSeconds) {
             std::string::npos)
       << refused.at("ml/train-0");
   // 2 s after the refusal: asked again, and again only 2 s after that one.
-  now = kT0 + std::chrono::seconds(2);
+  clock->now = kT0 + std::chrono::seconds(2);
   ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
   EXPECT_EQ(evictions(), 2);
-  now += std::chrono::milliseconds(1500);
+  clock->now += std::chrono::milliseconds(1500);
   ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
   EXPECT_EQ(evictions(), 2);
-  now += std::chrono::milliseconds(500);
+  clock->now += std::chrono::milliseconds(500);
   ASSERT_TRUE(actor.Apply(SnapshotOfV(), d).ok());
   EXPECT_EQ(evictions(), 3);
   EXPECT_EQ(actor.EvictionsRefused("v").size(), 1u);
@@ -335,7 +335,7 @@ TEST_F(ApiTest, ARefusedEvictionIsAskedAgainOnlyEveryTwoSeconds) {
 // node's claimed after it; the reconcile is told to look again soon.
 TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
   ReconcileMetrics metrics;
-  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Actor actor(client_, config_, metrics, WallClockAt(kT0));
   Snapshot s = SnapshotOfV();
   Decision d;
   for (const std::string node : {"node-0", "node-1", "node-2"}) {
@@ -368,7 +368,7 @@ TEST_F(ApiTest, ApplyCreatesNoPodOnANodeWhoseClaimWasLost) {
 // them, the expectation ends.
 TEST_F(ApiTest, NoSecondPostFromAStaleCacheAfterTheStatusWrite) {
   ReconcileMetrics metrics;
-  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Actor actor(client_, config_, metrics, WallClockAt(kT0));
   Snapshot s = SnapshotOfV();
   Decision d;
   d.results.push_back({{{"metadata", {{"name", "v-g1-node-1"}}}}, ""});
@@ -395,7 +395,7 @@ TEST_F(ApiTest, NoSecondPostFromAStaleCacheAfterTheStatusWrite) {
 
 TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
   ReconcileMetrics metrics;
-  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Actor actor(client_, config_, metrics, WallClockAt(kT0));
   const Json v = Validation(Spec(), {{"run", "g1"}});
   EXPECT_TRUE(actor.Report(v, v["status"]).ok());
   EXPECT_TRUE(transport_->requests().empty());
@@ -413,7 +413,7 @@ TEST_F(ApiTest, ReportWritesOnlyAChangedStatus) {
 TEST_F(ApiTest, ApplyWritesInOrderAndGivesAGangOnePort) {
   config_.gang_rendezvous_host = "127.0.0.1";
   ReconcileMetrics metrics;
-  Actor actor(client_, config_, metrics, [] { return kT0; });
+  Actor actor(client_, config_, metrics, WallClockAt(kT0));
   Snapshot s = SnapshotOfV();
   Decision d;
   d.results.push_back({{{"metadata", {{"name", "v-g1-node-0"}}}}, "v-g1-node-0"});

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/termination.h"
+#include "tests/kube/fakes.h"
 
 namespace perfgate::worker {
 namespace {
@@ -68,24 +69,24 @@ TEST(WorkerCluster, PerfResultIsLabelledAndOwnedByItsValidation) {
 class ResultWriteRetry : public ::testing::Test {
  protected:
   using ms = std::chrono::milliseconds;
-  std::chrono::steady_clock::time_point now_{std::chrono::hours(1)};
-  std::vector<ms> waits_;
+  kube::testing::FakeClock clock_;
   std::vector<std::chrono::steady_clock::time_point> attempts_;
+
+  // The waits between attempts, as the clock saw them.
+  std::vector<ms> Waits() const {
+    std::vector<ms> out;
+    for (auto d : clock_.sleeps()) out.push_back(std::chrono::duration_cast<ms>(d));
+    return out;
+  }
 
   // Answers `failure` until `outage` has passed since the first attempt, then `then`.
   Status Write(Status failure, ms outage, Status then, ms timeout) {
-    const auto start = now_;
+    const auto start = clock_.Now();
     auto attempt = [&]() -> Status {
-      attempts_.push_back(now_);
-      return now_ - start < outage ? failure : then;
+      attempts_.push_back(clock_.Now());
+      return clock_.Now() - start < outage ? failure : then;
     };
-    return RetryResultWrite(
-        attempt, timeout, WriteBackoff{}, [&] { return now_; },
-        [&](ms d) {
-          waits_.push_back(d);
-          now_ += d;
-        },
-        /*jitter_seed=*/42);
+    return RetryResultWrite(attempt, timeout, WriteBackoff{}, clock_, /*jitter_seed=*/42);
   }
 };
 
@@ -93,10 +94,11 @@ TEST_F(ResultWriteRetry, TwentySecondsOf500AreWaitedOut) {
   Status st = Write(Unavailable("POST /apis/perfgate.io/v1alpha1/namespaces/x/perfresults: 500"),
                     std::chrono::seconds(20), Status::Ok(), std::chrono::minutes(5));
   ASSERT_TRUE(st.ok()) << st.ToString();
-  ASSERT_GE(waits_.size(), 4u);
+  const std::vector<ms> waits = Waits();
+  ASSERT_GE(waits.size(), 4u);
   // Exponential with jitter: each wait in the upper half of 0.5 s, 1 s, 2 s, ... capped at 16 s.
   ms step{500};
-  for (ms w : waits_) {
+  for (ms w : waits) {
     EXPECT_GE(w, step / 2);
     EXPECT_LE(w, step);
     step = std::min(step * 2, ms(16000));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <sstream>
@@ -148,11 +149,25 @@ TEST(Runner, OnTheBoundRunsToTheCapAndSaysInconclusive) {
   EXPECT_EQ(RunOne(Planned(test, 50), Options(0), 0, allow).verdict(), v1alpha1::PASS);
 }
 
+// A clock on which every look at the time costs a second.
+class TickingClock final : public Clock {
+ public:
+  std::chrono::steady_clock::time_point Now() const override {
+    return std::chrono::steady_clock::time_point(std::chrono::seconds(++looks_));
+  }
+  std::chrono::system_clock::time_point WallNow() const override {
+    return std::chrono::system_clock::time_point(std::chrono::seconds(looks_));
+  }
+  bool SleepFor(std::chrono::nanoseconds, const Cancellation*) override { return true; }
+
+ private:
+  mutable int64_t looks_ = 0;
+};
+
 TEST(Runner, StopsAtMaxSeconds) {
   FakeTest test(kernels::Scope::kHost, Around(50, 0.05));
   RunOptions o = Options(0);
-  auto t = std::make_shared<double>(0);
-  o.now_seconds = [t] { return *t += 1.0; };  // every look costs a second
+  o.clock = std::make_shared<TickingClock>();  // every look costs a second
   PlannedTest p = Planned(test, 50);
   p.sampling.max_seconds = 8;
   Report r = RunOne(p, o);

@@ -1,10 +1,10 @@
-#include "kube/clock.h"
+#include "common/clock.h"
 
 #include <thread>
 #include <utility>
 #include <vector>
 
-namespace perfgate::kube {
+namespace perfgate {
 
 void Cancellation::Cancel() {
   std::map<uint64_t, std::function<void()>> callbacks;
@@ -58,7 +58,11 @@ class SystemClock final : public Clock {
   }
   bool SleepFor(std::chrono::nanoseconds duration, const Cancellation* cancel) override {
     if (cancel == nullptr) {
-      if (duration.count() > 0) std::this_thread::sleep_for(duration);
+      if (duration.count() > 0) {
+        std::this_thread::sleep_for(duration);
+      } else {
+        std::this_thread::yield();
+      }
       return true;
     }
     if (duration.count() <= 0) return !cancel->cancelled();
@@ -73,4 +77,4 @@ std::shared_ptr<Clock> RealClock() {
   return clock;
 }
 
-}  // namespace perfgate::kube
+}  // namespace perfgate

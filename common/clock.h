@@ -1,5 +1,7 @@
-// Time and cancellation behind small interfaces, so backoff, rate limiting,
-// resync, the work queue and leader election can be tested without sleeping.
+// Time and cancellation behind small interfaces: the one clock every timed part of perfgate
+// takes (the Kubernetes client's backoff, rate limiting, resync, work queue and leader
+// election; the operator's view of the time; the worker's sampling budget and result-write
+// retries; the NCCL watchdog), so tests drive time instead of sleeping.
 #pragma once
 
 #include <chrono>
@@ -10,7 +12,7 @@
 #include <memory>
 #include <mutex>
 
-namespace perfgate::kube {
+namespace perfgate {
 
 // A one-shot cancellation flag shared by the canceller and the cancelled (a
 // watch, a backoff sleep, an elector's loop). Thread-safe.
@@ -55,9 +57,20 @@ class Clock {
   // false when cancelled. A fake clock advances its time by `duration` and
   // returns at once.
   virtual bool SleepFor(std::chrono::nanoseconds duration, const Cancellation* cancel) = 0;
+
+  // Now() in seconds from the clock's origin, for intervals kept as numbers. Non-blocking.
+  double NowSeconds() const {
+    return std::chrono::duration<double>(Now().time_since_epoch()).count();
+  }
+  // SleepFor(seconds) without a cancellation; 0 or less yields the thread. Blocking.
+  void SleepSeconds(double seconds) {
+    SleepFor(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::duration<double>(seconds > 0 ? seconds : 0)),
+             nullptr);
+  }
 };
 
 // The process-wide real clock (steady_clock / system_clock). Never null.
 std::shared_ptr<Clock> RealClock();
 
-}  // namespace perfgate::kube
+}  // namespace perfgate
