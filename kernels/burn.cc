@@ -35,6 +35,44 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What NVML showed during one window: the mean SM clock and power, the hottest reading, and
+// every clock event reason seen.
+struct WindowTelemetry {
+  double clock_sum = 0;
+  double power_sum = 0;
+  double temperature_max = 0;
+  int clock_n = 0;
+  int power_n = 0;
+  int temperature_n = 0;
+  std::uint64_t reasons = 0;
+  bool reasons_read = false;
+
+  void Add(const nvml::Telemetry& t) {
+    if (t.sm_clock_mhz) {
+      clock_sum += *t.sm_clock_mhz;
+      ++clock_n;
+    }
+    if (t.power_w) {
+      power_sum += *t.power_w;
+      ++power_n;
+    }
+    if (t.temperature_c) {
+      temperature_max = std::max(temperature_max, *t.temperature_c);
+      ++temperature_n;
+    }
+    if (t.clocks_event_reasons) {
+      reasons |= *t.clocks_event_reasons;
+      reasons_read = true;
+    }
+  }
+  void Fill(Sample* sample) const {
+    if (clock_n > 0) (*sample)["smClockMHz"] = clock_sum / clock_n;
+    if (power_n > 0) (*sample)["powerW"] = power_sum / power_n;
+    if (temperature_n > 0) (*sample)["temperatureC"] = temperature_max;
+    if (reasons_read) (*sample)["hardwareSlowdown"] = nvml::IsHardwareSlowdown(reasons) ? 1 : 0;
+  }
+};
+
 class BurnRun final : public TestRun {
  public:
   BurnRun(std::unique_ptr<cuda::GemmRunner> runner, gpu::GemmDtypeInfo dtype, std::int64_t m,
@@ -56,14 +94,7 @@ class BurnRun final : public TestRun {
     std::int64_t matmuls = 0;
     std::int64_t wrong = 0;
     Clock::time_point last_probe = start - std::chrono::seconds(1);
-    double clock_sum = 0;
-    double power_sum = 0;
-    double temperature_max = 0;
-    int clock_n = 0;
-    int power_n = 0;
-    int temperature_n = 0;
-    std::uint64_t reasons = 0;
-    bool reasons_read = false;
+    WindowTelemetry seen;
     const double tolerance = gpu::BurnRelativeTolerance(dtype_);
     double busy_seconds = 0;
     int passes = 1;
@@ -82,23 +113,7 @@ class BurnRun final : public TestRun {
                                       kCallSeconds);
       if (nvml_ != nullptr && Clock::now() - last_probe >= std::chrono::milliseconds(250)) {
         last_probe = Clock::now();
-        const nvml::Telemetry t = nvml::ReadTelemetry(*nvml_, nvml_device_);
-        if (t.sm_clock_mhz) {
-          clock_sum += *t.sm_clock_mhz;
-          ++clock_n;
-        }
-        if (t.power_w) {
-          power_sum += *t.power_w;
-          ++power_n;
-        }
-        if (t.temperature_c) {
-          temperature_max = std::max(temperature_max, *t.temperature_c);
-          ++temperature_n;
-        }
-        if (t.clocks_event_reasons) {
-          reasons |= *t.clocks_event_reasons;
-          reasons_read = true;
-        }
+        seen.Add(nvml::ReadTelemetry(*nvml_, nvml_device_));
       }
     }
     const double tflops =
@@ -119,17 +134,14 @@ class BurnRun final : public TestRun {
           std::to_string(wrong) + " wrong elements, matmuls " +
           gpu::FormatFixed(busy_seconds > 0 ? 100 * gpu_seconds / busy_seconds : 0, 1) +
           "% of the GPU time (the rest: comparisons)" +
-          (reasons_read ? ", clock events: " + JoinReasons(reasons) : "");
+          (seen.reasons_read ? ", clock events: " + JoinReasons(seen.reasons) : "");
     }
     Sample sample;
     sample["tflops"] = tflops;
     sample["tflopsDropPercent"] =
         *first_tflops_ > 0 ? (*first_tflops_ - tflops) / *first_tflops_ * 100.0 : 0.0;
     sample["computeErrorCount"] = static_cast<double>(wrong);
-    if (clock_n > 0) sample["smClockMHz"] = clock_sum / clock_n;
-    if (power_n > 0) sample["powerW"] = power_sum / power_n;
-    if (temperature_n > 0) sample["temperatureC"] = temperature_max;
-    if (reasons_read) sample["hardwareSlowdown"] = nvml::IsHardwareSlowdown(reasons) ? 1 : 0;
+    seen.Fill(&sample);
     return sample;
   }
 

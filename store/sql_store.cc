@@ -291,6 +291,76 @@ void AddMetricFilter(const MetricQuery& q, const std::string& m, Where* w) {
   w->Eq(m + ".metric", q.metric);
 }
 
+// One metric_summaries row: a test's metric and its summary.
+std::vector<Value> MetricRow(int64_t id, const v1alpha1::TestResult& t, const std::string& verdict,
+                             const v1alpha1::MetricResult& m) {
+  const auto& s = m.summary();
+  return {id,
+          t.name(),
+          t.device(),
+          m.name(),
+          t.type(),
+          verdict,
+          m.unit(),
+          static_cast<int64_t>(m.higherisbetter() ? 1 : 0),
+          static_cast<int64_t>(s.n()),
+          s.mean(),
+          s.median(),
+          s.stddev(),
+          s.min(),
+          s.max(),
+          s.p05(),
+          s.p95(),
+          s.cv(),
+          Low(s.meanci()),
+          High(s.meanci()),
+          Low(s.medianci()),
+          High(s.medianci()),
+          static_cast<int64_t>(s.outliers()),
+          SamplesText(m.samples())};
+}
+
+// The rows of a result's tests, their metrics and their thresholds' verdicts.
+Status InsertTests(sql::Connection& conn, int64_t id, const v1alpha1::Report& rep) {
+  BatchInsert tests(conn,
+                    "INSERT INTO test_results (result_id, test, device, test_type, verdict, "
+                    "reason, stop_reason, warmup_samples, samples, seconds, parameters, "
+                    "details)",
+                    12);
+  BatchInsert metrics(
+      conn,
+      "INSERT INTO metric_summaries (result_id, test, device, metric, test_type, "
+      "test_verdict, unit, higher_is_better, n, mean, median, stddev, min_value, max_value, "
+      "p05, p95, cv, mean_ci_low, mean_ci_high, median_ci_low, median_ci_high, outliers, "
+      "samples)",
+      23);
+  BatchInsert thresholds(conn,
+                         "INSERT INTO threshold_verdicts (result_id, test, device, position, "
+                         "metric, statistic, op, bound, observed, interval_low, "
+                         "interval_high, verdict, reason)",
+                         13);
+  for (const auto& t : rep.tests()) {
+    const std::string verdict = report::VerdictName(t.verdict());
+    RETURN_IF_ERROR(
+        tests.Add({id, t.name(), t.device(), t.type(), verdict, t.reason(), t.stopreason(),
+                   static_cast<int64_t>(t.warmupsamples()), static_cast<int64_t>(t.samples()),
+                   t.seconds(), MapJson(t.parameters()), MapJson(t.details())}));
+    for (const auto& m : t.metrics()) RETURN_IF_ERROR(metrics.Add(MetricRow(id, t, verdict, m)));
+    for (int i = 0; i < t.thresholds_size(); ++i) {
+      const auto& th = t.thresholds(i);
+      RETURN_IF_ERROR(
+          thresholds.Add({id, t.name(), t.device(), static_cast<int64_t>(i),
+                          th.threshold().metric(), th.threshold().statistic(), th.threshold().op(),
+                          th.bound(), th.observed(), Low(th.interval()), High(th.interval()),
+                          report::VerdictName(th.verdict()), th.reason()}));
+    }
+  }
+  RETURN_IF_ERROR(tests.Flush());
+  RETURN_IF_ERROR(metrics.Flush());
+  RETURN_IF_ERROR(thresholds.Flush());
+  return Status::Ok();
+}
+
 class SqlStore final : public Store {
  public:
   explicit SqlStore(std::unique_ptr<sql::Connection> conn) : conn_(std::move(conn)) {}
@@ -350,67 +420,7 @@ class SqlStore final : public Store {
       for (const auto& [k, v] : IdentityRows(rep)) RETURN_IF_ERROR(identity.Add({id, k, v}));
       RETURN_IF_ERROR(identity.Flush());
 
-      BatchInsert tests(*conn_,
-                        "INSERT INTO test_results (result_id, test, device, test_type, verdict, "
-                        "reason, stop_reason, warmup_samples, samples, seconds, parameters, "
-                        "details)",
-                        12);
-      BatchInsert metrics(
-          *conn_,
-          "INSERT INTO metric_summaries (result_id, test, device, metric, test_type, "
-          "test_verdict, unit, higher_is_better, n, mean, median, stddev, min_value, max_value, "
-          "p05, p95, cv, mean_ci_low, mean_ci_high, median_ci_low, median_ci_high, outliers, "
-          "samples)",
-          23);
-      BatchInsert thresholds(*conn_,
-                             "INSERT INTO threshold_verdicts (result_id, test, device, position, "
-                             "metric, statistic, op, bound, observed, interval_low, "
-                             "interval_high, verdict, reason)",
-                             13);
-      for (const auto& t : rep.tests()) {
-        const std::string verdict = report::VerdictName(t.verdict());
-        RETURN_IF_ERROR(
-            tests.Add({id, t.name(), t.device(), t.type(), verdict, t.reason(), t.stopreason(),
-                       static_cast<int64_t>(t.warmupsamples()), static_cast<int64_t>(t.samples()),
-                       t.seconds(), MapJson(t.parameters()), MapJson(t.details())}));
-        for (const auto& m : t.metrics()) {
-          const auto& s = m.summary();
-          RETURN_IF_ERROR(metrics.Add({id,
-                                       t.name(),
-                                       t.device(),
-                                       m.name(),
-                                       t.type(),
-                                       verdict,
-                                       m.unit(),
-                                       static_cast<int64_t>(m.higherisbetter() ? 1 : 0),
-                                       static_cast<int64_t>(s.n()),
-                                       s.mean(),
-                                       s.median(),
-                                       s.stddev(),
-                                       s.min(),
-                                       s.max(),
-                                       s.p05(),
-                                       s.p95(),
-                                       s.cv(),
-                                       Low(s.meanci()),
-                                       High(s.meanci()),
-                                       Low(s.medianci()),
-                                       High(s.medianci()),
-                                       static_cast<int64_t>(s.outliers()),
-                                       SamplesText(m.samples())}));
-        }
-        for (int i = 0; i < t.thresholds_size(); ++i) {
-          const auto& th = t.thresholds(i);
-          RETURN_IF_ERROR(thresholds.Add({id, t.name(), t.device(), static_cast<int64_t>(i),
-                                          th.threshold().metric(), th.threshold().statistic(),
-                                          th.threshold().op(), th.bound(), th.observed(),
-                                          Low(th.interval()), High(th.interval()),
-                                          report::VerdictName(th.verdict()), th.reason()}));
-        }
-      }
-      RETURN_IF_ERROR(tests.Flush());
-      RETURN_IF_ERROR(metrics.Flush());
-      RETURN_IF_ERROR(thresholds.Flush());
+      RETURN_IF_ERROR(InsertTests(*conn_, id, rep));
       written = true;
       return Status::Ok();
     });

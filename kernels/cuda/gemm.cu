@@ -145,118 +145,9 @@ class GemmRunnerImpl final : public GemmRunner {
  public:
   Status Init(const GemmConfig& config) {
     config_ = config;
-    RETURN_IF_ERROR(RequireCudaDevice(config.device));
-    const auto info = std::find_if(gpu::GemmDtypes().begin(), gpu::GemmDtypes().end(),
-                                   [&](const auto& d) { return d.dtype == config.dtype; });
-    info_ = *info;
-    int major = 0;
-    int minor = 0;
-    PG_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
-    PG_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, config.device));
-    if (!gpu::GemmDtypeSupported(info_, major, minor)) {
-      return FailedPrecondition(std::string(info_.name) + " needs compute capability " +
-                                std::to_string(info_.min_cc / 10) + "." +
-                                std::to_string(info_.min_cc % 10) + ", device has " +
-                                std::to_string(major) + "." + std::to_string(minor));
-    }
-    if (config.m <= 0 || config.n <= 0 || config.k <= 0 || config.output_buffers < 1) {
-      return InvalidArgument("gemm shape and output_buffers must be positive");
-    }
-    const LtTypes t = TypesFor(config.dtype);
-    const std::int64_t a_count = config.k * config.m;
-    const std::int64_t b_count = config.k * config.n;
-    const std::int64_t c_count = config.m * config.n;
-    // Every copy, memset and kernel of this runner goes on stream_: cudaMemset and cudaMemcpy
-    // would go on the legacy stream, which the non-blocking stream_ does not wait for.
-    ASSIGN_OR_RETURN(stream_, Stream::Create());
-    ASSIGN_OR_RETURN(a_, DeviceBuffer::Allocate(a_count * info_.input_bytes));
-    ASSIGN_OR_RETURN(b_, DeviceBuffer::Allocate(b_count * info_.input_bytes));
-    for (int i = 0; i < config.output_buffers; ++i) {
-      ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(c_count * info_.output_bytes));
-      PG_CUDA(cudaMemsetAsync(d.get(), 0, d.bytes(), stream_.get()));
-      outputs_.push_back(std::move(d));
-    }
-    ASSIGN_OR_RETURN(workspace_, DeviceBuffer::Allocate(config.workspace_bytes));
-    ASSIGN_OR_RETURN(counter_, DeviceBuffer::Allocate(sizeof(unsigned long long)));  // NOLINT
-    {
-      std::vector<const void*> pointers;
-      for (const DeviceBuffer& d : outputs_) pointers.push_back(d.get());
-      ASSIGN_OR_RETURN(output_table_, DeviceBuffer::Allocate(sizeof(void*) * pointers.size()));
-      PG_CUDA(cudaMemcpyAsync(output_table_.get(), pointers.data(), sizeof(void*) * pointers.size(),
-                              cudaMemcpyHostToDevice, stream_.get()));
-      PG_CUDA(cudaStreamSynchronize(stream_.get()));  // `pointers` goes out of scope
-      int sms = 0;
-      PG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config.device));
-      compare_grid_ = std::max(1, sms) * 4;
-    }
-    ASSIGN_OR_RETURN(start_, Event::Create());
-    ASSIGN_OR_RETURN(stop_, Event::Create());
-    ASSIGN_OR_RETURN(gate_, LaunchGate::Create());
-
-    // Different seeds for A and B: A == B would make C symmetric-ish and easy to fake.
-    WithTypes(config.dtype, [&](auto* in, auto*) {
-      using In = std::remove_pointer_t<decltype(in)>;
-      FillNormalKernel<In>
-          <<<1024, 256, 0, stream_.get()>>>(a_.as<In>(), a_count, Mix64(config.seed));
-      FillNormalKernel<In>
-          <<<1024, 256, 0, stream_.get()>>>(b_.as<In>(), b_count, Mix64(config.seed + 1));
-    });
-    PG_CUDA(cudaGetLastError());
-    PG_CUDA(cudaStreamSynchronize(stream_.get()));
-
-    PG_LT(cublasLtCreate(lt_.out()));
-    PG_LT(cublasLtMatmulDescCreate(op_.out(), t.compute, t.scale));
-    const cublasOperation_t trans_a = CUBLAS_OP_T;
-    const cublasOperation_t trans_b = CUBLAS_OP_N;
-    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                         sizeof(trans_a)));
-    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
-                                         sizeof(trans_b)));
-    PG_LT(cublasLtMatrixLayoutCreate(a_desc_.out(), t.in, config.k, config.m, config.k));
-    PG_LT(cublasLtMatrixLayoutCreate(b_desc_.out(), t.in, config.k, config.n, config.k));
-    PG_LT(cublasLtMatrixLayoutCreate(c_desc_.out(), t.out, config.m, config.n, config.m));
-
-    LtPreference preference;
-    PG_LT(cublasLtMatmulPreferenceCreate(preference.out()));
-    const std::uint64_t workspace = static_cast<std::uint64_t>(config.workspace_bytes);
-    PG_LT(cublasLtMatmulPreferenceSetAttribute(
-        preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
-    if (config.deterministic) {
-      const std::uint32_t mask =
-          CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
-      PG_LT(cublasLtMatmulPreferenceSetAttribute(
-          preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
-    }
-    const int wanted = std::clamp(config.algo_candidates, 1, 32);
-    std::vector<cublasLtMatmulHeuristicResult_t> results(wanted);
-    int returned = 0;
-    PG_LT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), op_.get(), a_desc_.get(), b_desc_.get(),
-                                         c_desc_.get(), c_desc_.get(), preference.get(), wanted,
-                                         results.data(), &returned));
-    if (returned <= 0) {
-      return FailedPrecondition("cuBLASLt has no algorithm for " + std::string(info_.name) + " " +
-                                std::to_string(config.m) + "x" + std::to_string(config.n) + "x" +
-                                std::to_string(config.k));
-    }
-    // Heuristics rank by a model; timing the top few on the real device finds the fastest.
-    double best = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < returned; ++i) {
-      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      algo_ = results[i].algo;
-      if (!Time(1).ok()) continue;  // warm-up; an algorithm that fails here is skipped
-      auto seconds = Time(3);
-      if (seconds.ok() && *seconds < best) {
-        best = *seconds;
-        best_index_ = i;
-      }
-    }
-    if (best_index_ < 0) return Internal("every cuBLASLt candidate algorithm failed to run");
-    algo_ = results[best_index_].algo;
-    tried_ = returned;
-    // The next Time() writes buffer 0 with the chosen algorithm: Sample() and Snapshot() read
-    // buffer 0, and must not see a candidate's output.
-    next_output_ = 0;
-    return Status::Ok();
+    RETURN_IF_ERROR(CheckDevice());
+    RETURN_IF_ERROR(AllocateAndFill());
+    return PickAlgorithm();
   }
 
   Result<double> Time(int iterations) override {
@@ -394,6 +285,137 @@ class GemmRunnerImpl final : public GemmRunner {
   }
 
  private:
+  // The device is there and has the dtype's compute capability; the shape is sound.
+  Status CheckDevice() {
+    const GemmConfig& config = config_;
+    RETURN_IF_ERROR(RequireCudaDevice(config.device));
+    const auto info = std::find_if(gpu::GemmDtypes().begin(), gpu::GemmDtypes().end(),
+                                   [&](const auto& d) { return d.dtype == config.dtype; });
+    info_ = *info;
+    int major = 0;
+    int minor = 0;
+    PG_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, config.device));
+    PG_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, config.device));
+    if (!gpu::GemmDtypeSupported(info_, major, minor)) {
+      return FailedPrecondition(std::string(info_.name) + " needs compute capability " +
+                                std::to_string(info_.min_cc / 10) + "." +
+                                std::to_string(info_.min_cc % 10) + ", device has " +
+                                std::to_string(major) + "." + std::to_string(minor));
+    }
+    if (config.m <= 0 || config.n <= 0 || config.k <= 0 || config.output_buffers < 1) {
+      return InvalidArgument("gemm shape and output_buffers must be positive");
+    }
+    return Status::Ok();
+  }
+
+  // A, B (filled from the seed), the output buffers, the workspace and the events, all on
+  // stream_.
+  Status AllocateAndFill() {
+    const GemmConfig& config = config_;
+    const std::int64_t a_count = config.k * config.m;
+    const std::int64_t b_count = config.k * config.n;
+    const std::int64_t c_count = config.m * config.n;
+    // Every copy, memset and kernel of this runner goes on stream_: cudaMemset and cudaMemcpy
+    // would go on the legacy stream, which the non-blocking stream_ does not wait for.
+    ASSIGN_OR_RETURN(stream_, Stream::Create());
+    ASSIGN_OR_RETURN(a_, DeviceBuffer::Allocate(a_count * info_.input_bytes));
+    ASSIGN_OR_RETURN(b_, DeviceBuffer::Allocate(b_count * info_.input_bytes));
+    for (int i = 0; i < config.output_buffers; ++i) {
+      ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::Allocate(c_count * info_.output_bytes));
+      PG_CUDA(cudaMemsetAsync(d.get(), 0, d.bytes(), stream_.get()));
+      outputs_.push_back(std::move(d));
+    }
+    ASSIGN_OR_RETURN(workspace_, DeviceBuffer::Allocate(config.workspace_bytes));
+    ASSIGN_OR_RETURN(counter_, DeviceBuffer::Allocate(sizeof(unsigned long long)));  // NOLINT
+    {
+      std::vector<const void*> pointers;
+      for (const DeviceBuffer& d : outputs_) pointers.push_back(d.get());
+      ASSIGN_OR_RETURN(output_table_, DeviceBuffer::Allocate(sizeof(void*) * pointers.size()));
+      PG_CUDA(cudaMemcpyAsync(output_table_.get(), pointers.data(), sizeof(void*) * pointers.size(),
+                              cudaMemcpyHostToDevice, stream_.get()));
+      PG_CUDA(cudaStreamSynchronize(stream_.get()));  // `pointers` goes out of scope
+      int sms = 0;
+      PG_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config.device));
+      compare_grid_ = std::max(1, sms) * 4;
+    }
+    ASSIGN_OR_RETURN(start_, Event::Create());
+    ASSIGN_OR_RETURN(stop_, Event::Create());
+    ASSIGN_OR_RETURN(gate_, LaunchGate::Create());
+
+    // Different seeds for A and B: A == B would make C symmetric-ish and easy to fake.
+    WithTypes(config.dtype, [&](auto* in, auto*) {
+      using In = std::remove_pointer_t<decltype(in)>;
+      FillNormalKernel<In>
+          <<<1024, 256, 0, stream_.get()>>>(a_.as<In>(), a_count, Mix64(config.seed));
+      FillNormalKernel<In>
+          <<<1024, 256, 0, stream_.get()>>>(b_.as<In>(), b_count, Mix64(config.seed + 1));
+    });
+    PG_CUDA(cudaGetLastError());
+    PG_CUDA(cudaStreamSynchronize(stream_.get()));
+
+    return Status::Ok();
+  }
+
+  // cuBLASLt's descriptors for the shape, and the fastest of its candidate algorithms, timed
+  // on this device.
+  Status PickAlgorithm() {
+    const GemmConfig& config = config_;
+    const LtTypes t = TypesFor(config.dtype);
+    PG_LT(cublasLtCreate(lt_.out()));
+    PG_LT(cublasLtMatmulDescCreate(op_.out(), t.compute, t.scale));
+    const cublasOperation_t trans_a = CUBLAS_OP_T;
+    const cublasOperation_t trans_b = CUBLAS_OP_N;
+    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                         sizeof(trans_a)));
+    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                         sizeof(trans_b)));
+    PG_LT(cublasLtMatrixLayoutCreate(a_desc_.out(), t.in, config.k, config.m, config.k));
+    PG_LT(cublasLtMatrixLayoutCreate(b_desc_.out(), t.in, config.k, config.n, config.k));
+    PG_LT(cublasLtMatrixLayoutCreate(c_desc_.out(), t.out, config.m, config.n, config.m));
+
+    LtPreference preference;
+    PG_LT(cublasLtMatmulPreferenceCreate(preference.out()));
+    const std::uint64_t workspace = static_cast<std::uint64_t>(config.workspace_bytes);
+    PG_LT(cublasLtMatmulPreferenceSetAttribute(
+        preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+    if (config.deterministic) {
+      const std::uint32_t mask =
+          CUBLASLT_REDUCTION_SCHEME_MASK & ~CUBLASLT_REDUCTION_SCHEME_INPLACE;
+      PG_LT(cublasLtMatmulPreferenceSetAttribute(
+          preference.get(), CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask)));
+    }
+    const int wanted = std::clamp(config.algo_candidates, 1, 32);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(wanted);
+    int returned = 0;
+    PG_LT(cublasLtMatmulAlgoGetHeuristic(lt_.get(), op_.get(), a_desc_.get(), b_desc_.get(),
+                                         c_desc_.get(), c_desc_.get(), preference.get(), wanted,
+                                         results.data(), &returned));
+    if (returned <= 0) {
+      return FailedPrecondition("cuBLASLt has no algorithm for " + std::string(info_.name) + " " +
+                                std::to_string(config.m) + "x" + std::to_string(config.n) + "x" +
+                                std::to_string(config.k));
+    }
+    // Heuristics rank by a model; timing the top few on the real device finds the fastest.
+    double best = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < returned; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      algo_ = results[i].algo;
+      if (!Time(1).ok()) continue;  // warm-up; an algorithm that fails here is skipped
+      auto seconds = Time(3);
+      if (seconds.ok() && *seconds < best) {
+        best = *seconds;
+        best_index_ = i;
+      }
+    }
+    if (best_index_ < 0) return Internal("every cuBLASLt candidate algorithm failed to run");
+    algo_ = results[best_index_].algo;
+    tried_ = returned;
+    // The next Time() writes buffer 0 with the chosen algorithm: Sample() and Snapshot() read
+    // buffer 0, and must not see a candidate's output.
+    next_output_ = 0;
+    return Status::Ok();
+  }
+
   // Queues `iterations` matmuls on stream_, into the output buffers in turn. Non-blocking.
   Status QueueMatmuls(int iterations) {
     static constexpr float kAlpha32 = 1.0f;

@@ -653,6 +653,26 @@ double PlantedDelay(const std::vector<std::string>& behaviour, const std::string
   return 0;
 }
 
+// Waits for every rail's child to be ready (their rendezvous run side by side); a rail whose
+// child did not start, or did not get ready, says why in its details.
+void AwaitRails(std::vector<Rail>* rails, std::map<std::string, std::string>* details) {
+  for (Rail& rail : *rails) {
+    std::string& text = (*details)["rail." + rail.port.hca];
+    if (rail.channel) {
+      if (Status st = rail.channel->Ready(); !st.ok()) {
+        rail.start_error = st.message();
+        rail.channel.reset();
+      }
+    }
+    if (rail.channel) {
+      const auto d = rail.channel->Details();
+      if (auto t = d.find("transport"); t != d.end()) text += ", transport " + t->second;
+    } else {
+      text += ", did not start: " + rail.start_error;
+    }
+  }
+}
+
 class RailsTest final : public Test {
  public:
   explicit RailsTest(RailTestOptions options) : options_(std::move(options)) {
@@ -752,6 +772,53 @@ class RailsTest final : public Test {
           "a rail joins two nodes or more: this test runs in a gang (spec.gang), and this pod "
           "is not in one");
     }
+    ASSIGN_OR_RETURN(const ChosenPorts chosen_ports, ChoosePorts(params));
+    const std::vector<fabric::IbPort>& chosen = chosen_ports.ports;
+    const std::string& source = chosen_ports.source;
+    const std::vector<int>& devices = target.devices;
+    ASSIGN_OR_RETURN(HostPort base, ParseHostPort(gang.rank0->ToString()));
+    const std::string node = options_.env("NODE_NAME").value_or("local");
+
+    std::vector<Rail> rails;
+    std::map<std::string, std::string> details;
+    const std::string peers = PeersOf(gang, options_.env);
+    for (std::size_t i = 0; i < chosen.size(); ++i) {
+      Rail rail;
+      rail.port = chosen[i];
+      if (!devices.empty()) rail.device = devices[i % devices.size()];
+      const RailJob job = JobFor(params, gang, base, i, rail, node);
+      auto channel = options_.launch(job);
+      details["rail." + rail.port.hca] = "port " + std::to_string(rail.port.port) + ", " +
+                                         rail.port.rate_text + ", " + rail.Text() +
+                                         ", NCCL_IB_HCA=" + job.IbHca() + ", meets at " +
+                                         job.rank0 + ", paired with " + peers;
+      if (channel.ok()) {
+        rail.channel = std::move(channel).value();
+      } else {
+        rail.start_error = channel.status().message();
+      }
+      rails.push_back(std::move(rail));
+    }
+    // Every rail's child started at once; their rendezvous run side by side.
+    AwaitRails(&rails, &details);
+    details["gang"] = (gang.id.empty() ? std::string() : gang.id + ", ") + "pod rank " +
+                      std::to_string(gang.rank) + " of " + std::to_string(gang.size);
+    details["formula"] =
+        "per rail: busbw = S / t * 2(n-1)/n for an all_reduce of S bytes over n nodes, one rank "
+        "per node (nccl-tests doc/PERFORMANCE.md); 1 GB = 1e9 bytes";
+    details["rails"] =
+        std::to_string(rails.size()) + " (" + source + "), measured one after another";
+    return std::unique_ptr<TestRun>(
+        std::make_unique<RailsRun>(std::move(rails), peers, std::move(details)));
+  }
+
+ private:
+  // The ports the rails use and where they were named.
+  struct ChosenPorts {
+    std::vector<fabric::IbPort> ports;
+    std::string source;
+  };
+  Result<ChosenPorts> ChoosePorts(const Params& params) const {
     fabric::PortReader read = options_.read_ports;
     std::string where = options_.where;
     if (options_.sysfs_root_param) {
@@ -786,78 +853,35 @@ class RailsTest final : public Test {
       chosen.push_back(*it);
     }
     if (chosen.empty()) return FailedPrecondition("nccl-rails: no HCA in " + where);
-    const std::vector<int>& devices = target.devices;
-    ASSIGN_OR_RETURN(HostPort base, ParseHostPort(gang.rank0->ToString()));
-    const std::string node = options_.env("NODE_NAME").value_or("local");
-
-    std::vector<Rail> rails;
-    std::map<std::string, std::string> details;
-    const std::string peers = PeersOf(gang, options_.env);
-    for (std::size_t i = 0; i < chosen.size(); ++i) {
-      Rail rail;
-      rail.port = chosen[i];
-      if (!devices.empty()) rail.device = devices[i % devices.size()];
-      RailJob job;
-      job.backend = options_.backend;
-      job.hca = rail.port.hca;
-      job.port = rail.port.port;
-      job.device = rail.device;
-      HostPort at = base;
-      at.port = base.port + 1 + static_cast<int>(i);
-      job.rank0 = at.ToString();
-      job.rank = gang.rank;
-      job.world = gang.size;
-      job.bytes = params.Int("bytes");
-      job.latency_bytes = params.Int("latencyBytes");
-      job.warmup = static_cast<int>(params.Int("warmupIterations"));
-      job.iterations = static_cast<int>(params.Int("iterations"));
-      job.init_timeout_seconds = static_cast<double>(params.Int("initTimeoutSeconds"));
-      job.call_timeout_seconds = static_cast<double>(params.Int("timeoutSeconds"));
-      if (options_.plantable) {
-        job.planted_delay_seconds =
-            PlantedDelay(params.StringList("behaviour"), node, rail.port.hca);
-      }
-      // In rail order on every node: rail i of each node meets at port + 1 + i.
-      auto channel = options_.launch(job);
-      details["rail." + rail.port.hca] = "port " + std::to_string(rail.port.port) + ", " +
-                                         rail.port.rate_text + ", " + rail.Text() +
-                                         ", NCCL_IB_HCA=" + job.IbHca() + ", meets at " +
-                                         job.rank0 + ", paired with " + peers;
-      if (channel.ok()) {
-        rail.channel = std::move(channel).value();
-      } else {
-        rail.start_error = channel.status().message();
-      }
-      rails.push_back(std::move(rail));
-    }
-    // Every rail's child started at once; their rendezvous run side by side.
-    for (Rail& rail : rails) {
-      std::string& text = details["rail." + rail.port.hca];
-      if (rail.channel) {
-        if (Status st = rail.channel->Ready(); !st.ok()) {
-          rail.start_error = st.message();
-          rail.channel.reset();
-        }
-      }
-      if (rail.channel) {
-        const auto d = rail.channel->Details();
-        if (auto t = d.find("transport"); t != d.end()) text += ", transport " + t->second;
-      } else {
-        text += ", did not start: " + rail.start_error;
-      }
-    }
-    details["gang"] = (gang.id.empty() ? std::string() : gang.id + ", ") + "pod rank " +
-                      std::to_string(gang.rank) + " of " + std::to_string(gang.size);
-    details["formula"] =
-        "per rail: busbw = S / t * 2(n-1)/n for an all_reduce of S bytes over n nodes, one rank "
-        "per node (nccl-tests doc/PERFORMANCE.md); 1 GB = 1e9 bytes";
-    details["rails"] =
-        std::to_string(rails.size()) + " (" + source + "), measured one after another";
-    return std::unique_ptr<TestRun>(
-        std::make_unique<RailsRun>(std::move(rails), peers, std::move(details)));
+    return ChosenPorts{std::move(chosen), std::move(source)};
   }
 
- private:
+  // What rail `i`'s child process runs: its HCA and GPU, where its rank 0 listens, the sizes.
+  RailJob JobFor(const Params& params, const GangConfig& gang, const HostPort& base, std::size_t i,
+                 const Rail& rail, const std::string& node) const {
+    RailJob job;
+    job.backend = options_.backend;
+    job.hca = rail.port.hca;
+    job.port = rail.port.port;
+    job.device = rail.device;
+    // In rail order on every node: rail i of each node meets at port + 1 + i.
+    HostPort at = base;
+    at.port = base.port + 1 + static_cast<int>(i);
+    job.rank0 = at.ToString();
+    job.rank = gang.rank;
+    job.world = gang.size;
+    job.bytes = params.Int("bytes");
+    job.latency_bytes = params.Int("latencyBytes");
+    job.warmup = static_cast<int>(params.Int("warmupIterations"));
+    job.iterations = static_cast<int>(params.Int("iterations"));
+    job.init_timeout_seconds = static_cast<double>(params.Int("initTimeoutSeconds"));
+    job.call_timeout_seconds = static_cast<double>(params.Int("timeoutSeconds"));
+    if (options_.plantable) {
+      job.planted_delay_seconds = PlantedDelay(params.StringList("behaviour"), node, rail.port.hca);
+    }
+    return job;
+  }
+
   RailTestOptions options_;
   TestInfo info_;
 };
