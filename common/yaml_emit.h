@@ -1,6 +1,6 @@
 // JSON written out as block YAML that reads back as the same JSON in every reader people point
 // at it: kubectl (goyaml.v2, where y, n, yes, no, on and off are booleans), yaml-cpp, PyYAML.
-// The CRDs (operator/crds.cc) and `perfgate summary -o yaml` are written with it.
+// The CRDs (operator/crd/crds.cc) and `perfgate summary -o yaml` are written with it.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -29,7 +29,7 @@ inline constexpr const char* kRunLabel = "perfgate.io/run";
 // On a PerfResult the operator recovered from the worker's termination message.
 inline constexpr const char* kRecoveredFromAnnotation = "perfgate.io/recovered-from";
 inline constexpr const char* kGangLabel = "perfgate.io/gang";
-// On a node that failed repeatedly (operator/repeated_failures.h): "true".
+// On a node that failed repeatedly (operator/policy/repeated_failures.h): "true".
 inline constexpr const char* kRepeatedFailureLabel = "perfgate.io/repeated-failure";
 // On a node with a verdict: the recommended action (common/action.h: none, retest, reset-gpu,
 // reboot-node, reseat, rma), for automation to select on, and the evidence behind it.
@@ -44,7 +44,7 @@ inline constexpr const char* kCordonedForTestAnnotation = "perfgate.io/cordoned-
 // When the node's disruption began (RFC 3339): spec.disruption.timeoutSeconds counts from it.
 inline constexpr const char* kDisruptionSinceAnnotation = "perfgate.io/disruption-since";
 // On a node whose FAIL is confined to some GPUs that perfgate tainted one by one with DRA
-// DeviceTaintRules instead of tainting the node (operator/device_taints.h): "gpu3=<driver>/
+// DeviceTaintRules instead of tainting the node (operator/policy/device_taints.h): "gpu3=<driver>/
 // <pool>/<device>", comma-separated. With policy.deviceTaint None (a rehearsal) the same list
 // goes into perfgate.io/device-taint-rehearsal and nothing is tainted.
 inline constexpr const char* kTaintedDevicesAnnotation = "perfgate.io/tainted-devices";

@@ -30,14 +30,14 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "kube/leaderelection.h"
-#include "operator/cache_strip.h"
-#include "operator/controller.h"
-#include "operator/disruption.h"
-#include "operator/http_server.h"
-#include "operator/index.h"
-#include "operator/log.h"
-#include "operator/metrics.h"
-#include "operator/reconciler.h"
+#include "operator/policy/disruption.h"
+#include "operator/reconcile/reconciler.h"
+#include "operator/runtime/cache_strip.h"
+#include "operator/runtime/controller.h"
+#include "operator/runtime/http_server.h"
+#include "operator/runtime/index.h"
+#include "operator/runtime/log.h"
+#include "operator/runtime/metrics.h"
 
 namespace {
 
@@ -391,7 +391,7 @@ struct Informers {
   op::LabelIndex results_by_validation{"perfgate.io/validation"};
 
   // Validations, worker pods and results in our namespace, nodes. Each keeps only what the
-  // operator reads (operator/cache_strip.h).
+  // operator reads (operator/runtime/cache_strip.h).
   Informers(const std::shared_ptr<kube::Client>& client, const Flags& flags) {
     validations =
         MakeInformer(client, op::ValidationsResource(), "", "", op::StripValidation, &all);

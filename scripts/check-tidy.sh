@@ -50,7 +50,7 @@ out="$(mktemp)"
 start=$SECONDS
 rc=0
 # A file whose one function is a deeply nested JSON literal can take clang-tidy far past any
-# sensible time (operator/pods.cc did, until its pod was built from small helpers): each file
+# sensible time (operator/reconcile/pods.cc did, until its pod was built from small helpers): each file
 # gets PERFGATE_TIDY_FILE_SECONDS (default 240), and a file that runs past it is named as not
 # checked rather than holding CI for an hour.
 limit="${PERFGATE_TIDY_FILE_SECONDS:-240}"

@@ -1,7 +1,7 @@
 // What the operator's informers keep: every field a reconcile, a handler or /metrics reads of a
 // cached Node, worker pod and PerfResult survives the strip; the bulk (managedFields, images,
 // heartbeats, env, samples) does not.
-#include "operator/cache_strip.h"
+#include "operator/runtime/cache_strip.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/gpu_model.h"
-#include "operator/reconciler.h"
+#include "operator/reconcile/reconciler.h"
 
 namespace perfgate::op {
 namespace {
@@ -355,8 +355,8 @@ TEST(CacheStripTest, AResultKeepsItsVerdictWorstTestRunAndIdentity) {
        "/spec/worst", "/spec/writtenBy", "/spec/report/verdict", "/spec/report/reason",
        "/spec/report/tests/0/name", "/spec/report/tests/0/verdict", "/spec/report/tests/1/name",
        "/spec/report/tests/1/verdict", "/spec/report/tests/1/reason",
-       // A changed node's identity (operator/identity.h); which GPU a test's device is
-       // (operator/device_taints.h).
+       // A changed node's identity (operator/policy/identity.h); which GPU a test's device is
+       // (operator/policy/device_taints.h).
        "/spec/report/identity/driverVersion", "/spec/report/identity/gpus/0/uuid",
        "/spec/report/identity/gpus/1/uuid", "/spec/report/identity/gpus/0/index"});
   ExpectDropped(stripped, {"/metadata/managedFields", "/spec/report/identity/hostname",

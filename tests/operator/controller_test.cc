@@ -1,6 +1,6 @@
 // The controller loop driven by a fake reconcile: requeue policy (backoff on error,
 // requeueAfter), one worker per key, re-handling of a key added meanwhile, and shutdown.
-#include "operator/controller.h"
+#include "operator/runtime/controller.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/spec.h"
-#include "operator/crds.h"
+#include "operator/crd/crds.h"
 #include "perfgate/v1alpha1/report.pb.h"
 #include "perfgate/v1alpha1/validation.pb.h"
 

@@ -39,7 +39,7 @@
 //       ClaimsAreRenewedThenReleasedNodeByNode, DeletionReleasesClaims
 //   StoreRecordsResultsCatchesUpAndFlagsRegressions -> DecideStore.*, DecideRegressions.*
 // The DecideEdge tests are the edge cases the end-to-end suite cannot reach cheaply.
-#include "operator/decide.h"
+#include "operator/reconcile/decide.h"
 #include "common/node_verdict.h"
 #include "tests/operator/time_at.h"
 
@@ -53,8 +53,8 @@
 #include "common/termination.h"
 #include "common/time.h"
 #include "core/names.h"
-#include "operator/node_actions.h"
-#include "operator/reconciler.h"
+#include "operator/policy/node_actions.h"
+#include "operator/reconcile/reconciler.h"
 
 namespace perfgate::op {
 namespace {

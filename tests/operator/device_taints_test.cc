@@ -1,13 +1,13 @@
-// Per-GPU quarantine through DRA (operator/device_taints.h): which FAILs are confined to GPUs,
-// how a report's GPU is found among a node's ResourceSlice devices, and the DeviceTaintRules
+// Per-GPU quarantine through DRA (operator/policy/device_taints.h): which FAILs are confined to
+// GPUs, how a report's GPU is found among a node's ResourceSlice devices, and the DeviceTaintRules
 // made and removed against kube-sim, which serves and validates both kinds.
-#include "operator/device_taints.h"
+#include "operator/policy/device_taints.h"
 
 #include <gtest/gtest.h>
 
 #include "core/names.h"
 #include "kube/config.h"
-#include "operator/node_actions.h"
+#include "operator/policy/node_actions.h"
 #include "tests/kube-sim/kube_sim.h"
 
 namespace perfgate::op {

@@ -1,8 +1,8 @@
-// Safe disruption in memory (operator/disruption.h through Decide): the default waits while
+// Safe disruption in memory (operator/policy/disruption.h through Decide): the default waits while
 // another pod holds a node's GPUs, cordon cordons and waits, drain evicts and a refused
 // eviction keeps the node waiting, maxUnavailable bounds the nodes under test, and every node
 // is given back (label gone, perfgate's cordon undone) whatever happens.
-#include "operator/disruption.h"
+#include "operator/policy/disruption.h"
 #include "tests/operator/time_at.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +12,8 @@
 #include "common/labels.h"
 #include "common/time.h"
 #include "core/names.h"
-#include "operator/decide.h"
-#include "operator/gangs.h"
+#include "operator/policy/gangs.h"
+#include "operator/reconcile/decide.h"
 
 namespace perfgate::op {
 namespace {

@@ -1,13 +1,13 @@
 // A validation over time: when a schedule starts a run, skips one, or waits for the run in
 // progress, and the history of runs the status keeps.
-#include "operator/lifecycle.h"
+#include "operator/policy/lifecycle.h"
 #include "common/node_verdict.h"
 
 #include <gtest/gtest.h>
 
 #include "common/time.h"
 #include "core/names.h"
-#include "operator/node_actions.h"
+#include "operator/policy/node_actions.h"
 #include "tests/operator/time_at.h"
 
 namespace perfgate::op {

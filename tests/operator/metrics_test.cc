@@ -1,5 +1,5 @@
 // The operator's /metrics page: what a Prometheus scrape of it reads.
-#include "operator/metrics.h"
+#include "operator/runtime/metrics.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "core/names.h"
-#include "operator/act.h"
-#include "operator/snapshot.h"
+#include "operator/reconcile/act.h"
+#include "operator/reconcile/snapshot.h"
 #include "tests/kube/fakes.h"
 #include "tests/operator/time_at.h"
 

@@ -1,5 +1,5 @@
 // The reconciler's naming and selection rules (the end-to-end suite covers the rest).
-#include "operator/reconciler.h"
+#include "operator/reconcile/reconciler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The k-of-n rule that marks a node failing repeatedly.
-#include "operator/repeated_failures.h"
+#include "operator/policy/repeated_failures.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The rolling period's parts that need no cluster: the period as spec.rolling.period spells it,
 // the spec checks that make a validation InvalidSpec with the field named, and the order nodes
 // take their turn in (never validated first, then the oldest verdict).
-#include "operator/rolling.h"
+#include "operator/policy/rolling.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "common/labels.h"
 #include "common/time.h"
 #include "core/names.h"
-#include "operator/decide.h"
+#include "operator/reconcile/decide.h"
 
 namespace perfgate::op {
 namespace {

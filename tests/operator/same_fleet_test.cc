@@ -17,9 +17,9 @@
 #include "common/compare.h"
 #include "common/report.h"
 #include "core/fleet.h"
-#include "operator/cache_strip.h"
-#include "operator/metrics.h"
-#include "operator/regressions.h"
+#include "operator/policy/regressions.h"
+#include "operator/runtime/cache_strip.h"
+#include "operator/runtime/metrics.h"
 #include "worker/history.h"
 
 namespace perfgate {

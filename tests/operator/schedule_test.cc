@@ -1,6 +1,6 @@
 // Cron schedules: fields, names, ranges, steps, the day-of-month/day-of-week OR rule, macros,
 // time zones from the database and from POSIX rules, and daylight saving time.
-#include "operator/schedule.h"
+#include "operator/policy/schedule.h"
 
 #include <gtest/gtest.h>
 

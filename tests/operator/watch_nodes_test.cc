@@ -2,7 +2,7 @@
 // node that joins after the run completed gets a worker of its own and its verdict in the
 // status; a node whose driver changed is tested again; the workers tolerate the provisioning
 // taint, a PASS removes it and a FAIL keeps it with the reason in an annotation.
-#include "operator/watch_nodes.h"
+#include "operator/policy/watch_nodes.h"
 #include "tests/operator/time_at.h"
 
 #include <gtest/gtest.h>
@@ -15,10 +15,10 @@
 #include "common/labels.h"
 #include "common/time.h"
 #include "core/names.h"
-#include "operator/decide.h"
-#include "operator/identity.h"
-#include "operator/node_actions.h"
-#include "operator/quarantine.h"
+#include "operator/policy/identity.h"
+#include "operator/policy/node_actions.h"
+#include "operator/policy/quarantine.h"
+#include "operator/reconcile/decide.h"
 
 namespace perfgate::op {
 namespace {

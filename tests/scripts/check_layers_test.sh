@@ -21,7 +21,7 @@ check="$REPO_ROOT/scripts/check-layers.sh"
 # A few real files in their folders; the copy passes as it is.
 tree="$WORK_DIR/tree"
 for f in common/result.h core/gpu_model.h core/gpu_model.cc core/CMakeLists.txt \
-  operator/metrics.cc operator/CMakeLists.txt cli/summary.cc cli/CMakeLists.txt worker/runner.h; do
+  operator/runtime/metrics.cc operator/CMakeLists.txt cli/summary.cc cli/CMakeLists.txt worker/runner.h; do
   mkdir -p "$tree/$(dirname "$f")"
   cp "$REPO_ROOT/$f" "$tree/$f"
 done
@@ -49,22 +49,22 @@ case "$CASE" in
     bash "$check" "$REPO_ROOT" || fail "the repository uses a layer above or beside its own"
     ;;
   upward-include)
-    n=$(plant_include "$tree/core/gpu_model.cc" '#include "operator/reconciler.h"')
+    n=$(plant_include "$tree/core/gpu_model.cc" '#include "operator/reconcile/reconciler.h"')
     out=$(must_fail)
-    echo "$out" | grep -qF "core/gpu_model.cc:$n: core/ includes \"operator/reconciler.h\": operator is a layer above core" ||
+    echo "$out" | grep -qF "core/gpu_model.cc:$n: core/ includes \"operator/reconcile/reconciler.h\": operator is a layer above core" ||
       fail "the upward include is not named with its file, line and both folders"
     [ "$(echo "$out" | grep -c '^core/\|^cli/\|^operator/')" = 1 ] || fail "more than the planted one named"
     ;;
   peer-include)
-    n=$(plant_include "$tree/operator/metrics.cc" '#include "worker/runner.h"')
+    n=$(plant_include "$tree/operator/runtime/metrics.cc" '#include "worker/runner.h"')
     out=$(must_fail)
-    grep -qF "operator/metrics.cc:$n: operator/ includes \"worker/runner.h\": operator and worker are peers" <<<"$out" ||
+    grep -qF "operator/runtime/metrics.cc:$n: operator/ includes \"worker/runner.h\": operator and worker are peers" <<<"$out" ||
       fail "the include of a peer program is not named with its file, line and both folders"
     ;;
   cli-operator)
-    n=$(plant_include "$tree/cli/summary.cc" '#include "operator/metrics.h"')
+    n=$(plant_include "$tree/cli/summary.cc" '#include "operator/runtime/metrics.h"')
     out=$(must_fail)
-    grep -qF "cli/summary.cc:$n: cli/ includes \"operator/metrics.h\": cli never uses operator" <<<"$out" ||
+    grep -qF "cli/summary.cc:$n: cli/ includes \"operator/runtime/metrics.h\": cli never uses operator" <<<"$out" ||
       fail "the operator included by the CLI is not named with its file, line and both folders"
     ;;
   upward-link)
