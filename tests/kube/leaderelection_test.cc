@@ -98,7 +98,11 @@ bool Drive(ManualClock& clock, const std::function<int()>& threads,
   const SteadyTime end = clock.Now() + limit;
   while (clock.Now() < end) {
     if (done()) return true;
-    testing::Eventually([&] { return clock.sleepers() >= threads(); }, 1000ms);
+    // Time moves only once every thread sleeps. The wait ends as soon as they do; its limit
+    // is generous because a loaded machine (CI runs the unit tests beside the end-to-end
+    // suites) can take over a second to schedule a woken thread, and time moved under a thread
+    // still at work skips its renewals.
+    testing::Eventually([&] { return clock.sleepers() >= threads(); }, 10s);
     std::this_thread::sleep_for(1ms);
     if (done()) return true;
     clock.Advance(step);
