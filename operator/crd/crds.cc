@@ -6,6 +6,7 @@
 
 #include "common/yaml_emit.h"
 #include "perfgate/v1alpha1/report.pb.h"
+#include "perfgate/v1alpha1/status.pb.h"
 #include "perfgate/v1alpha1/validation.pb.h"
 
 namespace perfgate::op {
@@ -53,6 +54,50 @@ Json Extra(const std::string& message, const std::string& field) {
       {"BaselineValue.metric", {{"minLength", 1}}},
       {"BaselineValue.test", {{"minLength", 1}}},
       {"BaselineValue.count", {{"minimum", 0}}},
+      // What the operator writes (status.proto).
+      {"PerfValidationStatus.verdict",
+       {{"enum",
+         {"Running", "Passed", "Failed", "Inconclusive", "Error", "InvalidSpec", "Suspended"}}}},
+      {"PerfValidationStatus.trigger", {{"enum", {"created", "spec", "rerun", "schedule"}}}},
+      {"PerfValidationStatus.gpuSeconds", {{"minimum", 0}}},
+      {"PerfValidationStatus.startTime", {{"format", "date-time"}}},
+      {"PerfValidationStatus.completionTime", {{"format", "date-time"}}},
+      {"PerfValidationStatus.scheduledTime", {{"format", "date-time"}}},
+      {"PerfValidationStatus.lastScheduleTime", {{"format", "date-time"}}},
+      {"PerfValidationStatus.nextScheduleTime", {{"format", "date-time"}}},
+      {"PerfValidationStatus.lastSkippedScheduleTime", {{"format", "date-time"}}},
+      {"PerfValidationStatus.nodeSignals", {{"items", {{"type", "string"}}}}},
+      {"Condition.status", {{"enum", {"True", "False", "Unknown"}}}},
+      {"Condition.lastTransitionTime", {{"format", "date-time"}}},
+      {"YieldRecord.lastTime", {{"format", "date-time"}}},
+      {"YieldRecord.lostGpuSeconds", {{"minimum", 0}}},
+      {"YieldRecord.longestWaitSeconds", {{"minimum", 0}}},
+      {"RollingNode.lastValidated", {{"format", "date-time"}}},
+      {"RollingNode.nextDue", {{"format", "date-time"}}},
+      {"RunRecord.scheduledTime", {{"format", "date-time"}}},
+      {"RunRecord.startTime", {{"format", "date-time"}}},
+      {"RunRecord.completionTime", {{"format", "date-time"}}},
+      {"Regression.against", {{"enum", {"history", "peers"}}}},
+      {"PerfResultSpec.writtenBy", {{"enum", {"worker", "operator"}}}},
+  };
+  auto it = kExtra.find(message + "." + field);
+  return it == kExtra.end() ? Json::object() : it->second;
+}
+
+// Constraints on a list as a whole (its length, how it merges), keyed by "Message.jsonName".
+// The status's lists are bounded to what the operator writes at most.
+Json ListExtra(const std::string& message, const std::string& field) {
+  static const Json kAtMost20 = {{"maxItems", 20}};
+  static const std::map<std::string, Json> kExtra = {
+      {"PerfValidationStatus.gpuChanges", kAtMost20},
+      {"PerfValidationStatus.repeatedFailures", kAtMost20},
+      {"PerfValidationStatus.suspectNodes", kAtMost20},
+      {"PerfValidationStatus.failingNodes", kAtMost20},
+      {"PerfValidationStatus.regressions", kAtMost20},
+      {"PerfValidationStatus.history", {{"maxItems", 10}}},
+      {"PerfValidationStatus.conditions",
+       {{"x-kubernetes-list-type", "map"}, {"x-kubernetes-list-map-keys", {"type"}}}},
+      {"QuarantineStatus.heldNodes", kAtMost20},
   };
   auto it = kExtra.find(message + "." + field);
   return it == kExtra.end() ? Json::object() : it->second;
@@ -63,7 +108,15 @@ std::vector<std::string> Required(const std::string& message) {
   if (message == "Threshold") return {"metric"};
   if (message == "TestSpec") return {"type"};
   if (message == "BaselineValue") return {"test", "metric", "statistic"};
+  if (message == "Condition") return {"type", "status"};
+  if (message == "PerfResultSpec") return {"validation", "nodeName", "run", "report"};
   return {};
+}
+
+// Whether `f` is something the operator writes (status.proto): its whole numbers are counts,
+// never negative.
+bool WrittenByTheOperator(const FieldDescriptor* f) {
+  return f->file()->name() == v1alpha1::PerfValidationStatus::descriptor()->file()->name();
 }
 
 Json FieldSchema(const FieldDescriptor* f);
@@ -72,6 +125,8 @@ Json MessageSchema(const Descriptor* d) {
   if (d->full_name() == "google.protobuf.Struct") {
     return {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
   }
+  // A list of values; what the values are is the field's extra.
+  if (d->full_name() == "google.protobuf.ListValue") return {{"type", "array"}};
   Json props = Json::object();
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* f = d->field(i);
@@ -82,7 +137,10 @@ Json MessageSchema(const Descriptor* d) {
       if (s.value("x-kubernetes-int-or-string", false)) s.erase("type");
     }
     if (f->is_map()) s["additionalProperties"].update(Extra(d->name(), f->json_name()));
-    if (f->is_repeated() && !f->is_map()) s["items"].update(Extra(d->name(), f->json_name()));
+    if (f->is_repeated() && !f->is_map()) {
+      s["items"].update(Extra(d->name(), f->json_name()));
+      s.update(ListExtra(d->name(), f->json_name()));
+    }
     props[f->json_name()] = s;
   }
   Json out = {{"type", "object"}, {"properties", props}};
@@ -95,6 +153,8 @@ Json ScalarSchema(const FieldDescriptor* f) {
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
     case FieldDescriptor::CPPTYPE_UINT32:
+      if (WrittenByTheOperator(f))
+        return {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}};
       return {{"type", "integer"}, {"format", "int32"}};
     case FieldDescriptor::CPPTYPE_DOUBLE:
     case FieldDescriptor::CPPTYPE_FLOAT:
@@ -126,196 +186,6 @@ Json FieldSchema(const FieldDescriptor* f) {
   }
   if (f->is_repeated()) return {{"type", "array"}, {"items", ScalarSchema(f)}};
   return ScalarSchema(f);
-}
-
-Json ConditionSchema() {
-  return {{"type", "object"},
-          {"required", {"type", "status"}},
-          {"properties",
-           {{"type", {{"type", "string"}}},
-            {"status", {{"type", "string"}, {"enum", {"True", "False", "Unknown"}}}},
-            {"reason", {{"type", "string"}}},
-            {"message", {{"type", "string"}}},
-            {"observedGeneration", {{"type", "integer"}}},
-            {"lastTransitionTime", {{"type", "string"}, {"format", "date-time"}}}}}};
-}
-
-// A count in the status: a whole number, never negative.
-Json Counts() { return {{"type", "integer"}, {"minimum", 0}}; }
-
-// A status list of objects with `properties`, at most 20 (what the operator writes at most).
-Json BoundedList(Json properties) {
-  return {{"type", "array"},
-          {"maxItems", 20},
-          {"items", {{"type", "object"}, {"properties", std::move(properties)}}}};
-}
-
-// spec.disruption.policy yield: per node, how often its worker gave way in this run, and the
-// last time (the pod's uid, so that one pod counts once).
-Json YieldsSchema() {
-  const Json counts = Counts();
-  return {{"type", "object"},
-          {"additionalProperties",
-           {{"type", "object"},
-            {"properties",
-             {{"count", counts},
-              {"lastPod", {{"type", "string"}}},
-              {"lastReason", {{"type", "string"}}},
-              {"lastTime", {{"type", "string"}, {"format", "date-time"}}},
-              // GPU seconds its yielding workers had measured, discarded with their samples.
-              {"lostGpuSeconds", {{"type", "number"}, {"minimum", 0}}},
-              // The longest a customer's pod waited for a yielding worker to go.
-              {"longestWaitSeconds", {{"type", "number"}, {"minimum", 0}}}}}}}};
-}
-
-// spec.rolling (operator/policy/rolling.h): per node, when its last verdict in this validation came
-// in, when it falls due again, and that verdict; and how many nodes are overdue.
-Json RollingSchema() {
-  const Json counts = Counts();
-  return {{"type", "object"},
-          {"properties",
-           {{"period", {{"type", "string"}}},
-            {"currentNodes", counts},
-            {"overdueNodes", counts},
-            {"nodes",
-             {{"type", "object"},
-              {"additionalProperties",
-               {{"type", "object"},
-                {"properties",
-                 {{"result", {{"type", "string"}}},
-                  {"lastValidated", {{"type", "string"}, {"format", "date-time"}}},
-                  {"nextDue", {{"type", "string"}, {"format", "date-time"}}},
-                  {"lastVerdict", {{"type", "string"}}}}}}}}}}}};
-}
-
-// The validation's latest runs, newest first.
-Json HistorySchema() {
-  const Json counts = Counts();
-  return {{"type", "array"},
-          {"maxItems", 10},
-          {"items",
-           {{"type", "object"},
-            {"properties",
-             {{"run", {{"type", "string"}}},
-              {"trigger", {{"type", "string"}}},
-              {"scheduledTime", {{"type", "string"}, {"format", "date-time"}}},
-              {"startTime", {{"type", "string"}, {"format", "date-time"}}},
-              {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
-              {"verdict", {{"type", "string"}}},
-              {"nodes", counts},
-              {"passed", counts},
-              {"failed", counts},
-              {"inconclusive", counts},
-              {"errors", counts}}}}}};
-}
-
-// The brake on mass quarantine (operator/policy/quarantine.h) while it holds FAILs back.
-Json QuarantineSchema() {
-  const Json counts = Counts();
-  return {{"type", "object"},
-          {"properties",
-           {{"cap", counts},
-            {"quarantined", counts},
-            {"held", counts},
-            {"heldNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
-            {"shared", {{"type", "string"}}}}}};
-}
-
-// The nodes that did not pass, with what failed and the action recommended.
-Json FailingNodesSchema() {
-  return BoundedList({{"node", {{"type", "string"}}},
-                      {"verdict", {{"type", "string"}}},
-                      {"test", {{"type", "string"}}},
-                      {"figure", {{"type", "string"}}},
-                      {"reason", {{"type", "string"}}},
-                      {"action", {{"type", "string"}}},
-                      {"taintedDevices", {{"type", "string"}}},
-                      {"deviceTaintRehearsal", {{"type", "string"}}}});
-}
-
-// Figures that regressed against the node's history or its peers (operator/policy/regressions.h).
-Json RegressionsSchema() {
-  const Json counts = Counts();
-  return BoundedList({{"node", {{"type", "string"}}},
-                      {"against", {{"type", "string"}, {"enum", {"history", "peers"}}}},
-                      {"test", {{"type", "string"}}},
-                      {"device", {{"type", "string"}}},
-                      {"metric", {{"type", "string"}}},
-                      {"ratio", {{"type", "number"}}},
-                      {"low", {{"type", "number"}}},
-                      {"high", {{"type", "number"}}},
-                      {"compared", counts},
-                      {"metrics", counts},
-                      {"message", {{"type", "string"}}}});
-}
-
-Json ValidationStatus() {
-  const Json counts = Counts();
-  return {
-      {"type", "object"},
-      {"properties",
-       {{"observedGeneration", {{"type", "integer"}}},
-        {"run", {{"type", "string"}}},
-        {"verdict",
-         {{"type", "string"},
-          {"enum",
-           {"Running", "Passed", "Failed", "Inconclusive", "Error", "InvalidSpec", "Suspended"}}}},
-        {"passedNodes", {{"type", "string"}}},
-        {"progress", {{"type", "string"}}},
-        {"timeLeft", {{"type", "string"}}},
-        // GPU seconds this run's workers measured to the end (decide.cc, SetGpuSeconds).
-        {"gpuSeconds", {{"type", "number"}, {"minimum", 0}}},
-        {"message", {{"type", "string"}}},
-        {"profile", {{"type", "string"}}},
-        {"profileVersion", {{"type", "string"}}},
-        {"gpuModels", {{"type", "string"}}},
-        {"nodes", counts},
-        {"passed", counts},
-        {"failed", counts},
-        {"inconclusive", counts},
-        {"errors", counts},
-        {"pending", counts},
-        {"startTime", {{"type", "string"}, {"format", "date-time"}}},
-        {"completionTime", {{"type", "string"}, {"format", "date-time"}}},
-        // How the run began, and the schedule (operator/policy/lifecycle.h).
-        {"trigger", {{"type", "string"}, {"enum", {"created", "spec", "rerun", "schedule"}}}},
-        {"scheduledTime", {{"type", "string"}, {"format", "date-time"}}},
-        {"lastScheduleTime", {{"type", "string"}, {"format", "date-time"}}},
-        {"nextScheduleTime", {{"type", "string"}, {"format", "date-time"}}},
-        {"lastSkippedScheduleTime", {{"type", "string"}, {"format", "date-time"}}},
-        {"missedSchedules", counts},
-        // spec.watchNodes (operator/policy/watch_nodes.h): each node's identity when its result was
-        // taken, and how often a changed node was tested again in this run.
-        {"nodeIdentities", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
-        {"retests", {{"type", "object"}, {"additionalProperties", counts}}},
-        {"yields", YieldsSchema()},
-        // A node tested again because its last result's driver was not its labels' (the
-        // labels' identity then), and GPUs a result shows swapped (operator/policy/identity.h).
-        {"identityRetests", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
-        // The fault signals (spec.watchNodes, spec.remediationTaints) each node showed when its
-        // result was taken: one that appears later tests it again.
-        {"nodeSignals",
-         {{"type", "object"},
-          {"additionalProperties", {{"type", "array"}, {"items", {{"type", "string"}}}}}}},
-        {"rolling", RollingSchema()},
-        {"gpuChanges", BoundedList({{"node", {{"type", "string"}}},
-                                    {"result", {{"type", "string"}}},
-                                    {"previousResult", {{"type", "string"}}},
-                                    {"change", {{"type", "string"}}}})},
-        {"repeatedFailures",
-         BoundedList(
-             {{"node", {{"type", "string"}}}, {"failures", counts}, {"validations", counts}})},
-        {"history", HistorySchema()},
-        {"conditions",
-         {{"type", "array"},
-          {"items", ConditionSchema()},
-          {"x-kubernetes-list-type", "map"},
-          {"x-kubernetes-list-map-keys", {"type"}}}},
-        {"quarantine", QuarantineSchema()},
-        {"gangs", counts},
-        {"suspectNodes", {{"type", "array"}, {"maxItems", 20}, {"items", {{"type", "string"}}}}},
-        {"failingNodes", FailingNodesSchema()},
-        {"regressions", RegressionsSchema()}}}};
 }
 
 Json Crd(const std::string& kind, const std::string& plural, const std::string& scope,
@@ -366,25 +236,18 @@ Json TopLevel(Json spec, Json status) {
 std::map<std::string, Json> GenerateCrdObjects() {
   std::map<std::string, Json> out;
   Json vspec = MessageSchema(v1alpha1::PerfValidationSpec::descriptor());
-  out["perfvalidations.yaml"] = Crd(
-      "PerfValidation", "perfvalidations", "Cluster", {"pval"}, TopLevel(vspec, ValidationStatus()),
-      {Column("Verdict", "string", ".status.verdict"),
-       Column("Progress", "string", ".status.progress"),
-       Column("ETA", "string", ".status.timeLeft"),
-       Column("Passed", "string", ".status.passedNodes"),
-       Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
-       Column("Suspects", "string", ".status.suspectNodes", 1),
-       Column("Age", "date", ".metadata.creationTimestamp")},
-      true);
-  Json rspec = {{"type", "object"},
-                {"required", {"validation", "nodeName", "run", "report"}},
-                {"properties",
-                 {{"validation", {{"type", "string"}}},
-                  {"nodeName", {{"type", "string"}}},
-                  {"run", {{"type", "string"}}},
-                  {"worst", {{"type", "string"}}},
-                  {"writtenBy", {{"type", "string"}, {"enum", {"worker", "operator"}}}},
-                  {"report", MessageSchema(v1alpha1::Report::descriptor())}}}};
+  out["perfvalidations.yaml"] =
+      Crd("PerfValidation", "perfvalidations", "Cluster", {"pval"},
+          TopLevel(vspec, MessageSchema(v1alpha1::PerfValidationStatus::descriptor())),
+          {Column("Verdict", "string", ".status.verdict"),
+           Column("Progress", "string", ".status.progress"),
+           Column("ETA", "string", ".status.timeLeft"),
+           Column("Passed", "string", ".status.passedNodes"),
+           Column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason", 1),
+           Column("Suspects", "string", ".status.suspectNodes", 1),
+           Column("Age", "date", ".metadata.creationTimestamp")},
+          true);
+  Json rspec = MessageSchema(v1alpha1::PerfResultSpec::descriptor());
   out["perfresults.yaml"] =
       Crd("PerfResult", "perfresults", "Namespaced", {"pres"}, TopLevel(rspec, nullptr),
           {Column("Node", "string", ".spec.nodeName"),

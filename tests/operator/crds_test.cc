@@ -11,6 +11,7 @@
 #include "common/spec.h"
 #include "operator/crd/crds.h"
 #include "perfgate/v1alpha1/report.pb.h"
+#include "perfgate/v1alpha1/status.pb.h"
 #include "perfgate/v1alpha1/validation.pb.h"
 
 namespace perfgate::op {
@@ -95,8 +96,50 @@ TEST(Crds, EveryProtoFieldAppearsWithItsType) {
   ExpectFields(v1alpha1::PerfValidationSpec::descriptor(), schema("perfvalidations.yaml"), "spec");
   ExpectFields(v1alpha1::PerfProfileSpec::descriptor(), schema("perfprofiles.yaml"), "spec");
   ExpectFields(v1alpha1::PerfBaselineSpec::descriptor(), schema("perfbaselines.yaml"), "spec");
-  ExpectFields(v1alpha1::Report::descriptor(), schema("perfresults.yaml")["properties"]["report"],
-               "spec.report");
+  ExpectFields(v1alpha1::PerfResultSpec::descriptor(), schema("perfresults.yaml"), "spec");
+  ExpectFields(v1alpha1::PerfValidationStatus::descriptor(),
+               crds["perfvalidations.yaml"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+                   ["properties"]["status"],
+               "status");
+}
+
+// What the operator writes is bounded and typed as the API conventions ask: counts never
+// negative, times as date-times, the lists it caps capped, conditions merged by type.
+TEST(Crds, TheStatusSchemaCarriesItsBoundsAndFormats) {
+  auto crd = GenerateCrdObjects()["perfvalidations.yaml"];
+  auto status =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"];
+  EXPECT_EQ(status["passed"]["minimum"], 0);
+  EXPECT_EQ(status["retests"]["additionalProperties"]["minimum"], 0);
+  EXPECT_EQ(status["yields"]["additionalProperties"]["properties"]["count"]["minimum"], 0);
+  EXPECT_EQ(status["startTime"]["format"], "date-time");
+  EXPECT_EQ(status["history"]["items"]["properties"]["completionTime"]["format"], "date-time");
+  EXPECT_EQ(status["failingNodes"]["maxItems"], 20);
+  EXPECT_EQ(status["history"]["maxItems"], 10);
+  EXPECT_EQ(status["quarantine"]["properties"]["heldNodes"]["maxItems"], 20);
+  EXPECT_EQ(status["conditions"]["x-kubernetes-list-type"], "map");
+  EXPECT_EQ(status["conditions"]["items"]["required"], nlohmann::json({"type", "status"}));
+  EXPECT_EQ(status["nodeSignals"]["additionalProperties"]["items"]["type"], "string");
+  EXPECT_EQ(status["verdict"]["enum"].size(), 7u);
+  auto result = GenerateCrdObjects()["perfresults.yaml"]["spec"]["versions"][0]["schema"]
+                                    ["openAPIV3Schema"]["properties"]["spec"];
+  EXPECT_EQ(result["required"], nlohmann::json({"validation", "nodeName", "run", "report"}));
+  EXPECT_EQ(result["properties"]["writtenBy"]["enum"], nlohmann::json({"worker", "operator"}));
+}
+
+// The reference names every field the operator writes: the status's and a PerfResult's.
+TEST(Crds, TheReferenceNamesEveryFieldTheOperatorWrites) {
+  const std::string doc = Slurp(std::string(PERFGATE_CRDS_DIR) + "/../docs/crd-reference.md");
+  ASSERT_FALSE(doc.empty());
+  for (const Descriptor* d :
+       {v1alpha1::PerfValidationStatus::descriptor(), v1alpha1::PerfResultSpec::descriptor()}) {
+    for (int i = 0; i < d->field_count(); ++i) {
+      const std::string name = d->field(i)->json_name();
+      EXPECT_TRUE(doc.find("`" + name + "`") != std::string::npos ||
+                  doc.find("`" + name + "[]`") != std::string::npos)
+          << d->name() << "." << name << " is not in docs/crd-reference.md";
+    }
+  }
 }
 
 TEST(Crds, UserTypedEnumsAndMinimumsAreEnforced) {

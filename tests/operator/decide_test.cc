@@ -55,6 +55,7 @@
 #include "core/names.h"
 #include "operator/policy/node_actions.h"
 #include "operator/reconcile/reconciler.h"
+#include "tests/operator/status_schema.h"
 
 namespace perfgate::op {
 namespace {
@@ -169,7 +170,13 @@ struct World {
     s.store = store;
     return s;
   }
-  Decision Decide() const { return op::Decide(Observe(), config, now); }
+  Decision Decide() const {
+    Decision d = op::Decide(Observe(), config, now);
+    if (d.status) {
+      EXPECT_TRUE(StatusFitsTheSchema(*d.status));
+    }
+    return d;
+  }
 
   // Applies what a decision creates and the status it writes, as the API server would.
   void Apply(const Decision& d) {

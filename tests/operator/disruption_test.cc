@@ -14,6 +14,7 @@
 #include "core/names.h"
 #include "operator/policy/gangs.h"
 #include "operator/reconcile/decide.h"
+#include "tests/operator/status_schema.h"
 
 namespace perfgate::op {
 namespace {
@@ -84,7 +85,13 @@ struct World {
     s.eviction_refused = evictionRefused;
     return s;
   }
-  Decision Decide() const { return op::Decide(Observe(), Config(), now); }
+  Decision Decide() const {
+    Decision d = op::Decide(Observe(), Config(), now);
+    if (d.status) {
+      EXPECT_TRUE(StatusFitsTheSchema(*d.status));
+    }
+    return d;
+  }
 
   // Applies the node edits and pod creates of `d`, as Act would.
   void Apply(const Decision& d) {

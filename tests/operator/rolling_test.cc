@@ -13,6 +13,7 @@
 #include "common/time.h"
 #include "core/names.h"
 #include "operator/reconcile/decide.h"
+#include "tests/operator/status_schema.h"
 
 namespace perfgate::op {
 namespace {
@@ -150,6 +151,9 @@ struct World {
   std::vector<std::string> Step() {
     Decision d = op::Decide(Observe(), config, now);
     EXPECT_TRUE(d.retry.ok()) << d.retry.message();
+    if (d.status) {
+      EXPECT_TRUE(StatusFitsTheSchema(*d.status));
+    }
     auto gone = [](const std::vector<std::string>& names, std::vector<Json>* objs) {
       std::erase_if(*objs, [&](const Json& o) {
         return std::find(names.begin(), names.end(), Name(o)) != names.end();
