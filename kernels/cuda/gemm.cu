@@ -362,16 +362,8 @@ class GemmRunnerImpl final : public GemmRunner {
     const GemmConfig& config = config_;
     const LtTypes t = TypesFor(config.dtype);
     PG_LT(cublasLtCreate(lt_.out()));
-    PG_LT(cublasLtMatmulDescCreate(op_.out(), t.compute, t.scale));
-    const cublasOperation_t trans_a = CUBLAS_OP_T;
-    const cublasOperation_t trans_b = CUBLAS_OP_N;
-    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                         sizeof(trans_a)));
-    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
-                                         sizeof(trans_b)));
-    PG_LT(cublasLtMatrixLayoutCreate(a_desc_.out(), t.in, config.k, config.m, config.k));
-    PG_LT(cublasLtMatrixLayoutCreate(b_desc_.out(), t.in, config.k, config.n, config.k));
-    PG_LT(cublasLtMatrixLayoutCreate(c_desc_.out(), t.out, config.m, config.n, config.m));
+    RETURN_IF_ERROR(DescribeTnMatmul(t.compute, t.scale, t.in, t.out, config.m, config.n, config.k,
+                                     &op_, &a_desc_, &b_desc_, &c_desc_));
 
     LtPreference preference;
     PG_LT(cublasLtMatmulPreferenceCreate(preference.out()));

@@ -4,6 +4,7 @@
 
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -52,5 +53,24 @@ using LtContext = LtHandle<cublasLtHandle_t, cublasLtDestroy>;
 using LtMatmulDesc = LtHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
 using LtLayout = LtHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
 using LtPreference = LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+
+// The one matmul shape the tests run, C (m x n, column-major) = A^T B with A k x m and B k x n
+// (layout TN, which every dtype supports): its descriptor (`compute`, `scale`) and the layouts
+// of A and B (`in`) and C (`out`).
+inline Status DescribeTnMatmul(cublasComputeType_t compute, cudaDataType_t scale, cudaDataType_t in,
+                               cudaDataType_t out, std::int64_t m, std::int64_t n, std::int64_t k,
+                               LtMatmulDesc* op, LtLayout* a, LtLayout* b, LtLayout* c) {
+  PG_LT(cublasLtMatmulDescCreate(op->out(), compute, scale));
+  const cublasOperation_t trans_a = CUBLAS_OP_T;
+  const cublasOperation_t trans_b = CUBLAS_OP_N;
+  PG_LT(cublasLtMatmulDescSetAttribute(op->get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                       sizeof(trans_a)));
+  PG_LT(cublasLtMatmulDescSetAttribute(op->get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                       sizeof(trans_b)));
+  PG_LT(cublasLtMatrixLayoutCreate(a->out(), in, k, m, k));
+  PG_LT(cublasLtMatrixLayoutCreate(b->out(), in, k, n, k));
+  PG_LT(cublasLtMatrixLayoutCreate(c->out(), out, m, n, m));
+  return Status::Ok();
+}
 
 }  // namespace perfgate::kernels::cuda

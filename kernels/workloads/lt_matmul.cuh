@@ -33,16 +33,8 @@ class LtPlan {
               std::int64_t k, std::size_t workspace_bytes) {
     lt_ = lt;
     const cudaDataType_t t = DataType(dtype);
-    PG_LT(cublasLtMatmulDescCreate(op_.out(), CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t trans_a = CUBLAS_OP_T;
-    const cublasOperation_t trans_b = CUBLAS_OP_N;
-    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                         sizeof(trans_a)));
-    PG_LT(cublasLtMatmulDescSetAttribute(op_.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
-                                         sizeof(trans_b)));
-    PG_LT(cublasLtMatrixLayoutCreate(a_.out(), t, k, m, k));
-    PG_LT(cublasLtMatrixLayoutCreate(b_.out(), t, k, n, k));
-    PG_LT(cublasLtMatrixLayoutCreate(c_.out(), t, m, n, m));
+    RETURN_IF_ERROR(
+        cuda::DescribeTnMatmul(CUBLAS_COMPUTE_32F, CUDA_R_32F, t, t, m, n, k, &op_, &a_, &b_, &c_));
     LtPref preference;
     PG_LT(cublasLtMatmulPreferenceCreate(preference.out()));
     const std::uint64_t workspace = workspace_bytes;
