@@ -115,6 +115,17 @@ std::string ResolvePath(const fs::path& base_dir, const std::string& p) {
   return path.lexically_normal().string();
 }
 
+// A base64 `*-data` field (a PEM inline), decoded; empty when absent. One that does not decode
+// is named.
+Result<std::string> PemField(Fields& f, const YAML::Node& node, const std::string& path,
+                             const char* key) {
+  ASSIGN_OR_RETURN(std::string data, f.String(node, path, key));
+  if (data.empty()) return std::string();
+  auto pem = DecodeBase64(data);
+  if (!pem.ok()) return f.Error(Fields::Join(path, key), pem.status().message());
+  return *pem;
+}
+
 // The cluster entry `cl_node` (at `cl_path`): the server's URL, its CA, whether TLS is checked.
 Status ReadCluster(Fields& f, const YAML::Node& cl_node, const std::string& cl_path,
                    const fs::path& base_dir, RestConfig* config) {
@@ -125,12 +136,7 @@ Status ReadCluster(Fields& f, const YAML::Node& cl_node, const std::string& cl_p
                    fmt::format("\"{}\" is not an http(s) URL", config->server));
   }
   while (!config->server.empty() && config->server.back() == '/') config->server.pop_back();
-  ASSIGN_OR_RETURN(std::string ca_data, f.String(cl_node, cl_path, "certificate-authority-data"));
-  if (!ca_data.empty()) {
-    auto pem = DecodeBase64(ca_data);
-    if (!pem.ok()) return f.Error(cl_path + ".certificate-authority-data", pem.status().message());
-    config->caPem = *pem;
-  }
+  ASSIGN_OR_RETURN(config->caPem, PemField(f, cl_node, cl_path, "certificate-authority-data"));
   ASSIGN_OR_RETURN(std::string ca_file, f.String(cl_node, cl_path, "certificate-authority"));
   config->caFile = ResolvePath(base_dir, ca_file);
   ASSIGN_OR_RETURN(config->insecureSkipTlsVerify,
@@ -145,20 +151,8 @@ Status ReadUser(Fields& f, const YAML::Node& u, const std::string& u_path, const
   ASSIGN_OR_RETURN(config->bearerToken, f.String(u, u_path, "token"));
   ASSIGN_OR_RETURN(std::string token_file, f.String(u, u_path, "tokenFile"));
   config->tokenFile = ResolvePath(base_dir, token_file);
-  ASSIGN_OR_RETURN(std::string cert_data, f.String(u, u_path, "client-certificate-data"));
-  if (!cert_data.empty()) {
-    auto pem = DecodeBase64(cert_data);
-    if (!pem.ok()) {
-      return f.Error(u_path + ".client-certificate-data", pem.status().message());
-    }
-    config->clientCertPem = *pem;
-  }
-  ASSIGN_OR_RETURN(std::string key_data, f.String(u, u_path, "client-key-data"));
-  if (!key_data.empty()) {
-    auto pem = DecodeBase64(key_data);
-    if (!pem.ok()) return f.Error(u_path + ".client-key-data", pem.status().message());
-    config->clientKeyPem = *pem;
-  }
+  ASSIGN_OR_RETURN(config->clientCertPem, PemField(f, u, u_path, "client-certificate-data"));
+  ASSIGN_OR_RETURN(config->clientKeyPem, PemField(f, u, u_path, "client-key-data"));
   ASSIGN_OR_RETURN(std::string cert_file, f.String(u, u_path, "client-certificate"));
   config->clientCertFile = ResolvePath(base_dir, cert_file);
   ASSIGN_OR_RETURN(std::string key_file, f.String(u, u_path, "client-key"));
