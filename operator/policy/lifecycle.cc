@@ -219,32 +219,14 @@ void DecideRepeatedFailures(const Snapshot& s, const std::string& now, Decision*
                      s.generation, now);
 }
 
-namespace {
-
-// A run in progress shows the RepeatedFailures condition its last completion set: the nodes
-// keep their label until they are decided again.
-void CarryRepeatedFailuresCondition(const Snapshot& s, Json* status) {
-  Json conditions = status->value("conditions", Json::array());
-  for (const auto& c : conditions) {
-    if (c.value("type", "") == kRepeatedFailuresCondition) return;
-  }
-  const Json old_status = OldStatus(s);
-  for (const auto& c : old_status.value("conditions", Json::array())) {
-    if (c.value("type", "") != kRepeatedFailuresCondition) continue;
-    conditions.push_back(c);
-    (*status)["conditions"] = std::move(conditions);
-    return;
-  }
-}
-
-}  // namespace
-
 void DecideLifecycle(const Snapshot& s, Clock::time_point now, Decision* d) {
   if (!d->status || !s.spec) return;
   Json& status = *d->status;
   const bool complete = !status.value("completionTime", "").empty();
   if (complete) DecideRepeatedFailures(s, FormatRfc3339(now), d);
-  CarryRepeatedFailuresCondition(s, &status);
+  // A run in progress shows the RepeatedFailures condition its last completion set: the nodes
+  // keep their label until they are decided again.
+  CarryCondition(&status, OldStatus(s), kRepeatedFailuresCondition);
   if (complete) AddHistory(&status, HistoryEntry(status, status.value("verdict", "")));
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   if (spec.schedule().empty()) {

@@ -65,6 +65,19 @@ void SetCondition(Json* status, const Json& old_status, const char* type, const 
 
 }  // namespace
 
+void CarryCondition(Json* status, const Json& old_status, const std::string& type) {
+  Json conditions = status->value("conditions", Json::array());
+  for (const auto& c : conditions) {
+    if (c.value("type", "") == type) return;
+  }
+  for (const auto& c : old_status.value("conditions", Json::array())) {
+    if (c.value("type", "") != type) continue;
+    conditions.push_back(c);
+    (*status)["conditions"] = std::move(conditions);
+    return;
+  }
+}
+
 void SetStatusCondition(Json* status, const Json& old_status, const char* type, const char* value,
                         const std::string& reason, const std::string& message, int64_t generation,
                         const std::string& now) {

@@ -39,6 +39,10 @@ void SetStatusCondition(Json* status, const Json& old_status, const char* type, 
                         const std::string& reason, const std::string& message, int64_t generation,
                         const std::string& now);
 
+// Keeps the condition `type` of `old_status` in `status` when `status` has none of that type
+// (a run in progress showing what its last completion set).
+void CarryCondition(Json* status, const Json& old_status, const std::string& type);
+
 // The condition Recorded from the results store's state (operator/reconcile/recorder.h): True
 // (Recorded) while it takes every result, False (StoreUnavailable) while results wait in the spool
 // or it cannot be reached. Replaces any earlier Recorded condition in `status`.
