@@ -222,12 +222,14 @@ std::string Format(const FleetSummary& s, const std::string& output) {
     const std::map<std::string, int>& c = entry.second;
     int total = 0;
     for (const auto& [word, n] : c) total += word == "STALE" ? 0 : n;
-    auto count = [&](const char* w) {
+    auto count = [&](const std::string& w) {
       auto it = c.find(w);
       return std::to_string(it == c.end() ? 0 : it->second);
     };
-    models.push_back({model, std::to_string(total), count("PASS"), count("FAIL"),
-                      count("INCONCLUSIVE"), count("ERROR"), count("NEVER"), count("STALE")});
+    models.push_back({model, std::to_string(total), count(report::VerdictName(v1alpha1::PASS)),
+                      count(report::VerdictName(v1alpha1::FAIL)),
+                      count(report::VerdictName(v1alpha1::INCONCLUSIVE)),
+                      count(report::VerdictName(v1alpha1::ERROR)), count("NEVER"), count("STALE")});
   }
   os << report::FormatColumns(models);
 

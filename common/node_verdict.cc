@@ -84,10 +84,10 @@ Judgement NoResult(std::string reason) { return {Verdict::kError, std::move(reas
 bool RegressionFails(Verdict v) { return v == Verdict::kPass; }
 
 RunJudgement JudgeRun(int failed, int errors, int inconclusive) {
-  if (failed > 0) return {"Failed", "TestsFailed"};
-  if (errors > 0) return {"Error", "NodeErrors"};
-  if (inconclusive > 0) return {"Inconclusive", "Inconclusive"};
-  return {"Passed", "Passed"};
+  if (failed > 0) return {kFailedWord, "TestsFailed"};
+  if (errors > 0) return {kErrorWord, "NodeErrors"};
+  if (inconclusive > 0) return {kInconclusiveWord, "Inconclusive"};
+  return {kPassedWord, "Passed"};
 }
 
 }  // namespace perfgate::verdict

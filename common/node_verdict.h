@@ -76,6 +76,19 @@ Judgement NoResult(std::string reason);
 // did not pass keeps its own verdict and reason.
 bool RegressionFails(Verdict v);
 
+// The words a validation's status.verdict takes: while it runs, when it is suspended or its spec
+// cannot run, and what rule 5 decides. The status, the metrics and the CRD's enum use these.
+inline constexpr char kRunningWord[] = "Running";
+inline constexpr char kSuspendedWord[] = "Suspended";
+inline constexpr char kInvalidSpecWord[] = "InvalidSpec";
+inline constexpr char kPassedWord[] = "Passed";
+inline constexpr char kFailedWord[] = "Failed";
+inline constexpr char kErrorWord[] = "Error";
+inline constexpr char kInconclusiveWord[] = "Inconclusive";
+inline constexpr const char* kValidationVerdictWords[] = {
+    kRunningWord,      kPassedWord,      kFailedWord,   kErrorWord,
+    kInconclusiveWord, kInvalidSpecWord, kSuspendedWord};
+
 // Rule 5, the validation: its worst node decides. `verdict` is the status word ("Passed",
 // "Failed", "Error", "Inconclusive"), `reason` the condition's reason ("Passed",
 // "TestsFailed", "NodeErrors", "Inconclusive").

@@ -207,7 +207,7 @@ Result<store::ResultQuery> BaselineSelection(const BaselineArgs& args) {
   for (std::string node; std::getline(list, node, ',');) {
     if (!node.empty()) query.nodes.push_back(node);
   }
-  if (!args.any_verdict) query.verdict = "PASS";
+  if (!args.any_verdict) query.verdict = report::VerdictName(v1alpha1::PASS);
   return query;
 }
 

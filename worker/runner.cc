@@ -372,7 +372,7 @@ v1alpha1::TestResult RunOnTarget(const TargetContext& ctx) {
   r.set_reason(test.reason);
   r.set_seconds(now() - start);
   if (verdict == v1alpha1::PASS) {
-    ctx.progress->Target(ctx.target.Name(), "PASS");
+    ctx.progress->Target(ctx.target.Name(), report::VerdictName(verdict));
   } else {
     ctx.progress->Line(label + ": " + report::VerdictName(verdict) + " after " +
                        std::to_string(*n) + " samples (" + stop + ")" +

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "common/node_verdict.h"
 #include "common/yaml_emit.h"
 #include "perfgate/v1alpha1/report.pb.h"
 #include "perfgate/v1alpha1/status.pb.h"
@@ -56,8 +57,8 @@ Json Extra(const std::string& message, const std::string& field) {
       {"BaselineValue.count", {{"minimum", 0}}},
       // What the operator writes (status.proto).
       {"PerfValidationStatus.verdict",
-       {{"enum",
-         {"Running", "Passed", "Failed", "Inconclusive", "Error", "InvalidSpec", "Suspended"}}}},
+       {{"enum", std::vector<std::string>(std::begin(verdict::kValidationVerdictWords),
+                                          std::end(verdict::kValidationVerdictWords))}}},
       {"PerfValidationStatus.trigger", {{"enum", {"created", "spec", "rerun", "schedule"}}}},
       {"PerfValidationStatus.gpuSeconds", {{"minimum", 0}}},
       {"PerfValidationStatus.startTime", {{"format", "date-time"}}},

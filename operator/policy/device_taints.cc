@@ -1,5 +1,7 @@
 #include "operator/policy/device_taints.h"
 
+#include "common/node_verdict.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -11,8 +13,8 @@ namespace {
 const std::string kGroup = "resource.k8s.io";
 
 bool NotPassed(const Json& test) {
-  const std::string v = test.value("verdict", "");
-  return v != "PASS" && v != "SKIPPED";
+  const auto v = verdict::ParseVerdict(test.value("verdict", ""));
+  return v != verdict::Verdict::kPass && v != verdict::Verdict::kSkipped;
 }
 
 // "gpu3": a single CUDA ordinal.
@@ -69,7 +71,7 @@ std::string ResourceVersionOf(const std::vector<Json>& lists, const std::string&
 }  // namespace
 
 std::vector<FailingGpu> ConfinedGpuFailures(const Json& report) {
-  if (report.value("verdict", "") != "FAIL") return {};
+  if (verdict::ParseVerdict(report.value("verdict", "")) != verdict::Verdict::kFail) return {};
   std::vector<FailingGpu> out;
   for (const auto& t : report.value("tests", Json::array())) {
     if (!NotPassed(t)) continue;

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/node_verdict.h"
 #include "common/strings.h"
 #include "common/time.h"
 #include "common/verdict.h"
@@ -174,7 +175,7 @@ bool DecideRollingDue(const Snapshot& s, Clock::time_point now, Json* status, De
   out["retests"] = retests;
   out.erase("completionTime");
   out.erase("timeLeft");
-  out["verdict"] = "Running";
+  out["verdict"] = verdict::kRunningWord;
   out["message"] = "testing again, their period over: " + NameSome(due, 5);
   d->status = std::move(out);
   // The next look (its worker names from the new retests) starts them in their turn.

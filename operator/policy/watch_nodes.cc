@@ -279,7 +279,7 @@ Json RetestStatus(const Snapshot& s, const std::map<std::string, const Json*>& r
   out["nodeIdentities"] = w->identities;
   out.erase("completionTime");
   out.erase("timeLeft");
-  out["verdict"] = "Running";
+  out["verdict"] = verdict::kRunningWord;
   std::string msg = "testing";
   if (!joined.empty())
     msg += " new node" + std::string(joined.size() > 1 ? "s " : " ") + NameSome(joined, 5);
@@ -296,7 +296,8 @@ bool DecideWatchNodes(const Snapshot& s, Json* status, Decision* d) {
   const v1alpha1::PerfValidationSpec& spec = s.spec->doc.spec();
   if (!WatchesNodes(spec) || !spec.gang().shape().empty() || spec.suspend()) return false;
   // A spec that cannot run stays as it is until it is fixed (a new run).
-  if (!CheckWatchNodes(spec).ok() || status->value("verdict", "") == "InvalidSpec") return false;
+  if (!CheckWatchNodes(spec).ok() || status->value("verdict", "") == verdict::kInvalidSpecWord)
+    return false;
   const std::map<std::string, const Json*> results = ResultsOfRun(s);
   WatchState w{status->value("nodeIdentities", Json::object()),
                status->value("identityRetests", Json::object()),

@@ -501,7 +501,7 @@ void DecideCompletion(const Snapshot& s, const Json& old_status, Json status,
       d->events.push_back(
           {"Warning", "SuspectNodes", "narrowed down by pairs: " + names, true, ""});
     }
-    d->events.push_back({status.value("verdict", "") == "Passed" ? "Normal" : "Warning",
+    d->events.push_back({status.value("verdict", "") == verdict::kPassedWord ? "Normal" : "Warning",
                          "Completed", status.value("message", ""), true, ""});
   }
   d->status = status;
@@ -1008,8 +1008,8 @@ void NoteModels(const Snapshot& s, const SelectedModels& models, const Json& old
 // The spec refused: the run stops as InvalidSpec with `msg`, and a Warning event says it.
 void RefuseSpec(const Snapshot& s, const Json& status, const Json& old_status,
                 const std::string& msg, const std::string& now, Decision* d) {
-  d->status =
-      StoppedStatus(status, old_status, "InvalidSpec", "InvalidSpec", msg, s.generation, now);
+  d->status = StoppedStatus(status, old_status, "InvalidSpec", verdict::kInvalidSpecWord, msg,
+                            s.generation, now);
   d->events.push_back({"Warning", "InvalidSpec", msg, true, ""});
 }
 

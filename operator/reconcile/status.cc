@@ -141,7 +141,7 @@ Json RunningStatus(Json status, const Json& old_status, bool suspended, const st
                                      {"Complete", "False"},
                                      {"Passed", "Unknown"}},
                                     reason, message, generation, now);
-  status["verdict"] = suspended ? "Suspended" : "Running";
+  status["verdict"] = suspended ? verdict::kSuspendedWord : verdict::kRunningWord;
   status["message"] = message;
   return status;
 }
@@ -200,7 +200,7 @@ Json CompleteStatus(Json status, const Json& old_status, const std::vector<NodeO
             inconclusive = status.value("inconclusive", 0);
   // The worst node verdict decides (rule 5), in the words of docs/operator.md's table.
   const verdict::RunJudgement run = verdict::JudgeRun(failed, errors, inconclusive);
-  if (run.verdict == "Passed") {
+  if (run.verdict == verdict::kPassedWord) {
     const std::string msg = "all " + std::to_string(outcomes.size()) + " nodes passed";
     status["conditions"] =
         Conditions(old_status, {{"Ready", "True"}, {"Complete", "True"}, {"Passed", "True"}},

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "common/node_verdict.h"
 #include "common/time.h"
 #include "core/fleet.h"
 #include "core/json_fields.h"
@@ -91,8 +92,6 @@ struct YieldSeries {
 // Per validation: its nodes by state (progress), its verdict as one series per possible verdict
 // (0 or 1, so a change never leaves a stale series behind), and its run's start and completion.
 void RenderValidations(const std::vector<Json>& validations, std::string* out) {
-  static const char* const kVerdicts[] = {"Running",      "Passed",      "Failed",   "Error",
-                                          "Inconclusive", "InvalidSpec", "Suspended"};
   static const std::pair<const char*, const char*> kStates[] = {{"passed", "passed"},
                                                                 {"failed", "failed"},
                                                                 {"inconclusive", "inconclusive"},
@@ -112,8 +111,8 @@ void RenderValidations(const std::vector<Json>& validations, std::string* out) {
     }
     yield_series.Add(name, v.value("status", Json::object()).value("yields", Json::object()));
     std::string verdict = Str(v, "/status/verdict"_json_pointer);
-    if (verdict.empty()) verdict = "Running";
-    for (const char* word : kVerdicts) {
+    if (verdict.empty()) verdict = verdict::kRunningWord;
+    for (const char* word : verdict::kValidationVerdictWords) {
       verdicts += "perfgate_validation_verdict" +
                   Labels({{"validation", name}, {"verdict", word}}) +
                   (verdict == word ? " 1\n" : " 0\n");
@@ -412,11 +411,11 @@ std::string RenderMetrics(const MetricsSnapshot& s) {
   header("perfgate_workqueue_depth", "gauge", "Keys ready in the work queue.");
   out += "perfgate_workqueue_depth " + std::to_string(s.queue_depth) + "\n";
 
-  std::map<std::string, int> by_verdict = {{"Running", 0},  {"Passed", 0},       {"Failed", 0},
-                                           {"Error", 0},    {"Inconclusive", 0}, {"InvalidSpec", 0},
-                                           {"Suspended", 0}};
+  std::map<std::string, int> by_verdict;
+  for (const char* word : verdict::kValidationVerdictWords) by_verdict[word] = 0;
   for (const auto& v : s.validations) {
-    by_verdict[v.value("status", nlohmann::json::object()).value("verdict", "Running")]++;
+    by_verdict[v.value("status", nlohmann::json::object())
+                   .value("verdict", std::string(verdict::kRunningWord))]++;
   }
   header("perfgate_validations", "gauge", "Validations by verdict.");
   for (const auto& [k, n] : by_verdict) {
