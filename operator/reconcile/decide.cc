@@ -382,22 +382,10 @@ std::string UnscheduledTooLong(const RunContext& ctx, const std::string& node, c
 // Each selected node's outcome from its result, else from its pod (the operator's ERROR for a
 // missing node, too few GPUs, a worker that ended without a result, a pod unscheduled past
 // the timeout), into d->outcomes in selected order.
-// This run's results in the cache, by node. A node tested again (spec.watchNodes) counts only
-// its newest worker's result.
-std::map<std::string, const Json*> RunResultsByNode(const Snapshot& s) {
-  std::map<std::string, const Json*> results;
-  for (const auto& r : s.results) {
-    if (Label(r, kRunLabel) != s.run) continue;
-    const std::string node = ResultNode(r);
-    if (Name(r) == WorkerName(s, node)) results[node] = &r;
-  }
-  return results;
-}
-
 NodeStates ClassifyNodes(const RunContext& ctx, const std::vector<std::string>& selected,
                          const std::map<std::string, const PodView*>& pods, Decision* d) {
   const Snapshot& s = *ctx.snapshot;
-  const std::map<std::string, const Json*> results = RunResultsByNode(s);
+  const std::map<std::string, const Json*> results = ResultsOfRun(s);
   NodeStates st;
   const bool yielding = ctx.spec->disruption().policy() == "yield";
   std::vector<NodeOutcome>& outcomes = d->outcomes;
@@ -598,7 +586,7 @@ void DecideYields(const RunContext& ctx, const std::map<std::string, const PodVi
 void YieldGangs(const RunContext& ctx, const std::vector<std::vector<std::string>>& gangs,
                 const std::map<std::string, const PodView*>& pods, NodeStates* st, Decision* d) {
   const Snapshot& s = *ctx.snapshot;
-  const std::map<std::string, const Json*> with_result = RunResultsByNode(s);
+  const std::map<std::string, const Json*> with_result = ResultsOfRun(s);
   for (const auto& gang : gangs) {
     std::string cause;  // the member that gave way
     for (const auto& n : gang) {
